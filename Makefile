@@ -1,0 +1,19 @@
+# The two commands (see README.md): `make demo` and `make test`. Each installs what it
+# needs first (bubblewrap and python packages), so a fresh Debian machine needs nothing else.
+PYTHON ?= python3
+EXTRAS ?= dev
+
+.PHONY: install demo test bench
+
+install:
+	PYTHON=$(PYTHON) VERA_EXTRAS=$(EXTRAS) bash scripts/install.sh
+
+demo: install
+	vera-env demo
+
+test: install
+	$(PYTHON) -m pytest -q
+
+bench: install
+	$(PYTHON) benchmarks/harness_overhead.py
+	$(PYTHON) benchmarks/sandbox_latency.py

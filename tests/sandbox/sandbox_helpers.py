@@ -1,0 +1,83 @@
+"""Helpers shared by the sandbox tests (imported by name; conftest holds fixtures)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from vera_env.sandbox import SandboxLimits, probe_bwrap
+
+__all__ = [
+    "BWRAP_REASON",
+    "FAST",
+    "data_files",
+    "processes_of",
+    "processes_with",
+    "requires_bwrap",
+    "requires_root",
+    "snapshot",
+]
+
+FAST = SandboxLimits(timeout_s=5, check_timeout_s=5, memory_mb=1024, max_processes=64)
+
+BWRAP_REASON = probe_bwrap()
+requires_bwrap = pytest.mark.skipif(bool(BWRAP_REASON), reason=f"bwrap unusable: {BWRAP_REASON}")
+requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs a root harness")
+
+
+def data_files(data: Path) -> dict[str, Path]:
+    """Relative name -> source, the shape ``Sandbox.stage`` takes."""
+    return {p.name: p for p in sorted(data.iterdir())}
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file and directory under ``root`` with its bytes and mode."""
+    found: dict[str, tuple[bytes, int]] = {}
+    for directory, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(directory) / name
+            rel = path.relative_to(root).as_posix()
+            content = b"" if path.is_dir() else path.read_bytes()
+            found[rel] = (content, path.lstat().st_mode)
+    return found
+
+
+def processes_with(marker: str, *, settle_s: float = 2.0) -> list[int]:
+    """Host pids whose command line contains ``marker``, after letting kills land."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        found = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as handle:
+                    cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmdline:
+                found.append(int(name))
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def processes_of(uid: int, *, settle_s: float = 2.0) -> list[str]:
+    """Host processes (zombies included) owned by ``uid``, as "pid state name"."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        found = []
+        for name in os.listdir("/proc"):
+            try:
+                if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid:
+                    with open(f"/proc/{name}/stat") as handle:
+                        pid, comm, state = handle.read().split()[:3]
+                    found.append(f"{pid} {state} {comm}")
+            except OSError:
+                continue
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)

@@ -1,0 +1,238 @@
+"""VeraEnv end to end, in the real sandbox."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import vera_env
+from vera_env import info as keys
+from vera_env.env import VeraEnv
+from vera_env.errors import ResetNeeded, SandboxError
+from vera_env.rewards import RewardConfig
+from vera_env.tasks import Task
+
+GOOD_NODE = (
+    "<command>awk -F'\\t' 'NR>1 && $3!=-999 {s+=$3;n++} END{print s/n}' alcohol.txt > mean.txt"
+    "; cat mean.txt</command>\n"
+    'NODE kind=transform summary="mean drinks without sentinel is 5" artifact=mean.txt\n'
+    'CHECK range "mean is 5" :: test "$(cat mean.txt)" = 5 && echo True || echo False\n'
+    'CHECK conservation "3 valid rows" :: test $(awk -F\'\\t\' \'NR>1 && $3!=-999\' alcohol.txt'
+    ' | wc -l) -eq 3 && echo True || echo False\n'
+)
+
+
+@pytest.fixture
+def env(alcohol_task):
+    env = VeraEnv([alcohol_task], max_steps=6)
+    yield env
+    env.close()
+
+
+def test_registered_id_makes_env_and_check_env_passes_with_warnings_as_errors(alcohol_task):
+    env = gym.make(vera_env.ENV_ID, tasks=[alcohol_task], max_steps=5)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            check_env(env.unwrapped)
+    finally:
+        env.close()
+
+
+def test_reset_observation_shows_question_files_and_protocol(env):
+    obs, info = env.reset(seed=0)
+    assert "Mean drinks" in obs and "- alcohol.txt" in obs and "CHECK" in obs
+    assert set(keys.INFO_KEYS) <= set(info)
+    assert info[keys.STEP] == 0 and info[keys.STEPS_LEFT] == 6 and info[keys.CORRECT] is None
+    assert "5.0" not in obs.split("QUESTION:")[1].split("\n")[0]
+
+
+def test_command_runs_and_output_reaches_the_window(env):
+    env.reset(seed=0)
+    obs, reward, term, trunc, info = env.step("<command>wc -l alcohol.txt</command>")
+    assert "5 alcohol.txt" in info[keys.COMMAND_OUTPUT]
+    assert "$ wc -l alcohol.txt" in obs and "5 alcohol.txt" in obs
+    assert (reward, term, trunc, info[keys.ERROR]) == (0.0, False, False, "")
+
+
+def test_rejected_turn_costs_a_step_is_penalised_and_nudges(env):
+    env.reset(seed=0)
+    obs, reward, term, trunc, info = env.step("I think I will look at the data.")
+    assert info[keys.ERROR] and info[keys.STEP] == 1
+    assert reward == pytest.approx(-RewardConfig().format_penalty)
+    assert "NOTE: your last turn was rejected" in obs
+
+
+def test_node_with_passing_checks_earns_verification(env):
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(GOOD_NODE)
+    assert [c["passed"] for c in info[keys.CHECKS]] == [True, True]
+    assert info[keys.NODE]["id"] == "n1"
+    cfg = RewardConfig()
+    expected = cfg.verification_weight * (2 / cfg.checks_per_node) / cfg.max_rewarded_nodes
+    assert reward == pytest.approx(expected)
+    assert info[keys.REWARD_PARTS]["verification"] == pytest.approx(expected)
+
+
+def test_duplicate_node_is_not_recorded_and_earns_nothing(env):
+    env.reset(seed=0)
+    env.step(GOOD_NODE)
+    _, reward, _, _, info = env.step(GOOD_NODE)
+    assert info[keys.NODE] is None and reward == 0.0
+    assert "repeats n1" in info[keys.NUDGE]
+    assert len(env.state) == 1
+
+
+def test_measurement_check_gets_one_rewrite_then_counts_failed(env):
+    env.reset(seed=0)
+    turn = ('<command>true</command>\nNODE kind=load summary="4 data rows"\n'
+            'CHECK range "rows" :: tail -n +2 alcohol.txt | wc -l\n')
+    _, _, _, _, info = env.step(turn)
+    assert info[keys.NODE] is None and "printed a measurement" in info[keys.NUDGE]
+    _, reward, _, _, info = env.step(turn)
+    assert info[keys.NODE] is not None and info[keys.CHECKS][0]["passed"] is False
+    assert info[keys.CHECKS][0]["malformed"] is True and reward == 0.0
+
+
+def test_checks_cannot_write_the_workspace(env):
+    env.reset(seed=0)
+    turn = ('<command>true</command>\nNODE kind=load summary="tamper"\n'
+            'CHECK type "writes" :: echo 1 > alcohol.txt && echo True || echo False\n'
+            'CHECK type "deletes" :: rm -f alcohol.txt && echo True || echo False\n')
+    before = (env.workspace.path / "alcohol.txt").read_bytes()
+    _, reward, _, _, info = env.step(turn)
+    assert [c["passed"] for c in info[keys.CHECKS]] == [False, False]
+    assert (env.workspace.path / "alcohol.txt").read_bytes() == before
+    assert reward == 0.0
+
+
+def test_correct_answer_terminates_with_correctness_reward(env):
+    env.reset(seed=0)
+    _, reward, term, trunc, info = env.step("FINAL ANSWER: 5.0")
+    assert term and not trunc and info[keys.CORRECT] is True
+    assert reward == pytest.approx(RewardConfig().correctness_weight)
+    with pytest.raises(ResetNeeded):
+        env.step("FINAL ANSWER: 5.0")
+
+
+def test_wrong_answer_terminates_with_zero_correctness(env):
+    env.reset(seed=0)
+    _, reward, term, _, info = env.step("FINAL ANSWER: -246.0")
+    assert term and info[keys.CORRECT] is False and reward == 0.0
+    assert info[keys.REWARD_PARTS]["correctness"] == 0.0
+
+
+def test_unusable_answer_is_refused_and_episode_continues(env):
+    env.reset(seed=0)
+    _, _, term, _, info = env.step("FINAL ANSWER: awk -F'\\t' 'NR>1{print $2}' alcohol.txt | head -5")
+    assert not term and "not usable" in info[keys.ERROR] and info[keys.ANSWER] == ""
+
+
+def test_budget_end_truncates(env):
+    env.reset(seed=0)
+    for _ in range(5):
+        *_, term, trunc, _ = env.step("<command>true</command>")
+        assert not (term or trunc)
+    _, _, term, trunc, info = env.step("<command>true</command>")
+    assert trunc and not term and info[keys.STEPS_LEFT] == 0
+
+
+def test_answer_on_last_step_terminates_not_truncates(env):
+    env.reset(seed=0)
+    for _ in range(5):
+        env.step("<command>true</command>")
+    _, _, term, trunc, info = env.step("FINAL ANSWER: 5.0")
+    assert term and not trunc and info[keys.CORRECT] is True
+
+
+def test_step_before_reset_raises(alcohol_task):
+    env = VeraEnv([alcohol_task])
+    with pytest.raises(ResetNeeded):
+        env.step("<command>ls</command>")
+    env.close()
+
+
+def test_non_string_action_is_a_type_error(env):
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match="must be str"):
+        env.step(42)
+
+
+def test_reset_rejects_unknown_options_and_picks_task_by_id(env):
+    with pytest.raises(ValueError, match="unknown reset options"):
+        env.reset(options={"task": "x"})
+    _, info = env.reset(options={"task_id": "alcohol-mean"})
+    assert info[keys.TASK_ID] == "alcohol-mean"
+
+
+class _BrokenWorkspace:
+    path = None
+
+    def run(self, command, *, timeout_s=None):
+        raise SandboxError("bwrap vanished")
+
+    run_check = run
+
+    def listing(self):
+        return []
+
+    def close(self):
+        pass
+
+
+class _BrokenSandbox:
+    name = "broken"
+
+    def stage(self, files):
+        return _BrokenWorkspace()
+
+
+def test_sandbox_fault_mid_episode_is_unscorable_not_zero(alcohol_task):
+    env = VeraEnv([alcohol_task], sandbox=_BrokenSandbox())
+    env.reset(seed=0)
+    _, reward, term, trunc, info = env.step("<command>ls</command>")
+    assert info[keys.UNSCORABLE] is True and trunc and not term
+    assert "sandbox fault" in info[keys.ERROR]
+    assert info[keys.REWARD_PARTS] == {"verification": 0.0, "correctness": None, "penalty": 0.0}
+
+
+def test_llm_graded_task_without_judge_is_unscorable(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x.txt").write_text("x")
+    task = Task(id="t", question="q", answer="a", data_dir=tmp_path / "d",
+                grader={"kind": "llm", "rubric": "Score 1.0 if the answer is a."})
+    env = VeraEnv([task])
+    env.reset(seed=0)
+    _, reward, term, _, info = env.step("FINAL ANSWER: a thing")
+    assert term and info[keys.UNSCORABLE] is True and info[keys.CORRECT] is None
+    assert info[keys.REWARD_PARTS]["correctness"] is None
+    env.close()
+
+
+def test_close_removes_workspace(alcohol_task):
+    env = VeraEnv([alcohol_task])
+    env.reset(seed=0)
+    path = env.workspace.path
+    assert os.path.isdir(path)
+    env.close()
+    assert not os.path.exists(path)
+
+
+def test_survives_thousands_of_sampled_actions(alcohol_task):
+    env = VeraEnv([alcohol_task], max_steps=25)
+    env.action_space.seed(7)
+    obs, info = env.reset(seed=7)
+    episodes = 0
+    for _ in range(2000):
+        obs, reward, term, trunc, info = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs)
+        assert set(keys.INFO_KEYS) <= set(info)
+        if term or trunc:
+            episodes += 1
+            obs, info = env.reset()
+    env.close()
+    assert episodes > 0

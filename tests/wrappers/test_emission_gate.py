@@ -1,0 +1,65 @@
+"""EmissionGate: answers need a verified leaf while budget remains."""
+
+from __future__ import annotations
+
+import pytest
+
+from vera_env import info as keys
+from vera_env.env import VeraEnv
+from vera_env.wrappers import EmissionGate, ForcedAnswer
+from vera_env.wrappers.forced_answer import PREFILL
+
+VERIFIED = ('<command>true</command>\nNODE kind=test summary="mean of valid drinks is 5"\n'
+            "CHECK range \"mean 5\" :: awk -F'\\t' 'NR>1 && $3!=-999 {s+=$3;n++} END{print (s/n==5) ? \"True\" : \"False\"}' alcohol.txt\n")
+FAILING = ('<command>true</command>\nNODE kind=test summary="mean is 4"\n'
+           "CHECK range \"mean 4\" :: awk -F'\\t' 'NR>1 {s+=$3;n++} END{print (s/n==4) ? \"True\" : \"False\"}' alcohol.txt\n")
+
+
+@pytest.fixture
+def env(alcohol_task):
+    env = EmissionGate(VeraEnv([alcohol_task], max_steps=4))
+    yield env
+    env.close()
+
+
+def test_answer_without_any_node_is_withheld_with_nudge(env):
+    env.reset(seed=0)
+    obs, reward, term, _, info = env.step("FINAL ANSWER: 5")
+    assert not term and info[keys.GATED] == 1 and info[keys.ANSWER] == ""
+    assert "withheld" in info[keys.NUDGE] and "withheld" in obs
+    assert reward == 0.0  # withholding is not a format error
+
+
+def test_answer_released_when_same_turn_adds_a_verified_leaf(env):
+    env.reset(seed=0)
+    _, _, term, _, info = env.step(VERIFIED + "FINAL ANSWER: 5")
+    assert term and info[keys.NODE] is not None and info[keys.CORRECT] is True
+    assert info[keys.GATED] == 0
+
+
+def test_withheld_turn_still_runs_command_and_records_node(env):
+    env.reset(seed=0)
+    _, _, term, _, info = env.step(FAILING + "FINAL ANSWER: 4")
+    assert not term and info[keys.NODE] is not None and info[keys.GATED] == 1
+    _, _, term, _, info = env.step(VERIFIED.replace("NODE kind=test", "NODE kind=test parents=n1")
+                                   + "FINAL ANSWER: 5")
+    assert term and info[keys.GATED] == 1 and info[keys.CORRECT] is True
+
+
+def test_gate_closed_on_last_step_still_releases(env):
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step("FINAL ANSWER: 5")
+    _, _, term, _, info = env.step("FINAL ANSWER: 5")
+    assert term and info[keys.GATED] == 3 and info[keys.ANSWER] == "5"
+
+
+def test_forced_answer_is_released_with_gate_closed(alcohol_task):
+    for env in (ForcedAnswer(EmissionGate(VeraEnv([alcohol_task], max_steps=3)), reserve=2),
+                EmissionGate(ForcedAnswer(VeraEnv([alcohol_task], max_steps=3), reserve=2))):
+        env.reset(seed=0)
+        _, _, term, _, info = env.step("FINAL ANSWER: 5")
+        assert not term and info[keys.GATED] == 1 and info[keys.FORCING]
+        _, _, term, _, info = env.step(PREFILL + "5")
+        assert term and info[keys.ANSWER] == "5"
+        env.close()

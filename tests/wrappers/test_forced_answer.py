@@ -1,0 +1,110 @@
+"""ForcedAnswer: the last steps demand an answer; one more ask after the budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from vera_env import info as keys
+from vera_env.env import VeraEnv
+from vera_env.wrappers import ForcedAnswer
+from vera_env.wrappers.forced_answer import PREFILL
+
+IDLE = "<command>true</command>"
+
+
+@pytest.fixture
+def make(alcohol_task):
+    envs = []
+
+    def build(max_steps=5, reserve=2):
+        env = ForcedAnswer(VeraEnv([alcohol_task], max_steps=max_steps), reserve=reserve)
+        envs.append(env)
+        return env
+
+    yield build
+    for env in envs:
+        env.close()
+
+
+def test_reserve_larger_than_budget_is_a_value_error(alcohol_task):
+    with pytest.raises(ValueError, match="larger than the step budget"):
+        ForcedAnswer(VeraEnv([alcohol_task], max_steps=2), reserve=3)
+    with pytest.raises(ValueError, match="positive int"):
+        ForcedAnswer(VeraEnv([alcohol_task], max_steps=2), reserve=0)
+
+
+def test_forcing_starts_in_last_reserve_steps_with_prefill(make):
+    env = make(max_steps=5, reserve=2)
+    obs, info = env.reset(seed=0)
+    assert not info[keys.FORCING] and info[keys.PREFILL] == ""
+    obs, *_, info = env.step(IDLE)
+    obs, *_, info = env.step(IDLE)
+    assert not info[keys.FORCING]
+    obs, *_, info = env.step(IDLE)  # 3 of 5 used: 2 left = reserve
+    assert info[keys.FORCING] and info[keys.PREFILL] == PREFILL
+    assert "STOP INVESTIGATING" in obs and "<command>" not in obs
+
+
+def test_forced_step_runs_no_command_and_records_no_node(make):
+    env = make(max_steps=3, reserve=3)
+    env.reset(seed=0)
+    _, _, term, _, info = env.step(
+        '<command>touch made.txt</command>\nNODE kind=load summary="x"\n'
+        'CHECK range "r" :: echo True')
+    assert not term and info[keys.COMMAND_OUTPUT] == "" and info[keys.NODE] is None
+    assert not (env.unwrapped.workspace.path / "made.txt").exists()
+    assert "not usable" in info[keys.ERROR]
+
+
+def test_forced_reply_that_is_a_command_is_refused_then_answer_released(make):
+    env = make(max_steps=3, reserve=3)
+    env.reset(seed=0)
+    _, _, term, _, info = env.step("FINAL ANSWER: awk -F'\\t' 'NR>1{print $2}' alcohol.txt | head -5")
+    assert not term and info[keys.FORCING] and "not usable" in info[keys.NUDGE]
+    _, reward, term, _, info = env.step(PREFILL + "5")
+    assert term and info[keys.ANSWER] == "5" and info[keys.CORRECT] is True and reward == 1.0
+
+
+def test_answer_in_think_block_is_not_mined(make):
+    env = make(max_steps=2, reserve=2)
+    env.reset(seed=0)
+    _, _, term, _, info = env.step("<think>FINAL ANSWER: 5</think> let me check more")
+    assert not term and info[keys.ANSWER] == ""
+
+
+def test_budget_end_without_answer_asks_once_more_and_marks_forced(make):
+    env = make(max_steps=3, reserve=1)
+    env.reset(seed=0)
+    env.step(IDLE)
+    env.step(IDLE)
+    obs, _, term, trunc, info = env.step(PREFILL)  # last forced step: empty continuation
+    assert not term and not trunc and info[keys.FORCING]
+    assert "budget is exhausted" in obs
+    _, reward, term, trunc, info = env.step(PREFILL + "5.0")
+    assert term and not trunc and info[keys.ANSWER_FORCED] is True
+    assert info[keys.CORRECT] is True and info[keys.STEP] == 3
+
+
+def test_second_failed_extra_ask_truncates(make):
+    env = make(max_steps=1, reserve=1)
+    env.reset(seed=0)
+    env.step("no idea")
+    _, _, term, trunc, info = env.step("still no idea")
+    assert trunc and not term and info[keys.ANSWER] == ""
+
+
+def test_answer_on_the_very_last_step_terminates_without_extra_ask(make):
+    env = make(max_steps=2, reserve=1)
+    env.reset(seed=0)
+    env.step(IDLE)
+    _, _, term, trunc, info = env.step(PREFILL + "5")
+    assert term and not trunc and info[keys.ANSWER_FORCED] is False
+
+
+def test_reset_clears_the_extra_ask(make):
+    env = make(max_steps=1, reserve=1)
+    env.reset(seed=0)
+    env.step("nothing")
+    env.reset(seed=0)
+    _, info = env.reset(seed=0)
+    assert info[keys.FORCING]

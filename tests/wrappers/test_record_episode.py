@@ -1,0 +1,39 @@
+"""RecordEpisode writes a transcript, the graph and the answer of each episode."""
+
+from __future__ import annotations
+
+import json
+
+from vera_env.env import VeraEnv
+from vera_env.wrappers import RecordEpisode
+
+NODE = ('<command>wc -l alcohol.txt</command>\nNODE kind=load summary="5 lines in alcohol.txt"\n'
+        'CHECK range "5 lines" :: test $(wc -l < alcohol.txt) -eq 5 && echo True || echo False')
+
+
+def test_record_writes_transcript_graph_and_answer(alcohol_task, tmp_path):
+    env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), tmp_path / "runs")
+    env.reset(seed=0)
+    env.step(NODE)
+    env.step("FINAL ANSWER: 5")
+    folder = env.episode_dir
+    lines = [json.loads(x) for x in (folder / "transcript.jsonl").read_text().splitlines()]
+    assert [x["event"] for x in lines] == ["reset", "step", "step"]
+    assert lines[1]["node"]["id"] == "n1" and lines[1]["checks"][0]["passed"] is True
+    assert "5 alcohol.txt" in lines[1]["command_output"]
+    assert lines[2]["terminated"] is True and lines[2]["correct"] is True
+    assert "5 lines in alcohol.txt" in (folder / "graph.txt").read_text()
+    assert (folder / "final_answer.txt").read_text() == "5"
+    env.close()
+
+
+def test_unfinished_episode_is_written_on_reset_and_close(alcohol_task, tmp_path):
+    env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), tmp_path)
+    env.reset(seed=0)
+    first = env.episode_dir
+    env.step(NODE)
+    env.reset(seed=1)
+    assert (first / "graph.txt").exists() and (first / "final_answer.txt").read_text() == ""
+    second = env.episode_dir
+    env.close()
+    assert second != first and (second / "graph.txt").read_text() == "(no nodes yet)\n"

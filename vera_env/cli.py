@@ -1,0 +1,94 @@
+"""The ``vera-env`` command.
+
+``vera-env demo`` needs no model and no network: it plays the oracle (the tasks'
+reference solutions) and a careless scripted policy (one that falls into each task's
+trap) through the real environment and sandbox, and prints what the harness measured.
+It is the quickest proof that the reward comes from executed checks: the careless
+policy's answers are plausible and wrong, and its checks earn less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from vera_env.rollout import Attempt, run_episode
+
+__all__ = ["main"]
+
+
+def _progress(done: int, total: int, label: str) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<40}")
+    sys.stderr.flush()
+    if done == total:
+        sys.stderr.write("\n")
+
+
+def format_table(rows: Sequence[tuple[str, Attempt]]) -> str:
+    """A plain-text table of attempts: one row per (policy, attempt)."""
+    head = ("policy", "task", "status", "steps", "nodes", "checks", "verif", "answer",
+            "correct")
+    body = []
+    for policy, a in rows:
+        passed = sum(1 for s in a.steps for c in s["checks"] if c["passed"])
+        total = sum(len(s["checks"]) for s in a.steps)
+        answer = a.answer if len(a.answer) <= 18 else a.answer[:15] + "..."
+        body.append((policy, a.task_id, a.status, str(a.n_steps), str(a.n_nodes),
+                     f"{passed}/{total}", f"{a.verification_reward:.3f}", answer,
+                     {True: "yes", False: "NO", None: "-"}[a.correct]))
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in [head, *body]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Play the oracle and the careless policy on every builtin task."""
+    from policies import OraclePolicy, careless_policy  # noqa: PLC0415
+    from vera_env.env import VeraEnv  # noqa: PLC0415
+    from vera_env.tasks import load_tasks  # noqa: PLC0415
+
+    tasks = load_tasks("builtin")
+    plan = [("oracle", OraclePolicy(tasks), t.id) for t in tasks]
+    careless = careless_policy(tasks)
+    plan += [("careless", careless, t.id) for t in tasks if t.trap]
+    env = VeraEnv(tasks, max_steps=args.max_steps, sandbox=args.sandbox)
+    print(f"sandbox backend: {env.sandbox.name}", file=sys.stderr)
+    rows: list[tuple[str, Attempt]] = []
+    try:
+        for i, (name, policy, task_id) in enumerate(plan):
+            _progress(i, len(plan), f"{name} {task_id}")
+            rows.append((name, run_episode(env, policy, task_id=task_id, seed=0)))
+        _progress(len(plan), len(plan), "done")
+    finally:
+        env.close()
+    print(format_table(rows))
+    oracle_ok = all(a.correct for n, a in rows if n == "oracle")
+    careless_wrong = all(a.correct is False for n, a in rows if n == "careless")
+    print(f"\noracle correct on every task: {'yes' if oracle_ok else 'NO'}; "
+          f"careless policy wrong on every trap: {'yes' if careless_wrong else 'NO'}")
+    return 0 if oracle_ok and careless_wrong else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``vera-env``."""
+    parser = argparse.ArgumentParser(prog="vera-env", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="oracle vs careless policy on the builtin tasks")
+    demo.add_argument("--max-steps", type=int, default=20)
+    demo.add_argument("--sandbox", choices=["auto", "bwrap", "local"], default="auto")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``vera-env``."""
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,104 @@
+"""Where model-written shell runs: staged workspaces behind a security boundary.
+
+``make_sandbox()`` returns the bubblewrap backend when this machine can run it and
+otherwise the local backend, which warns that it is not isolation. The answer of
+the bwrap probe is cached for the process: probing costs a sandbox start, and the
+machine does not grow user namespaces halfway through a run.
+
+    >>> from vera_env.sandbox import make_sandbox
+    >>> sandbox = make_sandbox("auto")                      # doctest: +SKIP
+    >>> with sandbox.stage({"counts.tsv": src}) as ws:      # doctest: +SKIP
+    ...     print(ws.run("wc -l counts.tsv").as_tool_output())
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Literal
+
+from vera_env.errors import SandboxError
+
+from .bwrap import BwrapSandbox, BwrapWorkspace
+from .config import SandboxConfig
+from .local import LOCAL_WARNING, LocalSandbox, LocalWorkspace
+from .result import ExecResult, ExecStatus, SandboxLimits
+from .staging import StagingReport
+from .workspace import BaseWorkspace, Sandbox, Workspace
+
+__all__ = [
+    "LOCAL_WARNING",
+    "BaseWorkspace",
+    "BwrapSandbox",
+    "BwrapWorkspace",
+    "ExecResult",
+    "ExecStatus",
+    "LocalSandbox",
+    "LocalWorkspace",
+    "Sandbox",
+    "SandboxConfig",
+    "SandboxLimits",
+    "StagingReport",
+    "Workspace",
+    "make_sandbox",
+    "probe_bwrap",
+]
+
+Backend = Literal["auto", "bwrap", "local"]
+_probe_lock = threading.Lock()
+_probe_cache: dict[tuple[str, int, int], str] = {}
+
+
+def probe_bwrap(config: SandboxConfig | None = None) -> str:
+    """Check once per process that bwrap can start a sandbox and run ``true``.
+
+    Returns:
+        "" when it can; otherwise why not (bwrap's own message).
+    """
+    config = config or SandboxConfig()
+    key = (config.bwrap_path, config.host_uid, config.host_gid)
+    with _probe_lock:
+        if key not in _probe_cache:
+            _probe_cache[key] = _probe(config)
+        return _probe_cache[key]
+
+
+def _probe(config: SandboxConfig) -> str:
+    limits = SandboxLimits(timeout_s=30)
+    try:
+        with BwrapSandbox(limits, config) as sandbox, sandbox.stage({}) as workspace:
+            result = workspace.run("true")
+    except SandboxError as exc:
+        return str(exc)
+    if not result.ok:
+        return f"bwrap probe: 'true' ended with {result.status}, exit {result.exit_code}"
+    return ""
+
+
+def make_sandbox(
+    backend: Backend = "auto",
+    limits: SandboxLimits | None = None,
+    *,
+    config: SandboxConfig | None = None,
+) -> BwrapSandbox | LocalSandbox:
+    """Build a sandbox backend.
+
+    Args:
+        backend: ``"bwrap"`` (fail if it cannot run), ``"local"`` (no isolation, warns)
+            or ``"auto"`` (bwrap if the probe passes, else local with the reason).
+        limits: Resource limits for every command.
+        config: Toolbox and identity.
+
+    Raises:
+        ValueError: ``backend`` is not one of the three names.
+        SandboxError: ``backend="bwrap"`` and bwrap cannot start a sandbox here.
+    """
+    if backend not in ("auto", "bwrap", "local"):
+        raise ValueError(f"backend must be 'auto', 'bwrap' or 'local', got {backend!r}")
+    if backend == "local":
+        return LocalSandbox(limits, config)
+    reason = probe_bwrap(config)
+    if not reason:
+        return BwrapSandbox(limits, config)
+    if backend == "bwrap":
+        raise SandboxError(f"bwrap backend unavailable: {reason}")
+    return LocalSandbox(limits, config, reason=f"bwrap unavailable: {reason}")

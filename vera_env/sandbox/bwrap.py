@@ -1,0 +1,268 @@
+"""The bubblewrap backend: the security boundary around model-written shell.
+
+Each command gets fresh user, network, pid, ipc, uts and cgroup namespaces. What it
+sees is built from nothing: ``/usr`` read-only with the merged-usr symlinks, a minimal
+read-only ``/etc`` (loader cache, alternatives, a synthetic passwd naming the sandbox
+user), a fresh ``/proc`` and ``/dev``, a private size-capped ``/tmp``, and the
+workspace at ``/work``. The host's ``/root``, ``/home``, the project checkout, the task
+cache (and with it the answers) and other workspaces are simply not there; the root
+is remounted read-only so nothing can be created outside ``/work`` and ``/tmp``.
+
+Why each piece:
+
+* **A separate host uid.** A root harness runs bwrap as ``host_uid`` (61000). Staged
+  data is then hard-linked, not copied, and stays read-only to the sandbox (see
+  ``staging``), and nothing the sandbox does can touch the harness's own files.
+* **The pid namespace, ``--as-pid-1`` and ``--die-with-parent``.** The command is
+  the namespace's init: when it exits or is killed, the kernel kills every process
+  left in the namespace, so ``setsid nohup sleep 1000 &`` cannot outlive it, and bwrap
+  reaps it itself (no bwrap init is orphaned to the host's pid 1).
+* **``run_check`` mounts ``/work`` read-only.** A check that wrote (``sort -o``, a
+  ``>`` redirect, ``rm``) would change what the next check reads, so a node's score
+  would depend on check order and a check could manufacture its own evidence.
+* **The ``vera_env`` package is masked** wherever a bind exposes it (for example when
+  it is installed into the system Python): its directory is replaced by one whose
+  ``__init__.py`` raises ImportError, so the agent cannot import the harness.
+* **Compressor shims first on PATH** (``/opt/vera/bin``): gzip, bzip2 and xz refuse
+  to work in place on a hard-linked file; see ``shims``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import vera_env
+from vera_env.errors import SandboxError
+
+from .config import SandboxConfig
+from .process import LaunchSpec
+from .result import SandboxLimits
+from .shims import SHIM_DIR, write_shims
+from .staging import StagingCache, StagingPolicy, stage_files
+from .workspace import BaseWorkspace, limits_wrapper, remove_tree
+
+__all__ = ["BwrapSandbox", "BwrapWorkspace", "package_dirs"]
+
+_TOP_LEVEL = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
+_MASK_INIT = 'raise ImportError("vera_env is not available inside the sandbox")\n'
+_SANDBOX_USER = "vera"
+
+
+def package_dirs() -> list[Path]:
+    """Every ``vera_env`` package directory the sandbox's Python could find."""
+    found = {Path(vera_env.__file__).resolve().parent}
+    for pattern in ("/usr/lib/python3*/*-packages/vera_env",
+                    "/usr/local/lib/python3*/*-packages/vera_env"):
+        found.update(Path(p).resolve() for p in glob.glob(pattern))
+    return sorted(found)
+
+
+class BwrapSandbox:
+    """Makes bubblewrap-isolated workspaces.
+
+    Args:
+        limits: Applied to every command (default ``SandboxLimits()``).
+        config: Toolbox and identity (default ``SandboxConfig()``).
+
+    Raises:
+        SandboxError: The bwrap executable is not found.
+    """
+
+    name = "bwrap"
+
+    def __init__(self, limits: SandboxLimits | None = None,
+                 config: SandboxConfig | None = None) -> None:
+        self.limits = limits or SandboxLimits()
+        self.config = config or SandboxConfig()
+        found = shutil.which(self.config.bwrap_path)
+        if found is None:
+            raise SandboxError(
+                f"bubblewrap not found ({self.config.bwrap_path!r}); install the Debian "
+                "package 'bubblewrap' or use make_sandbox('local') (no isolation)"
+            )
+        self.bwrap = found
+        self.as_root = os.geteuid() == 0
+        base = self.config.workspace_root
+        self.root = Path(tempfile.mkdtemp(prefix="vera-bwrap-", dir=base))
+        self._workspaces: weakref.WeakSet[BwrapWorkspace] = weakref.WeakSet()
+        self._finalizer = weakref.finalize(self, remove_tree, self.root)
+        os.chmod(self.root, 0o711)
+        self._files = self._write_support_files()
+        self._shims = write_shims(self.root / "shims") if self.config.compressor_shims else []
+        self.cache = self._make_cache()
+
+    @property
+    def host_ids(self) -> tuple[int, int]:
+        """The host uid and gid the sandboxed commands run as."""
+        if self.as_root:
+            return self.config.host_uid, self.config.host_gid
+        return os.getuid(), os.getgid()
+
+    def _write_support_files(self) -> dict[str, Path]:
+        etc = self.root / "etc"
+        etc.mkdir(mode=0o755)
+        uid = self.config.sandbox_uid
+        contents = {
+            "passwd": f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                      f"{_SANDBOX_USER}:x:{uid}:{uid}:sandbox:/tmp:/bin/bash\n"
+                      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+            "group": f"root:x:0:\n{_SANDBOX_USER}:x:{uid}:\nnogroup:x:65534:\n",
+            "mask_init": _MASK_INIT,
+        }
+        paths = {}
+        for name, text in contents.items():
+            path = etc / name
+            path.write_text(text)
+            path.chmod(0o444)
+            paths[name] = path
+        return paths
+
+    def _make_cache(self) -> StagingCache | None:
+        if not self.as_root:
+            return None
+        cache = self.root / "cache"
+        cache.mkdir(mode=0o700)
+        return StagingCache(cache)
+
+    def stage(self, files: Mapping[str, Path]) -> BwrapWorkspace:
+        """Create a workspace holding ``files`` (relative name -> source file).
+
+        Raises:
+            SandboxError: A name escapes the workspace or a source cannot be staged.
+        """
+        if not self._finalizer.alive:
+            raise SandboxError("bwrap sandbox is closed")
+        ws_root = Path(tempfile.mkdtemp(prefix="ws-", dir=self.root))
+        uid, gid = self.host_ids
+        try:
+            os.chmod(ws_root, 0o711)
+            path = ws_root / "work"
+            path.mkdir(mode=0o700)
+            if self.as_root:
+                os.chown(path, uid, gid)
+            policy = StagingPolicy(sandbox_uid=uid, sandbox_gid=gid, chown=self.as_root,
+                                   cache=self.cache)
+            report = stage_files(files, path, policy)
+        except BaseException:
+            remove_tree(ws_root)
+            raise
+        workspace = BwrapWorkspace(self, path, ws_root)
+        self._workspaces.add(workspace)
+        workspace.staged_by_link = report.staged_by_link
+        workspace.staged_by_copy = report.staged_by_copy
+        return workspace
+
+    def base_args(self) -> list[str]:
+        """The bwrap options every command shares (everything but ``/work``)."""
+        cfg = self.config
+        uid = str(cfg.sandbox_uid)
+        args = [
+            self.bwrap, "--unshare-all", "--unshare-user", "--disable-userns",
+            "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
+            "--uid", uid, "--gid", uid, "--hostname", "vera", "--clearenv",
+        ]
+        for name, value in self.environment().items():
+            args += ["--setenv", name, value]
+        args += ["--ro-bind", "/usr", "/usr"]
+        args += _top_level_links()
+        args += ["--perms", "0755", "--dir", "/etc"]
+        for entry in cfg.etc_files:
+            if os.path.exists(entry):  # follows links: a dangling one would stop bwrap
+                args += ["--ro-bind", entry, entry]
+        args += ["--ro-bind", str(self._files["passwd"]), "/etc/passwd",
+                 "--ro-bind", str(self._files["group"]), "/etc/group"]
+        if self._shims:
+            args += ["--ro-bind", str(self.root / "shims"), SHIM_DIR]
+        for source, dest in cfg.ro_binds.items():
+            args += ["--ro-bind", source, dest]
+        args += self._mask_args()
+        args += ["--proc", "/proc", "--dev", "/dev",
+                 "--size", str(cfg.tmp_mb * 2**20), "--tmpfs", "/tmp"]
+        return args
+
+    def environment(self) -> dict[str, str]:
+        """The complete environment commands see inside the sandbox."""
+        path = f"{SHIM_DIR}:{self.config.path}" if self._shims else self.config.path
+        return {"PATH": path, "HOME": "/tmp", "LANG": "C.UTF-8",
+                "TMPDIR": "/tmp", "USER": _SANDBOX_USER, **self.config.env}
+
+    def _mask_args(self) -> list[str]:
+        exposed = {"/usr": "/usr", **self.config.ro_binds}
+        args: list[str] = []
+        for package in package_dirs():
+            for source, dest in exposed.items():
+                real = Path(source).resolve()
+                if package == real or real in package.parents:
+                    inside = Path(dest) / package.relative_to(real)
+                    args += ["--tmpfs", str(inside),
+                             "--ro-bind", str(self._files["mask_init"]),
+                             str(inside / "__init__.py"), "--remount-ro", str(inside)]
+        return args
+
+    def close(self) -> None:
+        """Close every open workspace, then remove support files and cache. Idempotent.
+
+        Workspaces hold a reference to their sandbox, so when left to the garbage
+        collector this runs only after the last workspace is gone.
+        """
+        for workspace in list(self._workspaces):
+            workspace.close()
+        self._finalizer()
+
+    def __enter__(self) -> BwrapSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _top_level_links() -> list[str]:
+    """Mirror the host's /bin, /lib...: symlinks on merged-usr hosts, binds otherwise."""
+    args: list[str] = []
+    for name in _TOP_LEVEL:
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), str(host)]
+    return args
+
+
+class BwrapWorkspace(BaseWorkspace):
+    """A workspace whose commands run under bubblewrap (see the module docstring).
+
+    Attributes:
+        staged_by_link: Staged files hard-linked to their source inode.
+        staged_by_copy: Staged files copied (into the sandbox's cache or the workspace).
+    """
+
+    backend = "bwrap"
+
+    def __init__(self, sandbox: BwrapSandbox, path: Path, root: Path) -> None:
+        super().__init__(path, root, sandbox.limits)
+        self._sandbox = sandbox  # keeps the support files alive while we are
+        self._base_args = sandbox.base_args()
+        self.staged_by_link = 0
+        self.staged_by_copy = 0
+
+    @contextmanager
+    def _launch(self, command: str, *, check: bool, marker_fd: int) -> Iterator[LaunchSpec]:
+        bind = "--ro-bind" if check else "--bind"
+        info_read, info_write = os.pipe()
+        argv = [*self._base_args, "--info-fd", str(info_write), bind, str(self.path), "/work",
+                "--chdir", "/work", "--remount-ro", "/", "--",
+                *limits_wrapper(self.limits, marker_fd, command)]
+        uid, gid = self._sandbox.host_ids
+        root = self._sandbox.as_root
+        yield LaunchSpec(
+            argv=tuple(argv), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            cwd=Path("/"), user=uid if root else None, group=gid if root else None,
+            pass_fds=(info_write,), info_fd=info_read,
+        )

@@ -1,0 +1,267 @@
+"""The Workspace and Sandbox protocols, and the lifecycle both backends share.
+
+A workspace is one episode's directory plus everything running in it. Its lifecycle
+is the same whatever isolates it, so it lives here once: commands go through one
+wrapper that applies the limits and signals that the sandbox is up, through one
+reader (``process.run_process``) and one result conversion; ``close()`` kills what is
+running and removes the temp dir; a ``weakref.finalize`` does the same for a
+workspace nobody closed, so neither a temp dir nor a process outlives it.
+
+Two channels of failure, as everywhere in vera_env: model text that cannot run (a
+NUL byte, a command longer than the kernel accepts as one argument) is a result
+with status ``error``; a sandbox that cannot start raises ``SandboxError``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import weakref
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol, runtime_checkable
+
+from vera_env.errors import SandboxError
+
+from .process import LaunchSpec, ProcessOutcome, ProcessTracker, run_process
+from .result import (
+    STATUS_ERROR,
+    STATUS_KILLED,
+    STATUS_OK,
+    STATUS_OUTPUT_LIMIT,
+    STATUS_TIMEOUT,
+    ExecResult,
+    SandboxLimits,
+)
+
+__all__ = ["BaseWorkspace", "Sandbox", "Workspace", "limits_wrapper", "remove_tree"]
+
+_CLOSE_WAIT_S = 10.0
+# The kernel refuses a single argument longer than this (MAX_ARG_STRLEN, NUL included).
+_MAX_COMMAND_BYTES = 131071
+
+# Runs inside the sandbox as ``bash -c _WRAPPER vera VMEM_KB NPROC FSIZE_KB MARKER_FD CMD``.
+# The command is an argument, never spliced into script text. A ulimit that fails
+# exits before the marker, so it is reported as a sandbox fault, not ignored.
+_WRAPPER = (
+    'ulimit -c 0 -v "$1" -u "$2" -f "$3" || exit 125\n'
+    'printf s >&"$4"; marker=$4; exec {marker}>&-\n'
+    'exec bash -c "$5"'
+)
+
+
+@runtime_checkable
+class Workspace(Protocol):
+    """One episode's working directory (mounted at ``/work`` inside the sandbox)."""
+
+    path: Path
+
+    def run(self, command: str, *, timeout_s: float | None = None) -> ExecResult: ...
+
+    def run_check(self, command: str, *, timeout_s: float | None = None) -> ExecResult: ...
+
+    def listing(self) -> list[str]: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Workspace: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """Makes workspaces: ``stage`` puts task files in a fresh one."""
+
+    name: str
+
+    def stage(self, files: Mapping[str, Path]) -> Workspace: ...
+
+
+def limits_wrapper(limits: SandboxLimits, marker_fd: int, command: str,
+                   *, extra_processes: int = 0) -> tuple[str, ...]:
+    """The argv that applies ``limits`` and then runs ``command`` with bash."""
+    return (
+        "bash", "-c", _WRAPPER, "vera",
+        str(limits.memory_mb * 1024),
+        str(limits.max_processes + extra_processes),
+        str(limits.max_file_mb * 1024),
+        str(marker_fd),
+        command,
+    )
+
+
+def remove_tree(path: Path) -> None:
+    """Delete ``path`` even where the command removed its own permissions."""
+
+    top = os.path.abspath(path)
+
+    def _retry(_func: object, failed: str, _exc: object) -> None:
+        try:
+            if os.path.abspath(failed) != top:  # never touch anything above the tree
+                os.chmod(os.path.dirname(failed), stat.S_IRWXU)
+            if os.path.isdir(failed) and not os.path.islink(failed):
+                os.chmod(failed, stat.S_IRWXU)
+                shutil.rmtree(failed, onerror=_retry)
+            else:
+                os.unlink(failed)
+        except FileNotFoundError:
+            pass  # removed concurrently (a check's throwaway copy); gone is the goal
+
+    if os.path.lexists(path):
+        shutil.rmtree(path, onerror=_retry)
+
+
+def _finalize(tracker: ProcessTracker, root: Path) -> None:
+    tracker.kill_all(close=True)
+    # A command killed from another thread is still being drained and reaped there;
+    # removing the tree under it could race with its last writes.
+    tracker.wait_idle(_CLOSE_WAIT_S)
+    remove_tree(root)
+
+
+class BaseWorkspace:
+    """Lifecycle, limits and result conversion; a backend supplies ``_launch``.
+
+    Args:
+        path: The writable workspace directory on the host.
+        root: The temp dir that holds ``path`` and anything else of this workspace;
+            removed on close.
+        limits: Applied to every command.
+    """
+
+    backend = "base"
+
+    def __init__(self, path: Path, root: Path, limits: SandboxLimits) -> None:
+        self.path = path
+        self.limits = limits
+        self._root = root
+        self._tracker = ProcessTracker()
+        self._finalizer = weakref.finalize(self, _finalize, self._tracker, root)
+
+    def _launch(self, command: str, *, check: bool, marker_fd: int
+                ) -> AbstractContextManager[LaunchSpec]:
+        raise NotImplementedError
+
+    def run(self, command: str, *, timeout_s: float | None = None) -> ExecResult:
+        """Run a shell command with the workspace writable.
+
+        Args:
+            command: Shell text, run by ``bash -c`` in the workspace.
+            timeout_s: Wall-clock limit; default ``limits.timeout_s``.
+
+        Returns:
+            The result; every way the command itself can end is a value in it.
+
+        Raises:
+            SandboxError: The sandbox could not start, or the workspace is closed.
+            ValueError: ``timeout_s`` is not positive.
+        """
+        return self._execute(command, _timeout(timeout_s, self.limits.timeout_s), check=False)
+
+    def run_check(self, command: str, *, timeout_s: float | None = None) -> ExecResult:
+        """Run a check: the workspace is read-only to it (``/tmp`` stays writable).
+
+        A check that wrote would change what the next check reads, so its verdict
+        would depend on check order; read-only makes a node's checks independent.
+        """
+        return self._execute(command, _timeout(timeout_s, self.limits.check_timeout_s),
+                             check=True)
+
+    def _execute(self, command: str, timeout_s: float, *, check: bool) -> ExecResult:
+        if self.closed:
+            raise SandboxError(f"{self.backend} workspace {self.path} is closed")
+        problem = _command_problem(command)
+        if problem:
+            return ExecResult("", problem, -1, False, 0.0, status=STATUS_ERROR)
+        read_fd, write_fd = os.pipe()
+        handed_over = False
+        try:
+            with self._launch(command, check=check, marker_fd=write_fd) as spec:
+                spec = replace(spec, pass_fds=(*spec.pass_fds, write_fd), marker_fd=read_fd)
+                handed_over = True  # run_process closes both ends from here on
+                outcome = run_process(
+                    spec, self._tracker, timeout_s=timeout_s,
+                    max_output_chars=self.limits.max_output_chars,
+                    max_output_bytes=self.limits.max_output_bytes,
+                )
+        finally:
+            if not handed_over:
+                os.close(read_fd)
+                os.close(write_fd)
+        return self._to_result(outcome)
+
+    def _to_result(self, outcome: ProcessOutcome) -> ExecResult:
+        if not outcome.started and not outcome.aborted:
+            if outcome.timed_out:
+                raise SandboxError(f"{self.backend} sandbox did not start within "
+                                   f"{outcome.duration_s:.1f}s")
+            raise SandboxError(
+                f"{self.backend} sandbox failed to start (exit {outcome.returncode}): "
+                f"{outcome.stderr.strip()[-2000:] or 'no message'}"
+            )
+        if outcome.timed_out:
+            status = STATUS_TIMEOUT
+        elif outcome.output_limited:
+            status = STATUS_OUTPUT_LIMIT
+        elif outcome.aborted:
+            status = STATUS_KILLED
+        else:
+            status = STATUS_OK
+        return ExecResult(
+            stdout=outcome.stdout, stderr=outcome.stderr, exit_code=outcome.returncode,
+            timed_out=outcome.timed_out, duration_s=outcome.duration_s, status=status,
+            stdout_truncated=outcome.stdout_truncated,
+            stderr_truncated=outcome.stderr_truncated, bytes_read=outcome.bytes_read,
+        )
+
+    def listing(self) -> list[str]:
+        """Relative paths of the files now in the workspace, sorted."""
+        found: list[str] = []
+        for directory, _dirs, files in os.walk(self.path):
+            rel = Path(directory).relative_to(self.path)
+            found.extend((rel / name).as_posix() for name in files)
+        return sorted(found)
+
+    def abort(self) -> None:
+        """Kill whatever is running now (its result gets status ``killed``)."""
+        self._tracker.kill_all()
+
+    @property
+    def closed(self) -> bool:
+        """``close()`` has run (or the finalizer has)."""
+        return not self._finalizer.alive
+
+    def close(self) -> None:
+        """Kill everything running and remove the temp dir. Idempotent."""
+        self._finalizer()
+
+    def __enter__(self) -> BaseWorkspace:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _timeout(given: float | None, default: float) -> float:
+    if given is None:
+        return default
+    if not given > 0:
+        raise ValueError(f"timeout_s must be > 0 seconds, got {given!r}")
+    return float(given)
+
+
+def _command_problem(command: str) -> str:
+    if "\0" in command:
+        return "command contains a NUL byte; remove it"
+    size = len(command.encode("utf-8", errors="surrogateescape"))
+    if size > _MAX_COMMAND_BYTES:
+        return (f"command is {size} bytes, over the {_MAX_COMMAND_BYTES}-byte limit; "
+                "write long scripts to a file first")
+    return ""
+

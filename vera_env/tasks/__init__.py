@@ -1,0 +1,24 @@
+"""Tasks: the schema, the loaders, the generated families, and where their data lives.
+
+Import from here: ``from vera_env.tasks import Task, load_tasks``. The builtin families
+load on first use (``load_tasks("builtin")``), so reading a folder suite does not pay
+for them.
+"""
+
+from __future__ import annotations
+
+from vera_env.tasks.cache import CACHE_ENV_VAR, cache_dir
+from vera_env.tasks.loaders import TaskSource, UnknownTaskError, load_folder, load_jsonl, load_tasks
+from vera_env.tasks.model import GraderSpec, Task, Trap
+
+__all__ = [
+    "CACHE_ENV_VAR", "GraderSpec", "Task", "TaskSource", "Trap", "UnknownTaskError",
+    "builtin_tasks", "cache_dir", "load_folder", "load_jsonl", "load_tasks",
+]
+
+
+def builtin_tasks() -> list[Task]:
+    """The default builtin tasks; see `vera_env.tasks.builtin.builtin_tasks`."""
+    from vera_env.tasks.builtin import builtin_tasks as _builtin_tasks  # noqa: PLC0415
+
+    return _builtin_tasks()

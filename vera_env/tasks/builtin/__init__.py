@@ -1,0 +1,126 @@
+"""Procedurally generated tasks: unlimited, seeded, each with a trap.
+
+Why generated tasks. A fixed suite is memorised; a generator gives a fresh instance per
+seed, and a task id that *encodes* the generator -- ``<family>.<type>.<difficulty>.s<seed>``,
+e.g. ``seq.motif_count.easy.s0`` -- lets any process regenerate exactly the same task
+from the id alone (a rollout worker, a replay, a bug report). Every type is built around
+a trap: a plausible careless analysis with a wrong answer (``Task.trap``), so that the
+verification reward has something to catch.
+
+Families and types:
+
+* ``seq.motif_count``, ``seq.gc_content`` -- FASTA (`sequences`)
+* ``mtx.qc_cells`` -- 10x-style sparse count matrix (`matrices`)
+* ``vcf.het_count`` -- VCF genotypes (`variants`)
+* ``tab.sentinel_mean`` -- CSV with a codebook (`tables`)
+
+Difficulty (easy/medium/hard) scales the data size. Data is written once per id into
+`vera_env.tasks.cache_dir` (see `vera_env.tasks.cache`); the answer never is.
+
+Determinism holds for a given numpy version: the bit generator (PCG64) is stable, but
+numpy reserves the right to change ``Generator`` distribution methods between releases.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from vera_env.tasks.builtin import matrices, sequences, tables, variants
+from vera_env.tasks.builtin.instance import Difficulty, Instance
+from vera_env.tasks.cache import materialise
+from vera_env.tasks.loaders import TaskSource, UnknownTaskError
+from vera_env.tasks.model import Task
+
+__all__ = [
+    "DIFFICULTIES", "TASK_TYPES", "builtin_ids", "builtin_source", "builtin_tasks", "generate",
+    "make_task", "parse_task_id", "task_id",
+]
+
+Generator = Callable[[np.random.Generator, Difficulty], Instance]
+
+TASK_TYPES: dict[str, Generator] = {
+    "seq.motif_count": sequences.motif_count,
+    "seq.gc_content": sequences.gc_content,
+    "mtx.qc_cells": matrices.qc_cells,
+    "vcf.het_count": variants.het_count,
+    "tab.sentinel_mean": tables.sentinel_mean,
+}
+DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
+
+# Canonical ids only: "s01" would name the same data as "s1" under a second id.
+_ID = re.compile(r"(?P<type>[a-z]+\.[a-z_]+)\.(?P<difficulty>[a-z]+)"
+                 r"\.s(?P<seed>0|[1-9][0-9]{0,17})")
+
+
+def task_id(task_type: str, difficulty: Difficulty = "easy", seed: int = 0) -> str:
+    """Compose a builtin task id, e.g. ``task_id("vcf.het_count", "hard", 3)``."""
+    return f"{task_type}.{difficulty}.s{seed}"
+
+
+def parse_task_id(tid: str) -> tuple[str, Difficulty, int]:
+    """Split a builtin id into (type, difficulty, seed).
+
+    Raises:
+        UnknownTaskError: Not of the form ``<family>.<type>.<difficulty>.s<seed>`` with a
+            known type and difficulty.
+    """
+    match = _ID.fullmatch(tid)
+    if match is None:
+        raise UnknownTaskError(f"{tid!r} is not a builtin task id: expected <family>.<type>"
+                               ".<difficulty>.s<seed>, e.g. seq.motif_count.easy.s0.")
+    if match["type"] not in TASK_TYPES:
+        raise UnknownTaskError(f"{tid!r}: unknown type {match['type']!r}; builtin types are "
+                               f"{sorted(TASK_TYPES)}.")
+    if match["difficulty"] not in DIFFICULTIES:
+        raise UnknownTaskError(f"{tid!r}: unknown difficulty {match['difficulty']!r}; expected "
+                               f"one of {list(DIFFICULTIES)}.")
+    return match["type"], match["difficulty"], int(match["seed"])  # type: ignore[return-value]
+
+
+def generate(tid: str) -> Instance:
+    """Generate a builtin task's data and answer in memory (nothing is written).
+
+    The rng is seeded from the seed *and* the type and difficulty, so ``s0`` of two types
+    are unrelated draws.
+    """
+    task_type, difficulty, seed = parse_task_id(tid)
+    salt = zlib.crc32(f"{task_type}.{difficulty}".encode())
+    return TASK_TYPES[task_type](np.random.default_rng([seed, salt]), difficulty)
+
+
+def make_task(tid: str) -> Task:
+    """Generate a builtin task and make sure its data is on disk (read-only, cached)."""
+    instance = generate(tid)
+    family, type_name, difficulty, _ = tid.split(".")
+    return Task(
+        id=tid, question=instance.question, answer=instance.answer, grader=instance.grader,
+        tags=(family, type_name, difficulty, "trap", *instance.tags),
+        solution=instance.solution, data_dir=materialise(tid, instance.files),
+        trap=instance.trap,
+    )
+
+
+def builtin_ids(difficulties: Sequence[Difficulty] = ("easy",),
+                seeds: Sequence[int] = (0,)) -> tuple[str, ...]:
+    """Ids of every type at the given difficulties and seeds."""
+    return tuple(task_id(t, d, s) for t in TASK_TYPES for d in difficulties for s in seeds)
+
+
+def builtin_tasks() -> list[Task]:
+    """The default builtin set: every type, easy, seed 0 (data generated if missing)."""
+    return [make_task(tid) for tid in builtin_ids()]
+
+
+def builtin_source(difficulties: Sequence[Difficulty] = ("easy",),
+                   seeds: Sequence[int] = (0,)) -> TaskSource:
+    """The source behind ``load_tasks("builtin")`` (with the defaults).
+
+    Lists every type at ``difficulties`` x ``seeds`` -- what ``pick`` draws from; pass
+    ``seeds=range(10_000)`` for a training stream -- while ``get`` accepts any valid id.
+    Nothing is generated until a task is asked for.
+    """
+    return TaskSource(name="builtin", ids=builtin_ids(difficulties, seeds), factory=make_task)

@@ -1,0 +1,179 @@
+"""Sparse count matrix family: cell QC on a 10x-style mouse matrix.
+
+Why this trap. The mitochondrial fraction is the most common single-cell QC filter, and
+nearly every tutorial is written for human data, where mitochondrial genes are ``MT-CO1``.
+In mouse they are ``mt-Co1``. ``grep MT-`` on a mouse gene list finds nothing, every
+cell's mitochondrial fraction becomes 0, and dying cells pass QC: the careless count is
+too high, yet looks perfectly reasonable. Mouse ``Mt1``/``Mt2`` (metallothioneins) and
+``Mtor`` are included too, so a case-insensitive ``grep -i mt`` is wrong as well.
+
+Layout follows Cell Ranger's v2 output: ``matrix.mtx.gz`` (MatrixMarket coordinate,
+genes x cells, 1-based), ``genes.tsv.gz`` (id, symbol), ``barcodes.tsv.gz``.
+
+The ground truth is decided from the per-cell totals and mitochondrial counts the
+generator *plans* before drawing the matrix (multinomial draws hit those totals
+exactly); tests re-derive it by parsing the written matrix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import (
+    Difficulty, Instance, check, fill, final, gz, node, turn, verdict,
+)
+from vera_env.tasks.model import Trap
+
+__all__ = ["MITO_GENES", "qc_cells"]
+
+MITO_GENES = ("mt-Nd1", "mt-Nd2", "mt-Co1", "mt-Co2", "mt-Atp8", "mt-Atp6", "mt-Co3",
+              "mt-Nd3", "mt-Nd4l", "mt-Nd4", "mt-Nd5", "mt-Nd6", "mt-Cytb")
+"""The 13 protein-coding genes of the mouse mitochondrial genome."""
+
+_NUCLEAR = ("Actb", "Gapdh", "Malat1", "Cd74", "Ptprc", "Lyz2", "Cst3", "B2m", "Tmsb4x",
+            "Rps27", "Rpl13", "Eef1a1", "Fth1", "Ftl1", "Vim", "S100a6", "Apoe", "Sparc",
+            "Col1a1", "Cd3e", "Cd19", "Ms4a1", "Nkg7", "Hba-a1", "Hbb-bs", "Mt1", "Mt2",
+            "Mtor", "Mki67", "Top2a")
+_SIZES = {"easy": (300, 150), "medium": (1500, 600), "hard": (5000, 2000)}  # genes, cells
+
+
+def _genes(rng: np.random.Generator, n_genes: int) -> list[str]:
+    symbols = list(_NUCLEAR) + [f"Gm{10000 + i}" for i in range(n_genes - len(_NUCLEAR)
+                                                                 - len(MITO_GENES))]
+    symbols = [symbols[i] for i in rng.permutation(len(symbols))]
+    at = int(rng.integers(0, len(symbols)))  # the chrM block sits somewhere in the list
+    return symbols[:at] + list(MITO_GENES) + symbols[at:]
+
+
+def _plan_cells(rng: np.random.Generator, n_cells: int, min_counts: int, max_pct: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cell total counts and mitochondrial counts, kept clear of both thresholds."""
+    kind = rng.choice(3, size=n_cells, p=[0.6, 0.15, 0.25])  # healthy, dying, empty
+    kind[:3] = 1  # at least three dying cells, or the trap cannot bite
+    totals = np.where(kind == 2, rng.integers(20, min_counts - 50, n_cells),
+                      np.minimum(rng.lognormal(np.log(min_counts), 0.6, n_cells),
+                                 10 * min_counts).astype(np.int64) + min_counts + 100)
+    fractions = np.where(kind == 0, rng.uniform(0.005, max_pct / 100 - 0.04, n_cells),
+                         np.where(kind == 1, rng.uniform(max_pct / 100 + 0.05, 0.8, n_cells),
+                                  rng.uniform(0.0, 0.6, n_cells)))
+    totals = totals.astype(np.int64)
+    return totals, np.rint(fractions * totals).astype(np.int64)
+
+
+def _matrix(rng: np.random.Generator, genes: list[str], totals: np.ndarray,
+            mito: np.ndarray) -> str:
+    is_mito = np.array([g.startswith("mt-") for g in genes])
+    weights = rng.gamma(0.3, 1.0, len(genes)) + 1e-3
+    p_mito = np.where(is_mito, weights, 0) / weights[is_mito].sum()
+    p_nuc = np.where(is_mito, 0, weights) / weights[~is_mito].sum()
+    lines: list[str] = []
+    for cell, (total, n_mito) in enumerate(zip(totals.tolist(), mito.tolist(), strict=True), 1):
+        counts = rng.multinomial(n_mito, p_mito) + rng.multinomial(total - n_mito, p_nuc)
+        rows = np.flatnonzero(counts)
+        lines += [f"{r} {cell} {c}" for r, c in zip((rows + 1).tolist(), counts[rows].tolist(),
+                                                     strict=True)]
+    header = ["%%MatrixMarket matrix coordinate integer general",
+              '%metadata_json: {"software_version": "vera_env-builtin", "format_version": 2}',
+              f"{len(genes)} {len(totals)} {len(lines)}"]
+    return "\n".join(header + lines) + "\n"
+
+
+def _barcodes(rng: np.random.Generator, n_cells: int) -> list[str]:
+    letters = np.frombuffer(b"ACGT", dtype=np.uint8)
+    seen: dict[str, None] = {}
+    while len(seen) < n_cells:
+        seen[letters[rng.integers(0, 4, 16)].tobytes().decode() + "-1"] = None
+    return list(seen)
+
+
+_MITO_ROWS = "zcat genes.tsv.gz | awk -F'\\t' '$2 ~ /^mt-/ { print NR }' > mito_rows.txt"
+_PER_CELL = ("zcat matrix.mtx.gz | awk 'NR == FNR { m[$1] = 1; next } /^%/ { next } "
+             "!h { h = 1; next } { t[$2] += $3; if ($1 in m) mt[$2] += $3 } "
+             "END { for (c in t) printf \"%d\\t%d\\t%d\\n\", c, t[c], mt[c] + 0 }' "
+             "mito_rows.txt - | sort -n > cell_qc.tsv\nwc -l < cell_qc.tsv")
+_MTX_SUM = ("zcat matrix.mtx.gz | awk '/^%/ { next } !h { h = 1; next } { s += $3 } "
+            "END { printf \"%d\", s }'")
+
+
+def _solution(n_genes: int, n_cells: int, min_counts: int, max_pct: int, mito: np.ndarray,
+              answer: int, n_dying: int) -> tuple[str, ...]:
+    v = {"MIN": min_counts, "PCT": max_pct, "FRAC": max_pct / 100, "CELLS": n_cells,
+         "ANS": answer, "DYING": n_dying, "MITO": int(mito.sum())}
+    return (
+        turn("zcat genes.tsv.gz | head -3\n" + _MITO_ROWS + "\nwc -l < mito_rows.txt\n"
+             "zcat genes.tsv.gz | awk -F'\\t' '$2 ~ /^mt-/ { printf \"%s \", $2 } "
+             "END { print \"\" }'",
+             node("load", f"13 mitochondrially encoded genes (mouse prefix mt-) among {n_genes}",
+                  "mito_rows.txt"), [
+                 check("conservation", "13 mt- genes found", verdict(
+                     'test "$(wc -l < mito_rows.txt)" -eq 13')),
+                 check("type", "every listed row is an mt- gene",
+                       "zcat genes.tsv.gz | awk -F'\\t' 'NR == FNR { m[$1] = 1; next } "
+                       "(FNR in m) && $2 !~ /^mt-/ { bad = 1 } END { print bad ? \"False\" : "
+                       "\"True\" }' mito_rows.txt -")]),
+        turn(_PER_CELL, node("qc", f"total and mitochondrial counts for {n_cells} cells",
+                             "cell_qc.tsv", "n1"), [
+            check("conservation", "one row per barcode", verdict(fill(
+                'test "$(wc -l < cell_qc.tsv)" -eq @CELLS@ && '
+                'test "$(zcat barcodes.tsv.gz | wc -l)" -eq @CELLS@', **v))),
+            check("conservation", "every count is kept", verdict(
+                "test \"$(awk '{ s += $2 } END { printf \"%d\", s }' cell_qc.tsv)\" -eq "
+                f"\"$({_MTX_SUM})\"")),
+            check("range", "mitochondrial counts are part of each total", fill(
+                "awk '{ s += $3; if ($3 > $2) bad = 1 } END { print (!bad && s == @MITO@) ? "
+                "\"True\" : \"False\" }' cell_qc.tsv", **v))]),
+        turn(fill("awk -v min=@MIN@ -v pct=@PCT@ '$2 >= min && 100 * $3 < pct * $2 { n++ } "
+                  "END { print n + 0 }' cell_qc.tsv > n_pass.txt\ncat n_pass.txt", **v),
+             node("test", f"{answer} of {n_cells} cells pass (>= {min_counts} counts, "
+                          f"mitochondrial fraction < {max_pct}%)", "n_pass.txt", "n2"), [
+                 check("invariance", "a fractional threshold gives the same count", verdict(fill(
+                     "test \"$(awk '$2 >= @MIN@ && $3 / $2 < @FRAC@' cell_qc.tsv | wc -l)\" "
+                     "-eq \"$(cat n_pass.txt)\" && test \"$(cat n_pass.txt)\" -eq @ANS@", **v))),
+                 check("range", "cells with enough counts still fail on mito fraction",
+                       verdict(fill("test \"$(awk '$2 >= @MIN@ && 100 * $3 >= @PCT@ * $2' "
+                                    "cell_qc.tsv | wc -l)\" -eq @DYING@", **v)))]),
+        final(str(answer)),
+    )
+
+
+def qc_cells(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """Cells passing a count and mitochondrial-fraction filter (trap: ``grep MT-``)."""
+    n_genes, n_cells = _SIZES[difficulty]
+    min_counts = int(rng.choice([500, 1000]))
+    max_pct = int(rng.choice([10, 15, 20]))
+    genes = _genes(rng, n_genes)
+    totals, mito = _plan_cells(rng, n_cells, min_counts, max_pct)
+    enough = totals >= min_counts
+    answer = int(np.count_nonzero(enough & (100 * mito < max_pct * totals)))
+    careless = int(np.count_nonzero(enough))
+    ids = [f"ENSMUSG{int(x):011d}" for x in np.cumsum(rng.integers(1, 3000, n_genes)) + 1000]
+    files = {
+        "matrix.mtx.gz": gz(_matrix(rng, genes, totals, mito)),
+        "genes.tsv.gz": gz("".join(f"{i}\t{g}\n" for i, g in zip(ids, genes, strict=True))),
+        "barcodes.tsv.gz": gz("".join(b + "\n" for b in _barcodes(rng, n_cells))),
+    }
+    question = (f"This is a mouse single-cell dataset (10x layout: matrix.mtx.gz is genes x "
+                f"cells, with genes.tsv.gz and barcodes.tsv.gz). A cell passes QC if its total "
+                f"count is at least {min_counts} and less than {max_pct}% of its counts come "
+                "from mitochondrially encoded genes. How many cells pass QC? Answer with one "
+                "integer.")
+    careless_cmd = fill(
+        "zcat genes.tsv.gz | grep -n 'MT-' | cut -d: -f1 > mito_rows.txt\n"
+        "wc -l < mito_rows.txt\n"
+        "zcat matrix.mtx.gz | awk -v rows=\"$(tr '\\n' ' ' < mito_rows.txt)\" 'BEGIN { "
+        "split(rows, r, \" \"); for (i in r) m[r[i]] = 1 } /^%/ { next } !h { h = 1; next } "
+        "{ t[$2] += $3; if ($1 in m) mt[$2] += $3 } END { for (c in t) if (t[c] >= @MIN@ && "
+        "100 * mt[c] < @PCT@ * t[c]) n++; print n + 0 }'", MIN=min_counts, PCT=max_pct)
+    trap = Trap(
+        description=("human mitochondrial prefix MT- matches no mouse gene (mt-), so every "
+                     "cell's mitochondrial fraction is 0 and dying cells pass"),
+        careless_solution=(
+            turn(careless_cmd, node("qc", f"{careless} cells pass QC", "mito_rows.txt"), [
+                check("range", "mito gene list was read", verdict(
+                    'test "$(wc -l < mito_rows.txt)" -ge 0'))]),
+            final(str(careless))),
+        wrong_answer=str(careless))
+    solution = _solution(n_genes, n_cells, min_counts, max_pct, mito, answer, careless - answer)
+    return Instance(files=files, question=question, answer=str(answer),
+                    grader={"kind": "numeric", "abs_tol": 0}, solution=solution, trap=trap,
+                    tags=("single-cell", "sparse-matrix", "qc", "mitochondrial", "mouse"))

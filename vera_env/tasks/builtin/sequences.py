@@ -1,0 +1,244 @@
+"""Sequence family: FASTA questions whose obvious one-liner is wrong.
+
+Why these two tasks. Both are questions a bioinformatician answers daily and both have a
+one-liner that looks right and is not:
+
+* ``seq.motif_count`` -- ``grep -o MOTIF | wc -l`` counts one strand, skips overlapping
+  matches (``ACACAC`` holds ``ACAC`` twice) and misses matches broken across the FASTA
+  line wrap. The generator plants all three (tandem repeats, reverse-complement copies,
+  matches straddling a line end), so the careless count is always too low.
+* ``seq.gc_content`` -- the genome is soft-masked (repeats in lowercase, as in UCSC and
+  Ensembl FASTA). ``tr -cd GC`` counts only uppercase G/C, so the careless GC content is
+  many points too low.
+
+The ground truth is counted on the generated sequences with a regex lookahead (motif) or
+``str.count`` on the case-folded sequence (GC); tests recount from the written files with
+numpy. The careless answer is computed the way the careless one-liner computes it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import (
+    Difficulty, Instance, check, fill, final, gz, node, turn, verdict,
+)
+from vera_env.tasks.model import Trap
+
+__all__ = ["WRAP", "gc_content", "motif_count", "revcomp"]
+
+WRAP = 60
+"""FASTA line width, as most tools write it."""
+
+_ALPHABET = np.frombuffer(b"ACGT", dtype=np.uint8)
+_COMPLEMENT = str.maketrans("ACGTacgt", "TGCAtgca")
+# (motif, period): the motif overlaps itself when shifted by `period`. None is its own
+# reverse complement, so "both strands" never counts one site twice.
+_MOTIFS = (("ACAC", 2), ("AGAG", 2), ("GAGA", 2), ("TGTG", 2), ("CACAC", 2), ("AAGAAG", 3))
+_SIZES: dict[str, tuple[int, int, int]] = {  # records, min length, max length
+    "easy": (3, 300, 700), "medium": (8, 2000, 5000), "hard": (30, 10_000, 30_000)}
+
+
+def revcomp(seq: str) -> str:
+    """Reverse complement of a DNA string (case preserved)."""
+    return seq.translate(_COMPLEMENT)[::-1]
+
+
+def _random_bases(rng: np.random.Generator, length: int, gc: float) -> bytearray:
+    weights = [(1 - gc) / 2, gc / 2, gc / 2, (1 - gc) / 2]
+    return bytearray(_ALPHABET[rng.choice(4, size=length, p=weights)].tobytes())
+
+
+def _fasta(records: list[tuple[str, str]]) -> str:
+    lines: list[str] = []
+    for name, seq in records:
+        lines.append(f">{name}")
+        lines += [seq[i:i + WRAP] for i in range(0, len(seq), WRAP)]
+    return "\n".join(lines) + "\n"
+
+
+def _plant_motifs(rng: np.random.Generator, seq: bytearray, motif: str, period: int) -> None:
+    """Overwrite ``seq`` with the three things a careless count misses."""
+    k, n_lines = len(motif), len(seq) // WRAP
+    tandem = (motif + motif[-period:]).encode()
+    for _ in range(2):
+        at = int(rng.integers(0, len(seq) - len(tandem)))
+        seq[at:at + len(tandem)] = tandem
+    for _ in range(2):  # straddling the end of a FASTA line
+        at = WRAP * int(rng.integers(1, n_lines)) - int(rng.integers(1, k))
+        seq[at:at + k] = motif.encode()
+    for _ in range(3):  # last, so at least one reverse-strand site survives intact
+        at = int(rng.integers(0, len(seq) - k))
+        seq[at:at + k] = revcomp(motif).encode()
+
+
+def _count_overlapping(seq: str, word: str) -> int:
+    return sum(1 for _ in re.finditer(f"(?={word})", seq))
+
+
+_UNWRAP = ("zcat seqs.fa.gz | awk '/^>/ { if (n) print s; s = \"\"; n++; next } "
+           "{ s = s $0 } END { if (n) print s }' > seqs.txt\nwc -l < seqs.txt")
+_COUNT_SCRIPT = (
+    "cat > count_motif.py <<'EOF'\nimport sys\n\n"
+    "motif = sys.argv[2]\nrc = motif.translate(str.maketrans('ACGT', 'TGCA'))[::-1]\n"
+    "fwd = rev = 0\nfor line in open(sys.argv[1]):\n    s = line.strip().upper()\n"
+    "    for i in range(len(s) - len(motif) + 1):\n"
+    "        fwd += s[i:i + len(motif)] == motif\n"
+    "        rev += s[i:i + len(motif)] == rc\nprint(fwd, rev, fwd + rev)\nEOF\n"
+    "python3 count_motif.py seqs.txt @MOTIF@ > motif_counts.txt\ncat motif_counts.txt\n"
+    "cut -d' ' -f3 motif_counts.txt")
+
+
+def _awk_scan(word: str) -> str:
+    """An overlapping scan for ``word`` over seqs.txt, a second route to the count."""
+    return fill("awk -v m=@W@ '{ for (i = 1; i + length(m) - 1 <= length($0); i++) "
+                "if (substr($0, i, length(m)) == m) c++ } END { print c + 0 }' seqs.txt", W=word)
+
+
+def _motif_solution(motif: str, n_records: int, n_bases: int, fwd: int, rev: int
+                    ) -> tuple[str, ...]:
+    rc, total = revcomp(motif), fwd + rev
+    v = {"N": n_records, "TOTAL": total}
+    return (
+        turn(_UNWRAP, node("load", f"{n_records} records, {n_bases} bases, one line per record",
+                           "seqs.txt"), [
+            check("conservation", "one line per FASTA record", verdict(fill(
+                "test \"$(wc -l < seqs.txt)\" -eq @N@ && "
+                "test \"$(zcat seqs.fa.gz | grep -c '^>')\" -eq @N@", **v))),
+            check("conservation", "no bases lost when unwrapping", verdict(
+                "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq "
+                "\"$(zcat seqs.fa.gz | grep -v '^>' | tr -d '\\n' | wc -c)\""))]),
+        turn(fill(_COUNT_SCRIPT, MOTIF=motif),
+             node("test", f"{motif}: {fwd} forward + {rev} reverse-strand = {total} "
+                          "overlapping matches", "motif_counts.txt", "n1"), [
+                 check("invariance", "forward matches agree with an awk scan", verdict(
+                     f"test \"$({_awk_scan(motif)})\" -eq \"$(cut -d' ' -f1 motif_counts.txt)\"")),
+                 check("invariance", f"reverse-strand matches agree with an awk scan for {rc}",
+                       verdict(f"test \"$({_awk_scan(rc)})\" -eq "
+                               "\"$(cut -d' ' -f2 motif_counts.txt)\"")),
+                 check("range", "total is forward plus reverse", fill(
+                     "awk '{ print ($3 == $1 + $2 && $3 == @TOTAL@) ? \"True\" : \"False\" }' "
+                     "motif_counts.txt", **v))]),
+        final(str(total)),
+    )
+
+
+def _motif_trap(motif: str, careless: int) -> Trap:
+    grep = f"zcat seqs.fa.gz | grep -v '^>' | grep -o {motif} | wc -l"
+    return Trap(
+        description=("grep -o counts one strand, no overlapping matches, and no match "
+                     "broken by the FASTA line wrap"),
+        careless_solution=(
+            turn(grep, node("test", f"{motif} occurs {careless} times"), [
+                check("range", "motif found", verdict(f"test \"$({grep})\" -gt 0"))]),
+            final(str(careless))),
+        wrong_answer=str(careless))
+
+
+def motif_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """Count a motif on both strands, overlaps included (trap: ``grep -o``)."""
+    motif, period = _MOTIFS[int(rng.integers(len(_MOTIFS)))]
+    rc = revcomp(motif)
+    n_records, lo, hi = _SIZES[difficulty]
+    records = []
+    for i in range(n_records):
+        seq = _random_bases(rng, int(rng.integers(lo, hi + 1)), gc=0.5)
+        _plant_motifs(rng, seq, motif, period)
+        records.append((f"seq{i + 1} len={len(seq)}", seq.decode()))
+    fwd = sum(_count_overlapping(s, motif) for _, s in records)
+    rev = sum(_count_overlapping(s, rc) for _, s in records)
+    text = _fasta(records)
+    careless = sum(line.count(motif) for line in text.splitlines() if not line.startswith(">"))
+    if not careless < fwd + rev:
+        raise RuntimeError("motif_count: the trap does not bite; generator bug")
+    question = (
+        f"How many times does the motif {motif} occur in the sequences of seqs.fa.gz? "
+        f"Count both strands (a reverse-strand occurrence reads {rc} on the given strand), "
+        "count overlapping occurrences, and count within each record (no match spans two "
+        "records). Answer with one integer.")
+    n_bases = sum(len(s) for _, s in records)
+    return Instance(files={"seqs.fa.gz": gz(text)}, question=question, answer=str(fwd + rev),
+                    grader={"kind": "numeric", "abs_tol": 0},
+                    solution=_motif_solution(motif, n_records, n_bases, fwd, rev),
+                    trap=_motif_trap(motif, careless),
+                    tags=("fasta", "motif", "reverse-complement", "overlapping-matches"))
+
+
+def _soft_mask(rng: np.random.Generator, seq: bytearray) -> None:
+    """Lowercase repeat-like stretches covering roughly a third to a half of ``seq``."""
+    target, masked, n = int(len(seq) * rng.uniform(0.35, 0.5)), 0, len(seq)
+    while masked < target:
+        span = int(rng.integers(20, max(21, n // 6)))
+        at = int(rng.integers(0, n - span))
+        masked += span
+        seq[at:at + span] = seq[at:at + span].lower()
+
+
+_SEQ_ONLY = "zcat genome.fa.gz | grep -v '^>'"
+_GC_COUNT = ("zcat genome.fa.gz | awk '!/^>/ { s = toupper($0); n += length(s); "
+             "g += gsub(/[GC]/, \"\", s) } END { printf \"%d %d\\n\", g, n }' > gc_counts.txt\n"
+             "cat gc_counts.txt")
+
+
+def _gc_solution(n_gc: int, n_bases: int, answer: str) -> tuple[str, ...]:
+    v = {"SEQ": _SEQ_ONLY, "N": n_bases, "ANS": answer}
+    return (
+        turn(f"zcat genome.fa.gz | head -3\n{_SEQ_ONLY} | fold -w1 | sort | uniq -c"),
+        turn(_GC_COUNT, node("transform", f"{n_gc} G/C among {n_bases} bases, soft-masked "
+                                          "lowercase bases included", "gc_counts.txt"), [
+            check("conservation", "every base counted", verdict(fill(
+                "test \"$(cut -d' ' -f2 gc_counts.txt)\" -eq @N@ && "
+                "test \"$(@SEQ@ | tr -d '\\n' | wc -c)\" -eq @N@", **v))),
+            check("invariance", "G/C agrees with a case-insensitive tr count", verdict(fill(
+                "test \"$(cut -d' ' -f1 gc_counts.txt)\" -eq "
+                "\"$(@SEQ@ | tr -cd 'GCgc' | wc -c)\"", **v))),
+            check("range", "lowercase G/C are included", verdict(fill(
+                "test \"$(cut -d' ' -f1 gc_counts.txt)\" -gt \"$(@SEQ@ | tr -cd 'GC' | wc -c)\"",
+                **v)))]),
+        turn("awk '{ printf \"%.2f\\n\", 100 * $1 / $2 }' gc_counts.txt > gc_percent.txt\n"
+             "cat gc_percent.txt",
+             node("interpret", f"GC content {answer}%", "gc_percent.txt", "n1"), [
+                 check("range", "percentage recomputes from the counts", fill(
+                     "awk 'NR == FNR { p = $1; next } { d = 100 * $1 / $2 - p; print "
+                     "(d < 0.005 && d > -0.005 && p == @ANS@) ? \"True\" : \"False\" }' "
+                     "gc_percent.txt gc_counts.txt", **v))]),
+        final(answer),
+    )
+
+
+def _gc_trap(wrong: str) -> Trap:
+    careless = (f"{_SEQ_ONLY} | tr -d '\\n' > bases.txt\n"
+                "gc=$(tr -cd 'GC' < bases.txt | wc -c); n=$(wc -c < bases.txt)\n"
+                "awk -v g=\"$gc\" -v n=\"$n\" 'BEGIN { printf \"%.2f\\n\", 100 * g / n }' "
+                "> gc.txt\ncat gc.txt")
+    return Trap(
+        description="tr -cd GC counts only uppercase bases; soft-masked (lowercase) G/C are lost",
+        careless_solution=(
+            turn(careless, node("test", f"GC content {wrong}%", "gc.txt"), [
+                check("range", "GC content is plausible",
+                      "awk '{ print ($1 > 20 && $1 < 80) ? \"True\" : \"False\" }' gc.txt")]),
+            final(wrong)),
+        wrong_answer=wrong)
+
+
+def gc_content(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """GC percentage of a soft-masked genome (trap: counting only uppercase G/C)."""
+    n_records, lo, hi = _SIZES[difficulty]
+    records = []
+    for i in range(n_records):
+        seq = _random_bases(rng, int(rng.integers(lo, hi + 1)), gc=float(rng.uniform(0.35, 0.6)))
+        _soft_mask(rng, seq)
+        records.append((f"chr{i + 1}", seq.decode()))
+    joined = "".join(s for _, s in records)
+    n_bases = len(joined)
+    n_gc = joined.upper().count("G") + joined.upper().count("C")
+    n_upper_gc = joined.count("G") + joined.count("C")
+    answer, wrong = f"{100 * n_gc / n_bases:.2f}", f"{100 * n_upper_gc / n_bases:.2f}"
+    question = ("What is the GC content of genome.fa.gz: the percentage of all bases, over "
+                "all records, that are G or C? Give two decimals.")
+    return Instance(files={"genome.fa.gz": gz(_fasta(records))}, question=question,
+                    answer=answer, grader={"kind": "numeric", "abs_tol": 0.01},
+                    solution=_gc_solution(n_gc, n_bases, answer), trap=_gc_trap(wrong),
+                    tags=("fasta", "gc-content", "soft-masking"))

@@ -1,0 +1,143 @@
+"""Tabular family: a column mean where missing values are coded as -999.
+
+Why this trap. Sentinel codes for "not measured" (-999, -9, 9999) are everywhere in
+field and lab data, and they are documented in a codebook nobody opens. ``awk '{ s +=
+$6 }'`` averages them in: a handful of -999 among ~5000 g body masses moves the mean by
+tens to hundreds of grams, and the result still looks like a body mass. The codebook
+(``codebook.txt``) says how missing values are coded, so a careful analyst can know.
+
+The ground truth is the mean of the measured values the generator draws (integers, so
+the sum is exact); tests recompute it from the CSV with the ``csv`` module.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import (
+    Difficulty, Instance, check, fill, final, node, turn, verdict,
+)
+from vera_env.tasks.model import Trap
+
+__all__ = ["SENTINEL", "sentinel_mean"]
+
+SENTINEL = -999
+_COLUMNS = ("id", "species", "island", "bill_length_mm", "flipper_length_mm", "body_mass_g",
+            "sex")
+# species -> (islands, bill mean/sd, flipper mean/sd, body mass mean/sd)
+_SPECIES = {
+    "Adelie": (("Torgersen", "Biscoe", "Dream"), (38.8, 2.7), (190, 6.5), (3700, 450)),
+    "Chinstrap": (("Dream",), (48.8, 3.3), (196, 7.0), (3730, 380)),
+    "Gentoo": (("Biscoe",), (47.5, 3.1), (217, 6.5), (5076, 500)),
+}
+_TARGETS = ("body_mass_g", "flipper_length_mm")
+_ROWS = {"easy": 150, "medium": 1500, "hard": 20_000}
+_CODEBOOK = """penguins.csv: one row per penguin, comma-separated, header in the first line.
+
+id                 integer, unique
+species            Adelie, Chinstrap or Gentoo
+island             Biscoe, Dream or Torgersen
+bill_length_mm     bill length in mm, one decimal
+flipper_length_mm  flipper length in mm, integer
+body_mass_g        body mass in g, integer
+sex                male, female, or NA when not recorded
+
+Missing measurements in the numeric columns are coded as -999.
+"""
+
+
+def _rows(rng: np.random.Generator, n_rows: int, species: str, target: str
+          ) -> list[dict[str, str]]:
+    names = list(_SPECIES)
+    kinds = rng.choice(len(names), size=n_rows)
+    rows = []
+    for i, k in enumerate(kinds, start=1):
+        sp = names[int(k)]
+        islands, bill, flipper, mass = _SPECIES[sp]
+        rows.append({
+            "id": str(i), "species": sp, "island": islands[int(rng.integers(len(islands)))],
+            "bill_length_mm": f"{rng.normal(*bill):.1f}",
+            "flipper_length_mm": str(int(round(rng.normal(*flipper)))),
+            "body_mass_g": str(int(round(rng.normal(*mass) / 25) * 25)),
+            "sex": str(rng.choice(["male", "female", "NA"], p=[0.48, 0.48, 0.04])),
+        })
+    for column in _COLUMNS[3:6]:
+        for row in rows:
+            if rng.random() < 0.04:
+                row[column] = str(SENTINEL)
+    group = [r for r in rows if r["species"] == species]
+    for row in group[:2]:  # the trap needs at least two sentinels where it is asked
+        row[target] = str(SENTINEL)
+    return rows
+
+
+def _solution(species: str, target: str, idx: int, n: int, k: int, answer: str
+              ) -> tuple[str, ...]:
+    v = {"SP": species, "COL": target, "IDX": idx, "N": n, "ANS": answer}
+    return (
+        turn(fill("head -3 penguins.csv\ncat codebook.txt\n"
+                  "head -1 penguins.csv | tr ',' '\\n' | grep -nx '@COL@' | cut -d: -f1 > col.txt\n"
+                  "cat col.txt", **v),
+             node("load", f"{target} is column {idx}; the codebook codes missing values as -999",
+                  "col.txt"), [
+                 check("type", f"col.txt points at {target}", verdict(fill(
+                     "test \"$(head -1 penguins.csv | cut -d, -f\"$(cat col.txt)\")\" = @COL@",
+                     **v)))]),
+        turn(fill("awk -F, -v c=\"$(cat col.txt)\" 'NR > 1 && $2 == \"@SP@\" && $c != -999 "
+                  "{ print $c }' penguins.csv > values.txt\nwc -l < values.txt", **v),
+             node("qc", f"{n} {species} measurements kept, {k} coded -999 dropped",
+                  "values.txt", "n1"), [
+                 check("range", "no sentinel left", fill(
+                     "awk '$1 == -999 || $1 <= 0 { bad = 1 } END { print (NR == @N@ && !bad) ? "
+                     "\"True\" : \"False\" }' values.txt", **v)),
+                 check("conservation", f"kept plus dropped equals all {species} rows", verdict(fill(
+                     "test \"$(( $(wc -l < values.txt) + $(awk -F, '$2 == \"@SP@\" && $@IDX@ == "
+                     "-999' penguins.csv | wc -l) ))\" -eq \"$(awk -F, '$2 == \"@SP@\"' "
+                     "penguins.csv | wc -l)\"", **v)))]),
+        turn("awk '{ s += $1; n++ } END { printf \"%.2f\\n\", s / n }' values.txt > mean.txt\n"
+             "cat mean.txt",
+             node("test", f"mean {target} of {species}: {answer} (n={n})", "mean.txt", "n2"), [
+                 check("invariance", "a python recomputation agrees", fill(
+                     "python3 -c \"v = [float(x) for x in open('values.txt')]; m = "
+                     "float(open('mean.txt').read()); print(abs(sum(v) / len(v) - m) < 0.006 "
+                     "and m == @ANS@)\"", **v)),
+                 check("range", "the mean lies within the measured values",
+                       "awk 'NR == FNR { m = $1; next } FNR == 1 { lo = hi = $1 } "
+                       "{ if ($1 < lo) lo = $1; if ($1 > hi) hi = $1 } "
+                       "END { print (m > lo && m < hi) ? \"True\" : \"False\" }' "
+                       "mean.txt values.txt")]),
+        final(answer),
+    )
+
+
+def sentinel_mean(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """Mean of a column for one species, -999 excluded (trap: averaging -999 in)."""
+    species = list(_SPECIES)[int(rng.integers(len(_SPECIES)))]
+    target = _TARGETS[int(rng.integers(len(_TARGETS)))]
+    rows = _rows(rng, _ROWS[difficulty], species, target)
+    measured = [int(r[target]) for r in rows if r["species"] == species
+                and r[target] != str(SENTINEL)]
+    n_missing = sum(1 for r in rows if r["species"] == species and r[target] == str(SENTINEL))
+    answer = f"{sum(measured) / len(measured):.2f}"
+    wrong = (f"{(sum(measured) + SENTINEL * n_missing) / (len(measured) + n_missing):.2f}")
+    csv = ",".join(_COLUMNS) + "\n" + "".join(
+        ",".join(r[c] for c in _COLUMNS) + "\n" for r in rows)
+    idx = _COLUMNS.index(target) + 1
+    unit = "g" if target == "body_mass_g" else "mm"
+    question = (f"What is the mean {target} ({unit}) of {species} penguins in penguins.csv, "
+                "over the penguins where it was measured? Give two decimals.")
+    careless = fill("awk -F, 'NR > 1 && $2 == \"@SP@\" { s += $@IDX@; n++ } "
+                    "END { printf \"%.2f\\n\", s / n }' penguins.csv", SP=species, IDX=idx)
+    trap = Trap(
+        description="the -999 codes for missing measurements are averaged in as values",
+        careless_solution=(
+            turn(careless, node("test", f"mean {target} of {species}: {wrong}"), [
+                check("range", "mean is positive", "awk -F, 'NR > 1 && $2 == \"" + species
+                      + f"\" {{ s += ${idx}; n++ }} END {{ print (s / n > 0) ? \"True\" : "
+                      "\"False\" }' penguins.csv")]),
+            final(wrong)),
+        wrong_answer=wrong)
+    return Instance(files={"penguins.csv": csv.encode(), "codebook.txt": _CODEBOOK.encode()},
+                    question=question, answer=answer, grader={"kind": "numeric", "abs_tol": 0.01},
+                    solution=_solution(species, target, idx, len(measured), n_missing, answer),
+                    trap=trap, tags=("csv", "missing-values", "sentinel"))

@@ -1,0 +1,163 @@
+"""Variant table family: heterozygous calls in a VCF with phased genotypes.
+
+Why this trap. Heterozygous is "two different alleles", but the string most people grep
+for is ``0/1``. Phased callers and imputation write ``0|1`` and ``1|0``; multi-allelic
+sites add ``1/2`` and ``0|2``. Counting ``0/1`` alone gives a number that looks like a
+het count and misses most of them. The sample asked about is not always the first
+sample column, so the column must be looked up in the ``#CHROM`` header.
+
+The ground truth is decided from the allele pairs the generator draws (``a != b``, both
+called); tests recount from the written VCF text.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import (
+    Difficulty, Instance, check, fill, final, gz, node, turn, verdict,
+)
+from vera_env.tasks.model import Trap
+
+__all__ = ["het_count"]
+
+_SAMPLES = ("HG00096", "HG00097", "HG00099", "HG00100", "NA12878", "NA12891", "NA12892",
+            "NA19238", "NA19239", "NA19240")
+_SIZES = {"easy": (200, 3), "medium": (2000, 5), "hard": (20_000, 10)}  # sites, samples
+_HEADER = """##fileformat=VCFv4.2
+##source=vera_env-builtin
+##contig=<ID=chr1,length=248956422>
+##contig=<ID=chr2,length=242193529>
+##contig=<ID=chr3,length=198295559>
+##INFO=<ID=DP,Number=1,Type=Integer,Description="Total depth">
+##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">
+##FORMAT=<ID=DP,Number=1,Type=Integer,Description="Read depth">
+##FORMAT=<ID=GQ,Number=1,Type=Integer,Description="Genotype quality">
+"""
+
+
+class _Calls(NamedTuple):
+    """Drawn genotypes: ``alleles[site, sample] = (a, b)``, ``missing``, ``phased``."""
+
+    alleles: np.ndarray
+    missing: np.ndarray
+    phased: np.ndarray
+
+
+def _draw_calls(rng: np.random.Generator, multi: np.ndarray, n_samples: int) -> _Calls:
+    n_sites = len(multi)
+    u = rng.random((n_sites, n_samples, 2))
+    biallelic = (u >= 0.55).astype(np.int64)
+    triallelic = np.where(u < 0.45, 0, np.where(u < 0.8, 1, 2))
+    return _Calls(np.where(multi[:, None, None], triallelic, biallelic),
+                  rng.random((n_sites, n_samples)) < 0.05,
+                  rng.random((n_sites, n_samples)) < 0.7)
+
+
+def _gt(pair: list[int], missing: bool, phased: bool) -> str:
+    if missing:
+        return "./."
+    a, b = pair
+    return f"{a}|{b}" if phased else f"{min(a, b)}/{max(a, b)}"
+
+
+def _sites(rng: np.random.Generator, n_sites: int, samples: list[str]
+           ) -> tuple[list[str], _Calls, list[list[str]]]:
+    """VCF body lines, the drawn calls, and per site each sample's GT string."""
+    n = len(samples)
+    multi = rng.random(n_sites) < 0.1
+    calls = _draw_calls(rng, multi, n)
+    refs = rng.integers(0, 4, n_sites)
+    alt_order = np.argsort(rng.random((n_sites, 3)), axis=1)
+    depths, gqs = rng.integers(5, 60, (n_sites, n)), rng.integers(10, 99, (n_sites, n))
+    quals = rng.uniform(30, 3000, n_sites)
+    positions = np.cumsum(rng.integers(1, 5000, n_sites)) + 10_000
+    chroms = np.sort(rng.integers(1, 4, n_sites))
+    lines, gts = [], []
+    for i in range(n_sites):
+        ref = "ACGT"[refs[i]]
+        others = [b for b in "ACGT" if b != ref]
+        alt = ",".join(others[j] for j in alt_order[i, :2 if multi[i] else 1])
+        row_gt = [_gt(p, m, f) for p, m, f in zip(calls.alleles[i].tolist(),
+                                                  calls.missing[i].tolist(),
+                                                  calls.phased[i].tolist(), strict=True)]
+        cells = [f"{g}:.:." if g == "./." else f"{g}:{d}:{q}"
+                 for g, d, q in zip(row_gt, depths[i].tolist(), gqs[i].tolist(), strict=True)]
+        depth = int(depths[i][~calls.missing[i]].sum())
+        lines.append("\t".join([f"chr{chroms[i]}", str(positions[i]), ".", ref, alt,
+                                f"{quals[i]:.1f}", "PASS", f"DP={depth}", "GT:DP:GQ", *cells]))
+        gts.append(row_gt)
+    return lines, calls, gts
+
+
+def _solution(sample: str, col: int, n_sites: int, answer: int, phased: int) -> tuple[str, ...]:
+    v = {"S": sample, "COL": col, "SITES": n_sites, "ANS": answer}
+    body = "zcat calls.vcf.gz | grep -v '^#'"
+    return (
+        turn(fill("zcat calls.vcf.gz | grep '^#CHROM' | tr '\\t' '\\n' | "
+                  "awk '$0 == \"@S@\" { print NR }' > sample_col.txt\ncat sample_col.txt\n"
+                  f"{body} | wc -l", **v),
+             node("load", f"{sample} is column {col}; {n_sites} sites", "sample_col.txt"), [
+                 check("type", f"the column holds {sample}", verdict(fill(
+                     "test \"$(zcat calls.vcf.gz | grep '^#CHROM' | "
+                     "cut -f\"$(cat sample_col.txt)\")\" = @S@", **v)))]),
+        turn(f"{body} | cut -f\"$(cat sample_col.txt)\" | cut -d: -f1 > gt.txt\n"
+             "sort gt.txt | uniq -c",
+             node("transform", f"{n_sites} genotypes of {sample}, phased (|) and unphased (/)",
+                  "gt.txt", "n1"), [
+                 check("conservation", "one genotype per site", verdict(fill(
+                     f"test \"$(wc -l < gt.txt)\" -eq @SITES@ && test \"$({body} | wc -l)\" "
+                     "-eq @SITES@", **v))),
+                 check("type", f"all {n_sites} genotypes are diploid GT calls", fill(
+                     "awk '!/^([0-9]+|[.])[|\\/]([0-9]+|[.])$/ { bad = 1 } "
+                     "END { print (NR == @SITES@ && !bad) ? \"True\" : \"False\" }' gt.txt", **v)),
+                 check("invariance", f"genotypes equal column {col} of the VCF", fill(
+                     f"{body} | cut -f@COL@ | cut -d: -f1 | cmp -s - gt.txt && echo True "
+                     "|| echo False", **v))]),
+        turn("awk -F'[|/]' '$1 != \".\" && $2 != \".\" && $1 != $2 { n++ } END { print n + 0 }' "
+             "gt.txt > n_het.txt\ncat n_het.txt",
+             node("test", f"{sample} is heterozygous at {answer} sites ({phased} of them "
+                          "phased)", "n_het.txt", "n2"), [
+                 check("invariance", "a python recount agrees", fill(
+                     "python3 -c \"import re; g = [re.split('[|/]', l.strip()) for l in "
+                     "open('gt.txt')]; n = sum(1 for a, b in g if '.' not in (a, b) and a != b); "
+                     "print(n == int(open('n_het.txt').read()) == @ANS@)\"", **v)),
+                 check("range", "more hets than the unphased 0/1 calls alone", verdict(
+                     "test \"$(cat n_het.txt)\" -gt \"$(grep -cx '0/1' gt.txt)\""))]),
+        final(str(answer)),
+    )
+
+
+def het_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """Heterozygous sites of one sample, phased or not (trap: counting only ``0/1``)."""
+    n_sites, n_samples = _SIZES[difficulty]
+    samples = [_SAMPLES[i] for i in rng.choice(len(_SAMPLES), size=n_samples, replace=False)]
+    target = int(rng.integers(n_samples))
+    sample, col = samples[target], 10 + target
+    lines, calls, gts = _sites(rng, n_sites, samples)
+    a, b = calls.alleles[:, target, 0], calls.alleles[:, target, 1]
+    is_het = ((a != b) & ~calls.missing[:, target]).tolist()
+    mine = [row[target] for row in gts]
+    answer, careless = sum(is_het), sum(1 for g in mine if g == "0/1")
+    phased = sum(1 for g, h in zip(mine, is_het, strict=True) if h and "|" in g)
+    if not (phased and careless < answer):
+        raise RuntimeError("het_count: the trap does not bite; generator bug")
+    header = _HEADER + "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO",
+                                  "FORMAT", *samples]) + "\n"
+    question = (f"At how many sites in calls.vcf.gz is sample {sample} heterozygous? Sites "
+                f"where {sample}'s genotype is missing do not count. Answer with one integer.")
+    grep = f"zcat calls.vcf.gz | grep -v '^#' | cut -f{col} | grep -c '^0/1'"
+    trap = Trap(
+        description="counting the string 0/1 misses phased hets (0|1, 1|0) and multi-allelic ones",
+        careless_solution=(
+            turn(grep, node("test", f"{sample} is heterozygous (0/1) at {careless} sites"), [
+                check("range", "some heterozygous sites", verdict(f"test \"$({grep})\" -gt 0"))]),
+            final(str(careless))),
+        wrong_answer=str(careless))
+    return Instance(files={"calls.vcf.gz": gz(header + "\n".join(lines) + "\n")},
+                    question=question, answer=str(answer),
+                    grader={"kind": "numeric", "abs_tol": 0},
+                    solution=_solution(sample, col, n_sites, answer, phased), trap=trap,
+                    tags=("vcf", "genotypes", "phasing"))

@@ -1,0 +1,99 @@
+"""ForcedAnswer: turn analysis already done into an answer before the budget runs out.
+
+The largest measured loss of the reference run: 22 of 73 problems (30%) produced no
+usable answer at all — 12 exhausted the budget, 10 were graded on an empty or stub
+emission. Those runs had done the analysis; they never committed. So in the last
+``reserve`` steps the observation becomes the forced prompt (the bounded analysis and
+"give your single best answer"), nothing the model says is run, and only a usable
+answer ends the episode. If the budget still ends without one, the model is asked once
+more; an answer obtained that way is marked ``answer_forced``.
+
+``info["prefill"]`` is ``"FINAL ANSWER: "`` whenever the next turn is forced, so a
+policy that can start the assistant turn (vLLM's ``continue_final_message``) removes the
+need for compliance: asked in plain words, one model kept emitting
+``I need to identify the bacterium ... <tool_call>`` and was recorded with no answer.
+
+Example:
+    >>> from vera_env import VeraEnv
+    >>> from vera_env.wrappers import ForcedAnswer
+    >>> env = ForcedAnswer(VeraEnv("builtin", max_steps=10), reserve=3)
+    >>> obs, info = env.reset(seed=0)
+    >>> info["forcing"]
+    False
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from vera_env import info as keys
+from vera_env.answers import ANSWER_PREFIX
+from vera_env.prompts import render_forced_prompt
+
+__all__ = ["PREFILL", "ForcedAnswer"]
+
+PREFILL = ANSWER_PREFIX + " "
+
+
+class ForcedAnswer(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Force a final answer in the last ``reserve`` steps, and ask once more after.
+
+    Args:
+        env: A ``VeraEnv``, possibly wrapped.
+        reserve: How many final steps of the budget demand an answer.
+
+    Raises:
+        ValueError: ``reserve`` is not a positive int, or exceeds the step budget.
+    """
+
+    def __init__(self, env: gym.Env, reserve: int = 3) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, reserve=reserve)
+        super().__init__(env)
+        if not isinstance(reserve, int) or isinstance(reserve, bool) or reserve < 1:
+            raise ValueError(f"reserve must be a positive int, got {reserve!r}")
+        budget = env.unwrapped.max_steps
+        if reserve > budget:
+            raise ValueError(f"reserve={reserve} is larger than the step budget "
+                             f"max_steps={budget}")
+        self.reserve = reserve
+        self._asked_extra = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[str, dict[str, Any]]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._asked_extra = False
+        return self._maybe_force(obs, info, ended=False)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        base = self.env.unwrapped
+        if (truncated and not terminated and not info[keys.UNSCORABLE]
+                and not self._asked_extra and not info[keys.ANSWER]):
+            # The budget ended without a commitment: ask once more, outside the budget.
+            self._asked_extra = True
+            base.require_answer_next(extra=True)
+            obs = self._forced_obs(info, "Your step budget is exhausted.")
+            return obs, reward, False, False, self._mark(info)
+        obs, info = self._maybe_force(obs, info, ended=terminated or truncated)
+        return obs, reward, terminated, truncated, info
+
+    def _maybe_force(self, obs: str, info: dict[str, Any], *, ended: bool
+                     ) -> tuple[str, dict[str, Any]]:
+        base = self.env.unwrapped
+        if ended or base.steps_left > self.reserve:
+            return obs, info
+        base.require_answer_next()
+        reason = f"You have used {base.steps_taken} of {base.max_steps} steps."
+        return self._forced_obs(info, reason), self._mark(info)
+
+    def _forced_obs(self, info: dict[str, Any], reason: str) -> str:
+        base = self.env.unwrapped
+        return render_forced_prompt(base.task.question, base.state,
+                                    state_budget=base.state_budget, reason=reason,
+                                    nudge=info[keys.NUDGE])
+
+    @staticmethod
+    def _mark(info: dict[str, Any]) -> dict[str, Any]:
+        return {**info, keys.FORCING: True, keys.PREFILL: PREFILL}

@@ -1,0 +1,101 @@
+"""RecordEpisode: keep what each episode did, as files a person or a script can read.
+
+Per episode, in ``<directory>/<index>-<task_id>/``:
+
+* ``transcript.jsonl`` — one line per step: the action, the command output, the node,
+  the checks, the reward and its parts, the nudge, the error;
+* ``graph.txt`` — the full analysis graph (no budget);
+* ``final_answer.txt`` — the released answer ("" if none).
+
+The graph and answer are written when the episode ends, or on ``close`` / the next
+``reset`` if it never did. Put this wrapper outermost to record what the model saw.
+
+Example:
+    >>> from vera_env import VeraEnv
+    >>> from vera_env.wrappers import RecordEpisode
+    >>> env = RecordEpisode(VeraEnv("builtin"), "runs/demo")
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import IO, Any
+
+import gymnasium as gym
+
+from vera_env import info as keys
+
+__all__ = ["RecordEpisode"]
+
+_FULL_GRAPH_TOKENS = 10**9
+_STEP_KEYS = (keys.STEP, keys.ERROR, keys.NUDGE, keys.COMMAND_OUTPUT, keys.NODE,
+              keys.CHECKS, keys.REWARD_PARTS, keys.ANSWER, keys.CORRECT, keys.FORCING,
+              keys.UNSCORABLE)
+
+
+class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Write a transcript, the graph and the final answer of every episode.
+
+    Args:
+        env: A ``VeraEnv``, possibly wrapped.
+        directory: Where episode folders are created (made if missing).
+    """
+
+    def __init__(self, env: gym.Env, directory: str | Path) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, directory=str(directory))
+        super().__init__(env)
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._index = len(list(self.directory.iterdir()))
+        self._folder: Path | None = None
+        self._transcript: IO[str] | None = None
+        self._answer = ""
+
+    @property
+    def episode_dir(self) -> Path | None:
+        """The current (or last) episode's folder."""
+        return self._folder
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[str, dict[str, Any]]:
+        self._finish()
+        obs, info = self.env.reset(seed=seed, options=options)
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", info[keys.TASK_ID])[:80]
+        self._folder = self.directory / f"{self._index:05d}-{safe}"
+        self._index += 1
+        self._folder.mkdir(parents=True, exist_ok=False)
+        self._transcript = (self._folder / "transcript.jsonl").open("w", encoding="utf-8")
+        self._answer = ""
+        self._write({"event": "reset", "seed": seed, "observation": obs,
+                     keys.TASK_ID: info[keys.TASK_ID]})
+        return obs, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._answer = info[keys.ANSWER]
+        self._write({"event": "step", "action": action, "reward": reward,
+                     "terminated": terminated, "truncated": truncated,
+                     **{k: info[k] for k in _STEP_KEYS}})
+        if terminated or truncated:
+            self._finish()
+        return obs, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        self._finish()
+        super().close()
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self._transcript is not None:
+            self._transcript.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._transcript.flush()
+
+    def _finish(self) -> None:
+        if self._transcript is None or self._folder is None:
+            return
+        self._transcript.close()
+        self._transcript = None
+        graph = self.env.unwrapped.state.render(_FULL_GRAPH_TOKENS)
+        (self._folder / "graph.txt").write_text(graph + "\n", encoding="utf-8")
+        (self._folder / "final_answer.txt").write_text(self._answer, encoding="utf-8")
