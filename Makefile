@@ -11,6 +11,7 @@ install:
 demo: install
 	vera-env demo
 
+test: EXTRAS = dev,training,ray
 test: install
 	$(PYTHON) -m pytest -q
 

@@ -15,15 +15,16 @@ because a fake 0 would be read as the model's failure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 
 from vera_env import info as keys
-from vera_env.answers import ANSWER_PREFIX, answer_is_usable, extract_answer, strip_markup, strip_reasoning
+from vera_env.answers import (ANSWER_PREFIX, answer_is_usable, extract_answer, strip_markup,
+                              strip_reasoning)
 from vera_env.budget import clip_middle
 from vera_env.checks import CheckResult, run_checks
+from vera_env.episode import Episode, Turn
 from vera_env.errors import GraderError, ResetNeeded, SandboxError
 from vera_env.grading import grade
 from vera_env.prompts import render_step_prompt
@@ -42,28 +43,6 @@ and becomes the nudge. Registered by wrappers such as ``EmissionGate``."""
 
 _UNUSABLE_ANSWER = ("your FINAL ANSWER was not usable ({why}); give the value, name or "
                     "label the question asks for, not a command or a placeholder")
-
-
-@dataclass
-class _Episode:
-    """Everything that lives for one episode."""
-
-    task: Task
-    workspace: Workspace
-    state: AnalysisState = field(default_factory=AnalysisState)
-    recent: list[tuple[str, str]] = field(default_factory=list)
-    steps: int = 0
-    nudge: str = ""
-    done: bool = False
-    truncated_without_answer: bool = False
-    answer_only: str = ""  # "", "forced" or "extra": see VeraEnv.require_answer_next
-    rewarded_nodes: int = 0
-    verification_total: float = 0.0
-    rewrite_asked: set[str] = field(default_factory=set)
-    gated: int = 0
-    answer: str = ""
-    correct: bool | None = None
-    unscorable: bool = False
 
 
 class VeraEnv(gym.Env[str, str]):
@@ -110,7 +89,7 @@ class VeraEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.observation_space = FreeText(max_observation_chars)
         self.action_space = FreeText(max_action_chars)
-        self._episode: _Episode | None = None
+        self._episode: Episode | None = None
         self._gates: list[AnswerGate] = []
         self._last_obs = ""
 
@@ -170,7 +149,7 @@ class VeraEnv(gym.Env[str, str]):
         task_id = options.get("task_id")
         task = self.tasks.get(task_id) if task_id else self.tasks.pick(self.np_random)
         workspace = self.sandbox.stage(task.data_files())
-        self._episode = _Episode(task=task, workspace=workspace)
+        self._episode = Episode(task=task, workspace=workspace)
         return self._observe(), self._info(RewardParts())
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -186,7 +165,7 @@ class VeraEnv(gym.Env[str, str]):
             ep.done = False  # the one extra ask re-opens the truncated episode
         ep = self._begin_step(action, count=mode != "extra")
         ep.nudge = ""
-        turn = _Turn(forced_extra=mode == "extra")
+        turn = Turn(forced_extra=mode == "extra")
         try:
             if mode:
                 self._play_answer_only(ep, action, turn)
@@ -244,12 +223,12 @@ class VeraEnv(gym.Env[str, str]):
 
     # ----- internals -----
 
-    def _require(self) -> _Episode:
+    def _require(self) -> Episode:
         if self._episode is None:
             raise ResetNeeded("call reset() before using the environment")
         return self._episode
 
-    def _begin_step(self, action: Any, *, count: bool = True) -> _Episode:
+    def _begin_step(self, action: Any, *, count: bool = True) -> Episode:
         ep = self._require()
         if ep.done:
             raise ResetNeeded("the episode has ended; call reset()")
@@ -258,7 +237,7 @@ class VeraEnv(gym.Env[str, str]):
         ep.steps += int(count)
         return ep
 
-    def _play_answer_only(self, ep: _Episode, reply: str, turn: "_Turn") -> None:
+    def _play_answer_only(self, ep: Episode, reply: str, turn: Turn) -> None:
         # Only text after the answer prefix counts: asked to commit, a model that keeps
         # acting ("I need to identify the bacterium ... <tool_call>") has not answered.
         candidate = strip_markup(extract_answer(strip_reasoning(reply)))
@@ -269,7 +248,7 @@ class VeraEnv(gym.Env[str, str]):
                else f"got {candidate[:80]!r}")
         turn.error = _UNUSABLE_ANSWER.format(why=why)
 
-    def _play(self, ep: _Episode, action: str, turn: "_Turn") -> None:
+    def _play(self, ep: Episode, action: str, turn: Turn) -> None:
         if len(action) > self.action_space.max_length:
             turn.error = (f"your turn was {len(action)} characters; the limit is "
                           f"{self.action_space.max_length}. Put long scripts in a file "
@@ -288,7 +267,7 @@ class VeraEnv(gym.Env[str, str]):
         if emission.answer:
             self._offer_answer(ep, emission.answer, turn)
 
-    def _declare(self, ep: _Episode, emission: Emission, turn: "_Turn") -> None:
+    def _declare(self, ep: Episode, emission: Emission, turn: Turn) -> None:
         commands = tuple(spec.command for spec in emission.checks)
         duplicate = ep.state.duplicate_of(emission.summary, commands)
         if duplicate:
@@ -322,7 +301,7 @@ class VeraEnv(gym.Env[str, str]):
         if not emission.checks:
             turn.notes.append(f"{node.id} has no CHECK lines, so nothing verified it")
 
-    def _assess_strength(self, ep: _Episode, results: tuple[CheckResult, ...]
+    def _assess_strength(self, ep: Episode, results: tuple[CheckResult, ...]
                          ) -> tuple[CheckResult, ...]:
         """Seam for mutation testing of passing checks (``vera_env.strength``)."""
         if not self.reward_config.strength:
@@ -330,7 +309,7 @@ class VeraEnv(gym.Env[str, str]):
         from vera_env import strength  # noqa: PLC0415 - optional stage, loaded on use
         return strength.assess(results, ep.workspace, self.reward_config, self.limits)
 
-    def _offer_answer(self, ep: _Episode, raw: str, turn: "_Turn") -> None:
+    def _offer_answer(self, ep: Episode, raw: str, turn: Turn) -> None:
         answer = strip_markup(raw)
         if not answer_is_usable(answer):
             turn.error = _UNUSABLE_ANSWER.format(why=f"got {answer[:80]!r}")
@@ -344,7 +323,7 @@ class VeraEnv(gym.Env[str, str]):
                     return
         self._release(ep, answer, turn)
 
-    def _release(self, ep: _Episode, answer: str, turn: "_Turn") -> None:
+    def _release(self, ep: Episode, answer: str, turn: Turn) -> None:
         ep.answer, ep.done = answer, True
         turn.answer_forced = turn.forced_extra
         try:
@@ -358,7 +337,7 @@ class VeraEnv(gym.Env[str, str]):
         if verdict.correct is not None and not verdict.unscorable:
             turn.correctness = self.reward_config.correctness_weight * float(verdict.correct)
 
-    def _finish_step(self, ep: _Episode, turn: "_Turn", *, count_penalty: bool = True
+    def _finish_step(self, ep: Episode, turn: Turn, *, count_penalty: bool = True
                      ) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if turn.error:
             ep.nudge = f"your last turn was rejected: {turn.error}"
@@ -385,9 +364,9 @@ class VeraEnv(gym.Env[str, str]):
         self._last_obs = clip_middle(obs, self.observation_space.max_length)
         return self._last_obs
 
-    def _info(self, parts: RewardParts, turn: "_Turn | None" = None) -> dict[str, Any]:
+    def _info(self, parts: RewardParts, turn: "Turn | None" = None) -> dict[str, Any]:
         ep = self._require()
-        turn = turn or _Turn()
+        turn = turn or Turn()
         return {
             keys.TASK_ID: ep.task.id, keys.QUESTION: ep.task.question,
             keys.STEP: ep.steps, keys.STEPS_LEFT: self.steps_left, keys.ERROR: turn.error,
@@ -405,19 +384,3 @@ class VeraEnv(gym.Env[str, str]):
         if self._episode is not None:
             self._episode.workspace.close()
             self._episode = None
-
-
-@dataclass
-class _Turn:
-    """What one step produced, gathered while it runs."""
-
-    error: str = ""
-    output: str = ""
-    notes: list[str] = field(default_factory=list)
-    node: Node | None = None
-    checks: tuple[CheckResult, ...] = ()
-    verification: float = 0.0
-    correctness: float | None = None
-    grade_detail: str = ""
-    forced_extra: bool = False
-    answer_forced: bool = False

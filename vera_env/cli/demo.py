@@ -1,6 +1,6 @@
-"""The ``vera-env`` command.
+"""``vera-env demo``: the main job on the embedded default, no model needed.
 
-``vera-env demo`` needs no model and no network: it plays the oracle (the tasks'
+It needs no model and no network: it plays the oracle (the tasks'
 reference solutions) and a careless scripted policy (one that falls into each task's
 trap) through the real environment and sandbox, and prints what the harness measured.
 It is the quickest proof that the reward comes from executed checks: the careless
@@ -15,7 +15,7 @@ from typing import Sequence
 
 from vera_env.rollout import Attempt, run_episode
 
-__all__ = ["main"]
+__all__ = ["add_parser", "cmd_demo", "format_table"]
 
 
 def _progress(done: int, total: int, label: str) -> None:
@@ -73,22 +73,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if oracle_ok and careless_wrong else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``vera-env``."""
-    parser = argparse.ArgumentParser(prog="vera-env", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``demo`` on the ``vera-env`` parser."""
     demo = sub.add_parser("demo", help="oracle vs careless policy on the builtin tasks")
     demo.add_argument("--max-steps", type=int, default=20)
     demo.add_argument("--sandbox", choices=["auto", "bwrap", "local"], default="auto")
     demo.set_defaults(func=cmd_demo)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``vera-env``."""
-    args = build_parser().parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,35 @@
+"""The ``vera-env`` command: one module per subcommand, registered here.
+
+Each subcommand module exposes ``add_parser(sub)``; adding a command is one line in
+``_COMMANDS``. Imports inside subcommands are deferred so ``vera-env --help`` is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Sequence
+
+__all__ = ["build_parser", "main"]
+
+# Subcommand modules, in the order `--help` lists them.
+_COMMANDS = (
+    "vera_env.cli.demo",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``vera-env``."""
+    parser = argparse.ArgumentParser(
+        prog="vera-env",
+        description="Verification-executed reward as a Gymnasium environment for LLM agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in _COMMANDS:
+        importlib.import_module(name).add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``vera-env``."""
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))

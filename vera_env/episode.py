@@ -1,0 +1,55 @@
+"""The mutable records of one episode and one turn, kept apart from the coordinator.
+
+``VeraEnv`` holds exactly one ``Episode`` between ``reset`` and the end, and builds one
+``Turn`` per ``step``; keeping them as plain records makes it visible what an episode
+owns (its task, workspace, graph and counters) and what a step reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vera_env.checks import CheckResult
+from vera_env.sandbox import Workspace
+from vera_env.state import AnalysisState, Node
+from vera_env.tasks import Task
+
+__all__ = ["Episode", "Turn"]
+
+
+@dataclass
+class Episode:
+    """Everything that lives for one episode."""
+
+    task: Task
+    workspace: Workspace
+    state: AnalysisState = field(default_factory=AnalysisState)
+    recent: list[tuple[str, str]] = field(default_factory=list)
+    steps: int = 0
+    nudge: str = ""
+    done: bool = False
+    truncated_without_answer: bool = False
+    answer_only: str = ""  # "", "forced" or "extra": see VeraEnv.require_answer_next
+    rewarded_nodes: int = 0
+    verification_total: float = 0.0
+    rewrite_asked: set[str] = field(default_factory=set)
+    gated: int = 0
+    answer: str = ""
+    correct: bool | None = None
+    unscorable: bool = False
+
+
+@dataclass
+class Turn:
+    """What one step produced, gathered while it runs."""
+
+    error: str = ""
+    output: str = ""
+    notes: list[str] = field(default_factory=list)
+    node: Node | None = None
+    checks: tuple[CheckResult, ...] = ()
+    verification: float = 0.0
+    correctness: float | None = None
+    grade_detail: str = ""
+    forced_extra: bool = False
+    answer_forced: bool = False
