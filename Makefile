@@ -15,6 +15,10 @@ test: EXTRAS = dev,training,ray
 test: install
 	$(PYTHON) -m pytest -q
 
+bench: EXTRAS = dev,ray
 bench: install
 	$(PYTHON) benchmarks/harness_overhead.py
-	$(PYTHON) benchmarks/sandbox_latency.py
+	$(PYTHON) benchmarks/sandbox_latency.py --breakdown
+	$(PYTHON) benchmarks/staging.py
+	$(PYTHON) benchmarks/observation_size.py
+	$(PYTHON) benchmarks/episodes_per_minute.py

@@ -1,8 +1,17 @@
-"""Policies that drive a ``VeraEnv``: scripted, oracle, and model-backed ones."""
+"""Policies that drive a ``VeraEnv``: scripted, oracle, and model-backed ones.
+
+``OpenAIChatPolicy`` talks to any OpenAI-compatible endpoint, ``TransformersPolicy``
+runs a local checkpoint (optional dependency: torch and transformers, imported only when
+a model is loaded), ``HumanPolicy`` reads turns from a terminal (``vera-env play``).
+"""
 
 from __future__ import annotations
 
 from policies.base import Policy
+from policies.human import HumanPolicy
+from policies.openai import OpenAIChatPolicy
 from policies.scripted import OraclePolicy, ScriptedPolicy, careless_policy
+from policies.transformers_policy import TransformersPolicy
 
-__all__ = ["OraclePolicy", "Policy", "ScriptedPolicy", "careless_policy"]
+__all__ = ["HumanPolicy", "OpenAIChatPolicy", "OraclePolicy", "Policy", "ScriptedPolicy",
+           "TransformersPolicy", "careless_policy"]

@@ -20,7 +20,9 @@ class Policy(Protocol):
     ``act`` may raise ``vera_env.errors.PolicyError`` for a transport or provider fault;
     the rollout records that episode as ``provider``, never as a wrong answer. Policies
     that keep per-episode state implement ``begin_episode(info)``; the rollout calls it
-    after ``reset`` when present.
+    after ``reset`` when present. Optional too: ``async aact(observation, info)`` (used by
+    ``arun_many``) and ``last_usage() -> (prompt_tokens, completion_tokens)`` for the
+    call just made in this thread or task (the rollout sums it into the ``Attempt``).
     """
 
     def act(self, observation: str, info: dict[str, Any]) -> str:

@@ -10,6 +10,8 @@ need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v gawk >/dev/null 2>&1 || need+=(gawk)
 /usr/bin/python3 -c "import numpy" >/dev/null 2>&1 || need+=(python3-numpy)
+# make test (the training extra) renders the eval report with headless Chromium
+if [[ ",${VERA_EXTRAS:-dev}," == *",training,"* ]] && ! command -v chromium >/dev/null 2>&1; then need+=(chromium); fi
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -14,9 +14,13 @@ measured failure of self-report:
 * A check that printed a measurement instead of a verdict is marked ``malformed``: the
   environment asks once for a rewrite (a protocol slip is not evidence about the
   analysis) and counts it failed the second time.
+* A node runs at most ``MAX_CHECKS_PER_NODE`` checks; the rest fail unrun. Only
+  ``checks_per_node`` can earn anyway, and a turn of two thousand ``sleep 29`` checks
+  would otherwise hold a rollout for hours.
 
 Whether a passing check *discriminates* (would fail on different data) is decided by
-``vera_env.strength``; until then ``discriminating`` is None ("not tested").
+``vera_env.strength`` (on by default: ``RewardConfig.strength``); ``discriminating`` is
+None where it was not tested (the check failed, or strength is off).
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ from vera_env.protocol import CheckSpec, verdict_from_output
 if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult, Workspace
 
-__all__ = ["CheckResult", "rho", "run_checks", "result_from_exec"]
+__all__ = ["MAX_CHECKS_PER_NODE", "CheckResult", "rho", "run_checks", "result_from_exec"]
 
 _DETAIL_CHARS = 200
+MAX_CHECKS_PER_NODE = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,8 @@ class CheckResult:
             strength was not tested.
         killed_by: The mutants that made it fail.
         malformed: It printed a measurement rather than a verdict.
+        duration_s: Wall seconds of the run on the original workspace (strength bounds
+            its mutant runs by it).
     """
 
     name: str
@@ -58,6 +65,7 @@ class CheckResult:
     discriminating: bool | None = None
     killed_by: tuple[str, ...] = ()
     malformed: bool = False
+    duration_s: float = 0.0
 
     @property
     def earns(self) -> bool:
@@ -97,7 +105,8 @@ def result_from_exec(spec: CheckSpec, res: "ExecResult") -> CheckResult:
     """
     def failed(detail: str, malformed: bool = False) -> CheckResult:
         return CheckResult(spec.name, spec.kind, spec.command, False,
-                           detail[:_DETAIL_CHARS], malformed=malformed)
+                           detail[:_DETAIL_CHARS], malformed=malformed,
+                           duration_s=res.duration_s)
 
     if res.timed_out:
         return failed(f"check timed out after {res.duration_s:.1f}s")
@@ -112,11 +121,12 @@ def result_from_exec(spec: CheckSpec, res: "ExecResult") -> CheckResult:
                       malformed=True)
     if not verdict:
         return failed("check evaluated False")
-    return CheckResult(spec.name, spec.kind, spec.command, True)
+    return CheckResult(spec.name, spec.kind, spec.command, True, duration_s=res.duration_s)
 
 
 def run_checks(specs: Sequence[CheckSpec], workspace: "Workspace", *,
-               timeout_s: float | None = None) -> tuple[CheckResult, ...]:
+               timeout_s: float | None = None,
+               max_checks: int = MAX_CHECKS_PER_NODE) -> tuple[CheckResult, ...]:
     """Run declared checks read-only in ``workspace`` and return their verdicts.
 
     Args:
@@ -124,6 +134,7 @@ def run_checks(specs: Sequence[CheckSpec], workspace: "Workspace", *,
         workspace: The episode's workspace; checks go through ``run_check``, which
             mounts it read-only.
         timeout_s: Per-check wall clock; None uses the sandbox's default.
+        max_checks: Checks run; those after it fail without running.
 
     Returns:
         One ``CheckResult`` per spec, in order.
@@ -132,5 +143,9 @@ def run_checks(specs: Sequence[CheckSpec], workspace: "Workspace", *,
         SandboxError: The sandbox itself failed (an infrastructure fault: the caller
             marks the episode unscorable rather than failing the check).
     """
-    return tuple(result_from_exec(spec, workspace.run_check(spec.command, timeout_s=timeout_s))
-                 for spec in specs)
+    ran = tuple(result_from_exec(spec, workspace.run_check(spec.command, timeout_s=timeout_s))
+                for spec in specs[:max_checks])
+    unrun = tuple(CheckResult(spec.name, spec.kind, spec.command, False,
+                              f"not run: a node runs at most {max_checks} checks")
+                  for spec in specs[max_checks:])
+    return ran + unrun

@@ -26,20 +26,24 @@ from vera_env.budget import clip_middle
 from vera_env.checks import CheckResult, run_checks
 from vera_env.episode import Episode, Turn
 from vera_env.errors import GraderError, ResetNeeded, SandboxError
-from vera_env.grading import grade
+from vera_env.grading import Judge, grade
 from vera_env.prompts import render_step_prompt
 from vera_env.protocol import Emission, parse_emission
 from vera_env.rewards import RewardConfig, RewardParts, node_verification
-from vera_env.sandbox import Sandbox, SandboxLimits, Workspace, make_sandbox
+from vera_env.sandbox import Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
+from vera_env.sandbox.reaper import RootLease
 from vera_env.spaces import FreeText
 from vera_env.state import AnalysisState, Node
 from vera_env.tasks import Task, TaskSource, load_tasks
+from vera_env.vector import mend_info_batching
 
 __all__ = ["AnswerGate", "VeraEnv"]
 
 AnswerGate = Callable[[AnalysisState], str]
 """Called before an answer is released: "" releases it, any other text withholds it
 and becomes the nudge. Registered by wrappers such as ``EmissionGate``."""
+
+mend_info_batching()  # info["node"] is a dict or None; make_vec must batch it (see vector)
 
 _UNUSABLE_ANSWER = ("your FINAL ANSWER was not usable ({why}); give the value, name or "
                     "label the question asks for, not a command or a placeholder")
@@ -55,10 +59,15 @@ class VeraEnv(gym.Env[str, str]):
         reward: Reward weights and bounds.
         sandbox: ``"auto"``, ``"bwrap"``, ``"local"`` or a ``Sandbox`` instance.
         limits: Sandbox limits (timeouts, memory, output caps).
+        sandbox_config: Toolbox and identity of a sandbox built from a name. Workspaces
+            go under a directory owned by this process (``sandbox.reaper``), so those
+            of a process that died (a vector-env or Ray worker) are removed later.
         state_budget: Tokens allowed for the rendered analysis graph.
         max_observation_chars: Observations are middle-clipped to this length.
         max_action_chars: Longer turns are rejected with an error.
         render_mode: ``"ansi"`` (``render`` returns the observation) or ``"human"``.
+        judge: Grades ``llm``-graded tasks (``grading.RubricJudge``); without one their
+            answers are unscorable.
 
     Example:
         >>> import gymnasium as gym, vera_env
@@ -72,8 +81,9 @@ class VeraEnv(gym.Env[str, str]):
     def __init__(self, tasks: str | Sequence[Task] | TaskSource = "builtin", *,
                  max_steps: int = 50, reward: RewardConfig | None = None,
                  sandbox: str | Sandbox = "auto", limits: SandboxLimits | None = None,
-                 state_budget: int = 4000, max_observation_chars: int = 100_000,
-                 max_action_chars: int = 50_000, render_mode: str | None = None) -> None:
+                 sandbox_config: SandboxConfig | None = None, state_budget: int = 4000,
+                 max_observation_chars: int = 100_000, max_action_chars: int = 50_000,
+                 render_mode: str | None = None, judge: Judge | None = None) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -83,10 +93,12 @@ class VeraEnv(gym.Env[str, str]):
         self.max_steps = max_steps
         self.reward_config = reward or RewardConfig()
         self.limits = limits or SandboxLimits()
-        self.sandbox = (make_sandbox(sandbox, self.limits) if isinstance(sandbox, str)
-                        else sandbox)
+        self._lease = RootLease(sandbox_config) if isinstance(sandbox, str) else None
+        self.sandbox = (make_sandbox(sandbox, self.limits, config=self._lease.config)
+                        if self._lease else sandbox)
         self.state_budget = state_budget
         self.render_mode = render_mode
+        self.judge = judge
         self.observation_space = FreeText(max_observation_chars)
         self.action_space = FreeText(max_action_chars)
         self._episode: Episode | None = None
@@ -219,6 +231,8 @@ class VeraEnv(gym.Env[str, str]):
         closer = getattr(self.sandbox, "close", None)
         if callable(closer):
             closer()
+        if self._lease:
+            self._lease.release()
         super().close()
 
     # ----- internals -----
@@ -276,7 +290,7 @@ class VeraEnv(gym.Env[str, str]):
             return
         results = run_checks(emission.checks, ep.workspace,
                              timeout_s=self.limits.check_timeout_s)
-        results = self._assess_strength(ep, results)
+        results = self._assess_strength(ep, results, emission.artifact)
         turn.checks = results
         malformed = [r for r in results if r.malformed]
         key = " ".join(emission.summary.lower().split()) or emission.kind
@@ -301,13 +315,16 @@ class VeraEnv(gym.Env[str, str]):
         if not emission.checks:
             turn.notes.append(f"{node.id} has no CHECK lines, so nothing verified it")
 
-    def _assess_strength(self, ep: Episode, results: tuple[CheckResult, ...]
-                         ) -> tuple[CheckResult, ...]:
-        """Seam for mutation testing of passing checks (``vera_env.strength``)."""
+    def _assess_strength(self, ep: Episode, results: tuple[CheckResult, ...],
+                         artifact: str = "") -> tuple[CheckResult, ...]:
+        """Mutation testing of passing checks (``vera_env.strength``): a check that
+        passes on every mutant of its data earns nothing. Raises ``SandboxError`` on
+        an infrastructure fault, which ``step`` records as unscorable."""
         if not self.reward_config.strength:
             return results
         from vera_env import strength  # noqa: PLC0415 - optional stage, loaded on use
-        return strength.assess(results, ep.workspace, self.reward_config, self.limits)
+        return strength.assess(results, ep.workspace, self.reward_config, self.limits,
+                               artifact=artifact)
 
     def _offer_answer(self, ep: Episode, raw: str, turn: Turn) -> None:
         answer = strip_markup(raw)
@@ -327,7 +344,7 @@ class VeraEnv(gym.Env[str, str]):
         ep.answer, ep.done = answer, True
         turn.answer_forced = turn.forced_extra
         try:
-            verdict = grade(ep.task, answer)
+            verdict = grade(ep.task, answer, self.judge)
         except GraderError as exc:
             ep.unscorable, turn.grade_detail = True, f"grader fault: {exc}"
             return

@@ -1,8 +1,9 @@
 """How a step's reward is composed, and the bounds that keep it from being farmed.
 
 The verification part is the harness-executed score: a node is worth the share of its
-checks that *passed and discriminated*, counted up to ``checks_per_node``, divided
-among at most ``max_rewarded_nodes`` nodes. So an episode's verification reward lies in
+checks that *passed and discriminated* (failed on some mutant of the data they read,
+``vera_env.strength``), counted up to ``checks_per_node``, divided among at most
+``max_rewarded_nodes`` nodes. So an episode's verification reward lies in
 ``[0, verification_weight]`` however many nodes are declared: one hundred nodes with
 cheap checks earn no more than the bound, and a re-declared or duplicate node earns
 nothing (the environment does not record it).
@@ -13,7 +14,8 @@ never scored as a wrong answer, since a fake 0 corrupts group-relative advantage
 
 Formula (defaults in brackets)::
 
-    node_value   = min(#checks passed and not shown non-discriminating, K) / K     [K=3]
+    node_value   = min(#checks passed and discriminating, K) / K                   [K=3]
+                   (with strength off [on], "discriminating" is not tested)
     verification = verification_weight [0.5] * node_value / max_rewarded_nodes [4]
                    for each of the first max_rewarded_nodes new nodes
     correctness  = correctness_weight [1.0] if the graded answer is correct else 0
@@ -47,12 +49,22 @@ class RewardConfig(BaseModel):
     """Only the first this-many new nodes earn verification reward."""
     format_penalty: float = Field(0.02, ge=0.0)
     """Subtracted for each turn rejected as malformed."""
-    strength: bool = False
-    """Test passing checks against mutants of their data (``vera_env.strength``)."""
+    strength: bool = True
+    """Test passing checks against mutants of their data (``vera_env.strength``); a
+    check that passes on every mutant earns nothing."""
     strength_mutants: int = Field(4, ge=1)
-    """Mutants per file a check reads."""
+    """Mutants per file a check reads (one per operator: lines dropped, numbers
+    moved, rows shuffled, header removed)."""
     strength_seed: int = 0
     """Seed of the mutations, so strength verdicts are reproducible."""
+    strength_controls: int = Field(2, ge=1)
+    """Runs on the file's unchanged bytes, shown like a mutant, per file tested; a
+    check that fails one is flaky (clock, randomness, overlay detection)."""
+    strength_max_files: int = Field(4, ge=1)
+    """Files tested per check, in order of mention (the rest are not mutated)."""
+    strength_max_mb: int = Field(32, ge=1)
+    """Window per file (after decompression): larger files are judged on their first
+    this-many MiB, which bounds the time and disk strength costs."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,21 +15,32 @@ boundary — "a bad rollout is data, not a crash":
 
 ``score`` is ``None`` for exclusions and unscorable grades: an infrastructure fault must
 not become a reward of 0.
+
+Token usage. A policy that calls a model may report what the last call cost through an
+optional ``last_usage() -> (prompt_tokens, completion_tokens)``; the rollout adds it up
+per episode right after each ``act``. It is read in the same thread (sync) or task
+(async) that made the call, so one policy can serve many concurrent episodes.
+
+``arun_many`` is the asyncio form of ``run_many``: one event loop drives every episode,
+the policy's ``aact`` (an async HTTP call) is awaited, and only the environment's steps
+(sandbox subprocesses) run in worker threads — so a hundred episodes waiting on a model
+server cost a hundred coroutines, not a hundred threads.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Literal, Sequence, get_args
+from typing import Any, Callable, Iterator, Literal, Sequence, get_args
 
 from vera_env import info as keys
 from vera_env.errors import PolicyError, SandboxError
 
-__all__ = ["Attempt", "Status", "run_episode", "run_many"]
+__all__ = ["Attempt", "Status", "arun_episode", "arun_many", "run_episode", "run_many"]
 
 Status = Literal["ok", "max_steps", "format", "provider", "sandbox", "error"]
 STATUSES: tuple[str, ...] = get_args(Status)
@@ -56,7 +67,17 @@ class Attempt:
     wall_s: float = 0.0
     error: str = ""
     seed: int | None = None
+    attempt_index: int = 0                # which of the K attempts at this task (0-based)
+    prompt_tokens: int | None = None      # summed over the episode; None: not reported
+    completion_tokens: int | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_usage(self, prompt_tokens: int | None, completion_tokens: int | None) -> None:
+        """Add one model call's token counts (None: the server did not report them)."""
+        if prompt_tokens is not None:
+            self.prompt_tokens = (self.prompt_tokens or 0) + prompt_tokens
+        if completion_tokens is not None:
+            self.completion_tokens = (self.completion_tokens or 0) + completion_tokens
 
     def to_json(self) -> str:
         """One JSON line."""
@@ -93,33 +114,102 @@ def run_episode(env: Any, policy: Any, *, seed: int | None = None,
     """
     started = time.perf_counter()
     attempt = Attempt(task_id=task_id or "", seed=seed)
+    with _attributing(attempt):
+        obs, info = _begin(env, policy, attempt, env.reset(
+            seed=seed, options={"task_id": task_id} if task_id else None))
+        while True:
+            action = policy.act(obs, info)
+            _count_usage(policy, attempt)
+            obs, info, done = _record(attempt, env.step(action), action)
+            if done:
+                break
+        _conclude(attempt, info)
+    _summarise(env, attempt)
+    attempt.wall_s = time.perf_counter() - started
+    return attempt
+
+
+async def arun_episode(env: Any, policy: Any, *, seed: int | None = None,
+                       task_id: str | None = None,
+                       executor: ThreadPoolExecutor | None = None) -> Attempt:
+    """Async form of ``run_episode``.
+
+    ``policy.aact`` is awaited when the policy has one; otherwise ``act`` runs in a
+    worker thread. Environment calls (sandbox subprocesses) always run in ``executor``
+    (the default executor when None).
+    """
+    loop = asyncio.get_running_loop()
+    started = time.perf_counter()
+    attempt = Attempt(task_id=task_id or "", seed=seed)
+    options = {"task_id": task_id} if task_id else None
+    with _attributing(attempt):
+        reset = await loop.run_in_executor(
+            executor, lambda: env.reset(seed=seed, options=options))
+        obs, info = _begin(env, policy, attempt, reset)
+        while True:
+            if hasattr(policy, "aact"):
+                action = await policy.aact(obs, info)
+                _count_usage(policy, attempt)
+            else:
+                action, usage = await loop.run_in_executor(
+                    executor, _act_with_usage, policy, obs, info)
+                attempt.add_usage(*usage)
+            result = await loop.run_in_executor(executor, env.step, action)
+            obs, info, done = _record(attempt, result, action)
+            if done:
+                break
+        _conclude(attempt, info)
+    _summarise(env, attempt)
+    attempt.wall_s = time.perf_counter() - started
+    return attempt
+
+
+@contextlib.contextmanager
+def _attributing(attempt: Attempt) -> Iterator[None]:
+    """Record what ended the episode early, attributed to one boundary."""
     try:
-        obs, info = env.reset(seed=seed, options={"task_id": task_id} if task_id else None)
-        attempt.task_id = info[keys.TASK_ID]
-        if hasattr(policy, "begin_episode"):
-            policy.begin_episode(info)
-        _play(env, policy, obs, info, attempt)
+        yield
     except PolicyError as exc:
         attempt.status, attempt.error = "provider", str(exc)
     except SandboxError as exc:
         attempt.status, attempt.error, attempt.unscorable = "sandbox", str(exc), True
     except Exception as exc:  # noqa: BLE001 - recorded as data with its type, not swallowed
         attempt.status, attempt.error = "error", f"{type(exc).__name__}: {exc}"
-    _summarise(env, attempt)
-    attempt.wall_s = time.perf_counter() - started
-    return attempt
 
 
-def _play(env: Any, policy: Any, obs: str, info: dict[str, Any], attempt: Attempt) -> None:
-    total = 0.0
-    while True:
-        action = policy.act(obs, info)
-        obs, reward, terminated, truncated, info = env.step(action)
-        total += reward
-        attempt.steps.append({"action": action, "reward": reward,
-                              **{k: info[k] for k in _STEP_FIELDS}})
-        if terminated or truncated:
-            break
+def _begin(env: Any, policy: Any, attempt: Attempt, reset: tuple[str, dict[str, Any]]
+           ) -> tuple[str, dict[str, Any]]:
+    obs, info = reset
+    attempt.task_id = info[keys.TASK_ID]
+    if hasattr(policy, "begin_episode"):
+        policy.begin_episode(info)
+    return obs, info
+
+
+def _count_usage(policy: Any, attempt: Attempt) -> None:
+    last_usage = getattr(policy, "last_usage", None)
+    if callable(last_usage):
+        attempt.add_usage(*last_usage())
+
+
+def _act_with_usage(policy: Any, obs: str, info: dict[str, Any]
+                    ) -> tuple[str, tuple[int | None, int | None]]:
+    # Runs in a worker thread: the usage must be read in the thread that made the call.
+    action = policy.act(obs, info)
+    last_usage = getattr(policy, "last_usage", None)
+    return action, (last_usage() if callable(last_usage) else (None, None))
+
+
+def _record(attempt: Attempt, result: tuple[str, float, bool, bool, dict[str, Any]],
+            action: str) -> tuple[str, dict[str, Any], bool]:
+    obs, reward, terminated, truncated, info = result
+    attempt.steps.append({"action": action, "reward": reward,
+                          **{k: info[k] for k in _STEP_FIELDS}})
+    return obs, info, bool(terminated or truncated)
+
+
+def _conclude(attempt: Attempt, info: dict[str, Any]) -> None:
+    total = sum(step["reward"] for step in attempt.steps)
     attempt.answer = info[keys.ANSWER]
     attempt.correct = info[keys.CORRECT]
     attempt.unscorable = info[keys.UNSCORABLE]
@@ -197,6 +287,48 @@ def run_many(make_env: Callable[[], Any], policy: Any,
             env.close()
 
 
-async def arun_episode(env: Any, policy: Any, **kwargs: Any) -> Attempt:
-    """Run ``run_episode`` in a worker thread (for asyncio callers)."""
-    return await asyncio.to_thread(run_episode, env, policy, **kwargs)
+
+async def arun_many(make_env: Callable[[], Any], policy: Any,
+                    jobs: Sequence[tuple[str | None, int | None]], *, concurrency: int = 4,
+                    on_done: Callable[[Attempt], None] | None = None) -> list[Attempt]:
+    """Async form of ``run_many``: one event loop, ``concurrency`` episodes in flight.
+
+    Environments are built on demand (at most ``concurrency``), reused by later jobs and
+    closed at the end. ``on_done`` runs on the event loop's thread, one call at a time,
+    so it may append to a file without a lock.
+
+    Raises:
+        ValueError: ``concurrency`` < 1.
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    loop = asyncio.get_running_loop()
+    idle: list[Any] = []
+    built: list[Any] = []
+    gate = asyncio.Semaphore(concurrency)
+    executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="vera-episode")
+
+    async def one(job: tuple[str | None, int | None]) -> Attempt:
+        async with gate:
+            if idle:
+                env = idle.pop()
+            else:
+                env = await loop.run_in_executor(executor, make_env)
+                built.append(env)
+            try:
+                attempt = await arun_episode(env, policy, task_id=job[0], seed=job[1],
+                                             executor=executor)
+            finally:
+                idle.append(env)
+            if on_done:
+                on_done(attempt)
+            return attempt
+
+    try:
+        return list(await asyncio.gather(*(one(job) for job in jobs)))
+    finally:
+        # Running steps finish (each is bounded by the sandbox timeout); queued ones are
+        # dropped, so an interrupted run stops promptly without leaking workspaces.
+        executor.shutdown(wait=True, cancel_futures=True)
+        for env in built:
+            env.close()

@@ -9,17 +9,27 @@ Gymnasium's vector utilities (batching, iteration, empty arrays) treat it as tex
 
 Sampling mixes protocol fragments with random printable text, so ``action_space.sample()``
 sometimes produces well-formed turns and sometimes garbage — a fuzzer, not noise.
+
+Flattening: ``Text`` flattens a string to indices into its finite charset, so Gymnasium's
+``flatten`` and ``AsyncVectorEnv``'s shared memory (which flattens each observation)
+raised ``KeyError: ':'`` on the first observation. ``FreeText`` flattens to Unicode code
+points instead (int32, ``-1`` pads to ``max_length``; lone surrogates from undecodable
+tool output survive the round trip), so ``make_vec(..., vectorization_mode="async")``
+works with or without shared memory.
 """
 
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from gymnasium.spaces import Text
+from gymnasium.spaces import Box, Text
+from gymnasium.spaces.utils import flatten, flatten_space, unflatten
+from gymnasium.vector.utils import read_from_shared_memory
 
-__all__ = ["FreeText"]
+__all__ = ["FreeText", "SharedTextBatch"]
 
 _FRAGMENTS = (
     "<command>", "</command>", "ls -la", "wc -l data.csv", "echo hi", "cat missing.txt",
@@ -66,3 +76,63 @@ class FreeText(Text):
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, FreeText) and other.max_length == self.max_length
+
+
+_PAD = -1  # code points are >= 0, so -1 marks the unused tail of a flattened string
+
+
+@flatten.register(FreeText)
+def _flatten_free_text(space: FreeText, x: str) -> np.ndarray:
+    points = np.frombuffer(x.encode("utf-32-le", "surrogatepass"), dtype="<i4")
+    if points.size > space.max_length:
+        raise ValueError(f"string of {points.size} characters exceeds {space!r}")
+    out = np.full(space.max_length, _PAD, dtype=np.int32)
+    out[: points.size] = points
+    return out
+
+
+@unflatten.register(FreeText)
+def _unflatten_free_text(space: FreeText, x: np.ndarray) -> str:
+    points = np.asarray(x, dtype="<i4")
+    return points[points >= 0].tobytes().decode("utf-32-le", "surrogatepass")
+
+
+@flatten_space.register(FreeText)
+def _flatten_space_free_text(space: FreeText) -> Box:
+    return Box(low=_PAD, high=0x10FFFF, shape=(space.max_length,), dtype=np.int32)
+
+
+class SharedTextBatch(Sequence[str]):
+    """A live view of ``n`` strings in an ``AsyncVectorEnv`` shared-memory buffer.
+
+    Gymnasium reads a shared buffer once, at construction, and relies on numpy views
+    seeing later writes. A tuple of ``str`` decoded at construction never changes, so
+    every observation would be the first one (for ``Text`` too). This view decodes on
+    access; ``AsyncVectorEnv(copy=True)`` (the default) deep-copies it into a plain
+    tuple of ``str`` at each step, as it copies array views.
+    """
+
+    def __init__(self, space: FreeText, shared_memory: Any, n: int) -> None:
+        self._space = space
+        self._rows = np.frombuffer(shared_memory.get_obj(), dtype=np.int32).reshape(
+            n, space.max_length)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        return _unflatten_free_text(self._space, self._rows[index])
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return f"SharedTextBatch({tuple(self)!r})"
+
+
+@read_from_shared_memory.register(FreeText)
+def _read_free_text_from_shared_memory(space: FreeText, shared_memory: Any,
+                                       n: int = 1) -> SharedTextBatch:
+    return SharedTextBatch(space, shared_memory, n)

@@ -65,19 +65,39 @@ def processes_with(marker: str, *, settle_s: float = 2.0) -> list[int]:
         time.sleep(0.05)
 
 
-def processes_of(uid: int, *, settle_s: float = 2.0) -> list[str]:
-    """Host processes (zombies included) owned by ``uid``, as "pid state name"."""
+def processes_of(uid: int, *, settle_s: float = 2.0, mine_only: bool = True) -> list[str]:
+    """Host processes (zombies included) owned by ``uid``, as "pid state name".
+
+    With ``mine_only`` only descendants of this test process count, so sandboxes of
+    other test runs on the same machine (same host uid) cannot make the test flaky.
+    """
     deadline = time.monotonic() + settle_s
+    me = os.getpid()
     while True:
         found = []
+        parents: dict[str, str] = {}
         for name in os.listdir("/proc"):
             try:
+                with open(f"/proc/{name}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+                parents[name] = fields[1]
                 if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid:
-                    with open(f"/proc/{name}/stat") as handle:
-                        pid, comm, state = handle.read().split()[:3]
-                    found.append(f"{pid} {state} {comm}")
-            except OSError:
+                    found.append((name, fields[0]))
+            except (OSError, IndexError):
                 continue
-        if not found or time.monotonic() > deadline:
-            return found
+        if mine_only:
+            found = [(pid, state) for pid, state in found if _descends(pid, str(me), parents)]
+        result = [f"{pid} {state}" for pid, state in found]
+        if not result or time.monotonic() > deadline:
+            return result
         time.sleep(0.05)
+
+
+def _descends(pid: str, ancestor: str, parents: dict[str, str]) -> bool:
+    seen = 0
+    while pid in parents and seen < 64:
+        pid = parents[pid]
+        if pid == ancestor:
+            return True
+        seen += 1
+    return False

@@ -17,3 +17,19 @@ def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _isolated_cache(session_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CACHE_ENV_VAR, str(session_cache))
+
+
+_MADE: dict[str, object] = {}
+
+
+@pytest.fixture
+def built():
+    """``built(tid)``: the builtin task, generated once per session (data in the session cache)."""
+    from vera_env.tasks.builtin import make_task  # noqa: PLC0415 - after the cache is set
+
+    def get(tid: str):
+        if tid not in _MADE:
+            _MADE[tid] = make_task(tid)
+        return _MADE[tid]
+
+    return get

@@ -20,9 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
-    "Replay", "Turn", "awk_variants", "check_fails_on_some_mutant", "mutants", "parse_turn",
-    "replay",
+    "STRENGTH_TESTED", "Replay", "Turn", "awk_variants", "check_fails_on_some_mutant",
+    "mutants", "parse_turn", "replay",
 ]
+
+STRENGTH_TESTED = frozenset({"seq.longest_orf", "mtx.knockout_gene", "vcf.titv",
+                             "tab.label_coding"})
+"""One type per family whose reference checks `test_builtin_env` strength-tests in the
+real sandbox; the cheaper derived-file mutation test here covers the others."""
 
 _COMMAND = re.compile(r"<command>(.*?)</command>", re.S)
 _NODE = re.compile(r"^NODE\s+(.*)$", re.M)

@@ -59,8 +59,8 @@ def _generate(cache: str) -> str:
 
 
 def test_concurrent_generation_of_one_id_yields_one_complete_folder(tmp_path: Path) -> None:
-    with multiprocessing.get_context("spawn").Pool(4) as pool:
-        folders = pool.map(_generate, [str(tmp_path)] * 8)
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        folders = pool.map(_generate, [str(tmp_path)] * 4, chunksize=1)
     assert len(set(folders)) == 1
     root = tmp_path / "builtin"
     assert [p.name for p in root.iterdir()] == [Path(folders[0]).name]  # no temp dirs left

@@ -78,7 +78,7 @@ def test_folder_duplicate_ids_rejected(tmp_path: Path) -> None:
 
 
 def test_folder_without_tasks_rejected(tmp_path: Path) -> None:
-    (tmp_path / "problems.csv").write_text("id,question\n")
+    (tmp_path / "data").mkdir()
     with pytest.raises(TaskFileError, match="no <task_id>/task.json found.*BioMysteryBench"):
         load_tasks(tmp_path)
 
@@ -130,7 +130,7 @@ def test_jsonl_duplicate_and_empty_rejected(tmp_path: Path) -> None:
 def test_load_tasks_rejects_unknown_paths(tmp_path: Path, name: str) -> None:
     if name.endswith(".csv"):
         (tmp_path / name).write_text("x")
-    with pytest.raises(TaskFileError, match="expected 'builtin', a suite folder or a .jsonl"):
+    with pytest.raises(TaskFileError, match="expected 'builtin', a suite folder, a .jsonl"):
         load_tasks(tmp_path / name)
 
 

@@ -15,6 +15,11 @@ __all__ = ["build_parser", "main"]
 # Subcommand modules, in the order `--help` lists them.
 _COMMANDS = (
     "vera_env.cli.demo",
+    "vera_env.cli.eval",
+    "vera_env.cli.play",
+    "vera_env.cli.report",
+    "vera_env.cli.rescore",
+    "vera_env.cli.tasks",
 )
 
 

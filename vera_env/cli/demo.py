@@ -29,15 +29,17 @@ def _progress(done: int, total: int, label: str) -> None:
 
 def format_table(rows: Sequence[tuple[str, Attempt]]) -> str:
     """A plain-text table of attempts: one row per (policy, attempt)."""
-    head = ("policy", "task", "status", "steps", "nodes", "checks", "verif", "answer",
-            "correct")
+    head = ("policy", "task", "status", "steps", "nodes", "passed", "strong", "verif",
+            "answer", "correct")
     body = []
     for policy, a in rows:
-        passed = sum(1 for s in a.steps for c in s["checks"] if c["passed"])
-        total = sum(len(s["checks"]) for s in a.steps)
+        checks = [c for s in a.steps for c in s["checks"]]
+        passed = sum(c["passed"] for c in checks)
+        strong = sum(c["passed"] and c["discriminating"] is not False for c in checks)
         answer = a.answer if len(a.answer) <= 18 else a.answer[:15] + "..."
         body.append((policy, a.task_id, a.status, str(a.n_steps), str(a.n_nodes),
-                     f"{passed}/{total}", f"{a.verification_reward:.3f}", answer,
+                     f"{passed}/{len(checks)}", str(strong), f"{a.verification_reward:.3f}",
+                     answer,
                      {True: "yes", False: "NO", None: "-"}[a.correct]))
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in [head, *body]]

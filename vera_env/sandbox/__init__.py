@@ -43,7 +43,7 @@ __all__ = [
     "probe_bwrap",
 ]
 
-Backend = Literal["auto", "bwrap", "local"]
+Backend = Literal["auto", "bwrap", "bwrap-server", "local"]
 _probe_lock = threading.Lock()
 _probe_cache: dict[tuple[str, int, int], str] = {}
 
@@ -83,22 +83,29 @@ def make_sandbox(
     """Build a sandbox backend.
 
     Args:
-        backend: ``"bwrap"`` (fail if it cannot run), ``"local"`` (no isolation, warns)
+        backend: ``"bwrap"`` (fail if it cannot run), ``"bwrap-server"`` (the same, with
+            ``run()`` through one long-lived sandbox per workspace: see ``server``),
+            ``"local"`` (no isolation, warns)
             or ``"auto"`` (bwrap if the probe passes, else local with the reason).
         limits: Resource limits for every command.
         config: Toolbox and identity.
 
     Raises:
-        ValueError: ``backend`` is not one of the three names.
+        ValueError: ``backend`` is not one of the four names.
         SandboxError: ``backend="bwrap"`` and bwrap cannot start a sandbox here.
     """
-    if backend not in ("auto", "bwrap", "local"):
-        raise ValueError(f"backend must be 'auto', 'bwrap' or 'local', got {backend!r}")
+    if backend not in ("auto", "bwrap", "bwrap-server", "local"):
+        raise ValueError(f"backend must be 'auto', 'bwrap', 'bwrap-server' or 'local', "
+                         f"got {backend!r}")
     if backend == "local":
         return LocalSandbox(limits, config)
     reason = probe_bwrap(config)
+    if not reason and backend == "bwrap-server":
+        from .server import ServerSandbox  # noqa: PLC0415 - opt-in fast path
+
+        return ServerSandbox(limits, config)
     if not reason:
         return BwrapSandbox(limits, config)
-    if backend == "bwrap":
+    if backend in ("bwrap", "bwrap-server"):
         raise SandboxError(f"bwrap backend unavailable: {reason}")
     return LocalSandbox(limits, config, reason=f"bwrap unavailable: {reason}")

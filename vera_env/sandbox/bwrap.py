@@ -25,6 +25,8 @@ Why each piece:
   ``__init__.py`` raises ImportError, so the agent cannot import the harness.
 * **Compressor shims first on PATH** (``/opt/vera/bin``): gzip, bzip2 and xz refuse
   to work in place on a hard-linked file; see ``shims``.
+* **Checks get constant entropy** (``entropy``) and may be shown a mutant in place of
+  one file (``overlay``, a read-only bind over that name): strength testing.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import vera_env
 from vera_env.errors import SandboxError
 
 from .config import SandboxConfig
+from .entropy import BASH_ENV_PATH, BASH_ENV_TEXT, seccomp_fd, seccomp_program
 from .process import LaunchSpec
 from .result import SandboxLimits
 from .shims import SHIM_DIR, write_shims
@@ -53,6 +56,7 @@ __all__ = ["BwrapSandbox", "BwrapWorkspace", "package_dirs"]
 _TOP_LEVEL = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
 _MASK_INIT = 'raise ImportError("vera_env is not available inside the sandbox")\n'
 _SANDBOX_USER = "vera"
+_SECCOMP = seccomp_program()
 
 
 def package_dirs() -> list[Path]:
@@ -115,6 +119,7 @@ class BwrapSandbox:
                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
             "group": f"root:x:0:\n{_SANDBOX_USER}:x:{uid}:\nnogroup:x:65534:\n",
             "mask_init": _MASK_INIT,
+            "check_env": BASH_ENV_TEXT,
         }
         paths = {}
         for name, text in contents.items():
@@ -123,6 +128,10 @@ class BwrapSandbox:
             path.chmod(0o444)
             paths[name] = path
         return paths
+
+    def support_file(self, name: str) -> Path:
+        """A read-only file the sandbox binds (``passwd``, ``group``, ``check_env``...)."""
+        return self._files[name]
 
     def _make_cache(self) -> StagingCache | None:
         if not self.as_root:
@@ -139,7 +148,11 @@ class BwrapSandbox:
         """
         if not self._finalizer.alive:
             raise SandboxError("bwrap sandbox is closed")
-        ws_root = Path(tempfile.mkdtemp(prefix="ws-", dir=self.root))
+        try:
+            ws_root = Path(tempfile.mkdtemp(prefix="ws-", dir=self.root))
+        except OSError as exc:
+            raise SandboxError(f"staging: cannot create a workspace under {self.root}: "
+                               f"{exc}") from exc
         uid, gid = self.host_ids
         try:
             os.chmod(ws_root, 0o711)
@@ -154,6 +167,7 @@ class BwrapSandbox:
             remove_tree(ws_root)
             raise
         workspace = BwrapWorkspace(self, path, ws_root)
+        workspace.record_staged()
         self._workspaces.add(workspace)
         workspace.staged_by_link = report.staged_by_link
         workspace.staged_by_copy = report.staged_by_copy
@@ -253,16 +267,29 @@ class BwrapWorkspace(BaseWorkspace):
         self.staged_by_copy = 0
 
     @contextmanager
-    def _launch(self, command: str, *, check: bool, marker_fd: int) -> Iterator[LaunchSpec]:
+    def _launch(self, command: str, *, check: bool, marker_fd: int,
+                overlay: Mapping[str, Path]) -> Iterator[LaunchSpec]:
         bind = "--ro-bind" if check else "--bind"
+        fds: list[int] = []
+        extra: list[str] = []
+        if check:  # constant entropy, so a coin flip cannot pass for a check (entropy)
+            extra += ["--setenv", "BASH_ENV", BASH_ENV_PATH,
+                      "--ro-bind", str(self._sandbox.support_file("check_env")), BASH_ENV_PATH,
+                      "--dev-bind", "/dev/zero", "/dev/urandom",
+                      "--dev-bind", "/dev/zero", "/dev/random"]
+            if _SECCOMP is not None:
+                fds.append(seccomp_fd(_SECCOMP))
+                extra += ["--seccomp", str(fds[-1])]
+        for name, source in overlay.items():  # a mutant shown in place of one file
+            extra += ["--ro-bind", str(source), f"/work/{name}"]
         info_read, info_write = os.pipe()
         argv = [*self._base_args, "--info-fd", str(info_write), bind, str(self.path), "/work",
-                "--chdir", "/work", "--remount-ro", "/", "--",
+                *extra, "--chdir", "/work", "--remount-ro", "/", "--",
                 *limits_wrapper(self.limits, marker_fd, command)]
         uid, gid = self._sandbox.host_ids
         root = self._sandbox.as_root
         yield LaunchSpec(
             argv=tuple(argv), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
             cwd=Path("/"), user=uid if root else None, group=gid if root else None,
-            pass_fds=(info_write,), info_fd=info_read,
+            pass_fds=(info_write, *fds), info_fd=info_read,
         )

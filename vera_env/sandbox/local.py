@@ -74,7 +74,10 @@ class LocalSandbox:
         Raises:
             SandboxError: A name escapes the workspace or a source cannot be copied.
         """
-        root = Path(tempfile.mkdtemp(prefix="vera-local-", dir=self.config.workspace_root))
+        try:
+            root = Path(tempfile.mkdtemp(prefix="vera-local-", dir=self.config.workspace_root))
+        except OSError as exc:
+            raise SandboxError(f"staging: cannot create a workspace: {exc}") from exc
         try:
             for sub in ("work", "home", "tmp"):
                 (root / sub).mkdir(mode=0o700)
@@ -84,6 +87,7 @@ class LocalSandbox:
             remove_tree(root)
             raise
         workspace = LocalWorkspace(root, self.limits, self.config)
+        workspace.record_staged()
         workspace.staged_by_copy = report.staged_by_copy
         return workspace
 
@@ -110,7 +114,8 @@ class LocalWorkspace(BaseWorkspace):
         }
 
     @contextmanager
-    def _launch(self, command: str, *, check: bool, marker_fd: int) -> Iterator[LaunchSpec]:
+    def _launch(self, command: str, *, check: bool, marker_fd: int,
+                overlay: Mapping[str, Path]) -> Iterator[LaunchSpec]:
         token = secrets.token_hex(8)
         env = {**self.environment(), _TAG_NAME: token}
         extra = 0 if os.geteuid() == 0 else _count_processes(os.getuid())
@@ -122,6 +127,10 @@ class LocalWorkspace(BaseWorkspace):
         try:
             try:
                 shutil.copytree(self.path, copy / "work", symlinks=True)
+                for name, source in overlay.items():  # a mutant in place of one file
+                    target = copy / "work" / name
+                    target.unlink()
+                    shutil.copyfile(source, target)
             except (OSError, shutil.Error) as exc:
                 raise SandboxError(f"cannot make the throwaway copy for a check: {exc}") from exc
             yield LaunchSpec(argv=argv, env=env, cwd=copy / "work", tag=f"{_TAG_NAME}={token}")

@@ -17,6 +17,8 @@ Three properties a model-written command must never break, whatever backend runs
   the harness waits for the full timeout, or the job keeps running into the next step.
 * **Output is bounded.** Streams are read in chunks into ``StreamCapture``; after
   ``max_output_bytes`` the command is killed with status ``output_limit``.
+* **Disk is bounded.** An optional ``watchdog`` (the workspace-size limit) is polled
+  while the command runs; when it reports the limit crossed, the command is killed.
 
 The leader's exit is observed with ``waitid(WNOWAIT)`` so the process group is killed
 *before* the leader is reaped: a reaped pid could be recycled and the kill would land
@@ -36,12 +38,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from vera_env.errors import SandboxError
 
 from .output import StreamCapture
 
-__all__ = ["LaunchSpec", "ProcessOutcome", "ProcessTracker", "kill_tagged", "run_process"]
+__all__ = ["LaunchSpec", "ProcessOutcome", "ProcessTracker", "Watchdog", "kill_tagged",
+           "run_process"]
 
 _CHUNK_BYTES = 65536
 _POLL_S = 0.05
@@ -85,6 +89,14 @@ class LaunchSpec:
     tag: str = ""
 
 
+class Watchdog(Protocol):
+    """Polled while a command runs: ``over()`` True kills it; ``poll_s`` apart."""
+
+    poll_s: float
+
+    def over(self) -> bool: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ProcessOutcome:
     """What the process did, before a backend turns it into an ``ExecResult``."""
@@ -100,6 +112,7 @@ class ProcessOutcome:
     started: bool
     bytes_read: int
     duration_s: float
+    disk_limited: bool = False
 
 
 @dataclass(eq=False, slots=True)
@@ -202,8 +215,9 @@ def run_process(
     timeout_s: float,
     max_output_chars: int,
     max_output_bytes: int,
+    watchdog: Watchdog | None = None,
 ) -> ProcessOutcome:
-    """Run one command to completion, timeout, output limit or abort.
+    """Run one command to completion, timeout, output limit, watchdog limit or abort.
 
     Raises:
         SandboxError: The program could not be started, or the workspace is closed.
@@ -212,7 +226,7 @@ def run_process(
     out, err = StreamCapture(max_output_chars), StreamCapture(max_output_chars)
     try:
         with tracker.spawn(spec) as running:
-            pump = _Pump(running, spec, out, err, max_output_bytes)
+            pump = _Pump(running, spec, out, err, max_output_bytes, watchdog)
             pump.run(start + timeout_s)
             running.stop()
             pump.drain(time.monotonic() + _DRAIN_S)
@@ -226,10 +240,12 @@ def run_process(
         returncode=_exit_code(running.proc.returncode),
         timed_out=pump.timed_out,
         output_limited=pump.output_limited,
-        aborted=running.aborted.is_set() and not (pump.timed_out or pump.output_limited),
+        aborted=running.aborted.is_set() and not (pump.timed_out or pump.output_limited
+                                                  or pump.disk_limited),
         started=pump.started,
         bytes_read=out.total_bytes + err.total_bytes,
         duration_s=time.monotonic() - start,
+        disk_limited=pump.disk_limited,
     )
 
 
@@ -237,7 +253,8 @@ class _Pump:
     """Moves bytes from the pipes into the captures until the command is over."""
 
     def __init__(self, running: _Running, spec: LaunchSpec, out: StreamCapture,
-                 err: StreamCapture, max_output_bytes: int) -> None:
+                 err: StreamCapture, max_output_bytes: int,
+                 watchdog: Watchdog | None = None) -> None:
         proc = running.proc
         assert proc.stdout is not None and proc.stderr is not None
         self._running = running
@@ -259,6 +276,9 @@ class _Pump:
         self.started = spec.marker_fd is None
         self.timed_out = False
         self.output_limited = False
+        self.disk_limited = False
+        self._watchdog = watchdog
+        self._next_watch = time.monotonic() + (watchdog.poll_s if watchdog else 0.0)
 
     def _on_info(self, data: bytes) -> None:
         self._info = (self._info + data)[:_INFO_BYTES]
@@ -287,6 +307,16 @@ class _Pump:
             if self._out.total_bytes + self._err.total_bytes > self._max_bytes:
                 self.output_limited = True
                 return
+            if self._watch():
+                self.disk_limited = True
+                return
+
+    def _watch(self) -> bool:
+        if self._watchdog is None or time.monotonic() < self._next_watch:
+            return False
+        over = self._watchdog.over()
+        self._next_watch = time.monotonic() + self._watchdog.poll_s
+        return over
 
     def drain(self, deadline: float) -> None:
         """After the kill: collect what is left in the pipes, then close them."""

@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "STATUS_DISK_LIMIT",
     "STATUS_ERROR",
     "STATUS_KILLED",
     "STATUS_OK",
@@ -31,10 +32,11 @@ __all__ = [
     "SandboxLimits",
 ]
 
-ExecStatus = Literal["ok", "timeout", "output_limit", "killed", "error"]
+ExecStatus = Literal["ok", "timeout", "output_limit", "disk_limit", "killed", "error"]
 STATUS_OK: ExecStatus = "ok"
 STATUS_TIMEOUT: ExecStatus = "timeout"
 STATUS_OUTPUT_LIMIT: ExecStatus = "output_limit"
+STATUS_DISK_LIMIT: ExecStatus = "disk_limit"
 STATUS_KILLED: ExecStatus = "killed"
 STATUS_ERROR: ExecStatus = "error"
 
@@ -63,6 +65,15 @@ class SandboxLimits(BaseModel):
     """Characters kept per stream (head + tail, with an elision marker between)."""
     max_output_bytes: int = Field(default=64 * 2**20, ge=1024)
     """Bytes read from stdout+stderr before the command is killed (``output_limit``)."""
+    max_workspace_mb: int = Field(default=4096, ge=1)
+    """Disk the agent's own files may take in the workspace (staged data excluded).
+    ``max_file_mb`` bounds one file, not how many; a command that grows the workspace
+    past this is killed (``disk_limit``), so a disk filler cannot fill the host disk
+    the workspace lives on. Measured every ``disk_poll_s`` while a command runs and
+    once after it ends; the overshoot is what the command writes in one interval."""
+    disk_poll_s: float = Field(default=0.25, gt=0)
+    """Interval of the workspace-size measurement while a command runs (stretched
+    automatically when one measurement takes long, e.g. a million files)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +130,9 @@ class ExecResult:
                 f"[output limit: stopped reading after {self.bytes_read} bytes: "
                 "process tree killed; write large output to a file instead]"
             ]
+        if self.status == STATUS_DISK_LIMIT:
+            return ["[disk limit: the workspace grew past its size limit; the command was "
+                    "stopped. Delete files you no longer need before writing more]"]
         if self.status == STATUS_KILLED:
             return ["[killed: the command was aborted]"]
         if self.status == STATUS_ERROR:

@@ -10,6 +10,13 @@ workspace nobody closed, so neither a temp dir nor a process outlives it.
 Two channels of failure, as everywhere in vera_env: model text that cannot run (a
 NUL byte, a command longer than the kernel accepts as one argument) is a result
 with status ``error``; a sandbox that cannot start raises ``SandboxError``.
+
+Two extensions serve strength testing (``vera_env.strength``): ``run_check`` takes an
+``overlay`` (workspace name -> host file shown in its place, read-only), so a check
+can be re-run against a mutant of one file without copying the rest; and
+``scratch_dir`` gives the harness a private directory for those files, outside what
+the sandbox sees and removed with the workspace. Every command that may write is
+watched by the workspace-size limit (``disk``).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import tempfile
 import weakref
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
@@ -27,8 +35,10 @@ from typing import Protocol, runtime_checkable
 
 from vera_env.errors import SandboxError
 
+from .disk import DiskWatch, inodes_under
 from .process import LaunchSpec, ProcessOutcome, ProcessTracker, run_process
 from .result import (
+    STATUS_DISK_LIMIT,
     STATUS_ERROR,
     STATUS_KILLED,
     STATUS_OK,
@@ -37,6 +47,7 @@ from .result import (
     ExecResult,
     SandboxLimits,
 )
+from .staging import check_rel_name
 
 __all__ = ["BaseWorkspace", "Sandbox", "Workspace", "limits_wrapper", "remove_tree"]
 
@@ -62,7 +73,8 @@ class Workspace(Protocol):
 
     def run(self, command: str, *, timeout_s: float | None = None) -> ExecResult: ...
 
-    def run_check(self, command: str, *, timeout_s: float | None = None) -> ExecResult: ...
+    def run_check(self, command: str, *, timeout_s: float | None = None,
+                  overlay: Mapping[str, Path] | None = None) -> ExecResult: ...
 
     def listing(self) -> list[str]: ...
 
@@ -142,10 +154,17 @@ class BaseWorkspace:
         self._root = root
         self._tracker = ProcessTracker()
         self._finalizer = weakref.finalize(self, _finalize, self._tracker, root)
+        self._staged: frozenset[tuple[int, int]] = frozenset()
+        self._usage: int | None = None  # bytes after the last command (disk watch)
 
-    def _launch(self, command: str, *, check: bool, marker_fd: int
-                ) -> AbstractContextManager[LaunchSpec]:
+    def _launch(self, command: str, *, check: bool, marker_fd: int,
+                overlay: Mapping[str, Path]) -> AbstractContextManager[LaunchSpec]:
         raise NotImplementedError
+
+    def record_staged(self) -> None:
+        """Remember what staging put here: those inodes do not count against the
+        workspace-size limit (called by the sandbox right after staging)."""
+        self._staged = inodes_under(self.path)
 
     def run(self, command: str, *, timeout_s: float | None = None) -> ExecResult:
         """Run a shell command with the workspace writable.
@@ -163,36 +182,99 @@ class BaseWorkspace:
         """
         return self._execute(command, _timeout(timeout_s, self.limits.timeout_s), check=False)
 
-    def run_check(self, command: str, *, timeout_s: float | None = None) -> ExecResult:
+    def run_check(self, command: str, *, timeout_s: float | None = None,
+                  overlay: Mapping[str, Path] | None = None) -> ExecResult:
         """Run a check: the workspace is read-only to it (``/tmp`` stays writable).
 
         A check that wrote would change what the next check reads, so its verdict
         would depend on check order; read-only makes a node's checks independent.
-        """
-        return self._execute(command, _timeout(timeout_s, self.limits.check_timeout_s),
-                             check=True)
 
-    def _execute(self, command: str, timeout_s: float, *, check: bool) -> ExecResult:
+        Args:
+            command: The check's shell text.
+            timeout_s: Wall-clock limit; default ``limits.check_timeout_s``.
+            overlay: Workspace file name -> host file to show in its place (read-only)
+                for this run only; the workspace itself is never touched. Used by
+                strength testing to run a check against a mutant of its data.
+
+        Raises:
+            SandboxError: The sandbox could not start, or the workspace is closed.
+            ValueError: ``timeout_s`` is not positive, or an overlay name is not a
+                regular file of the workspace or its source not a regular file.
+        """
+        layers = self._checked_overlay(overlay or {})
+        return self._execute(command, _timeout(timeout_s, self.limits.check_timeout_s),
+                             check=True, overlay=layers)
+
+    def scratch_dir(self, prefix: str = "scratch-") -> Path:
+        """A new private directory for harness files (never visible to commands).
+
+        It lies beside the workspace, on the same file system, traversable (0711) so
+        a bwrap backend can bind files from it; ``close()`` removes it with the rest.
+
+        Raises:
+            SandboxError: The workspace is closed or the directory cannot be made.
+        """
+        if self.closed:
+            raise SandboxError(f"{self.backend} workspace {self.path} is closed")
+        try:
+            path = Path(tempfile.mkdtemp(prefix=prefix, dir=self._root))
+            os.chmod(path, 0o711)
+        except OSError as exc:
+            raise SandboxError(f"cannot make a scratch directory: {exc}") from exc
+        return path
+
+    def _checked_overlay(self, overlay: Mapping[str, Path]) -> dict[str, Path]:
+        # A name must be a regular file reached without a symlink: a bind onto a link
+        # would land wherever the link points.
+        base = os.path.realpath(self.path)
+        checked: dict[str, Path] = {}
+        for name, source in overlay.items():
+            try:
+                rel = check_rel_name(name).as_posix()
+            except SandboxError as exc:
+                raise ValueError(f"overlay name {name!r}: {exc}") from exc
+            target = os.path.join(base, rel)
+            if (os.path.realpath(target) != target or not os.path.isfile(target)
+                    or not os.path.isfile(source) or os.path.islink(source)):
+                raise ValueError(f"overlay {name!r} -> {source}: both must be regular files, "
+                                 "the name inside the workspace and not behind a link")
+            checked[rel] = Path(source)
+        return checked
+
+    def _execute(self, command: str, timeout_s: float, *, check: bool,
+                 overlay: Mapping[str, Path] | None = None) -> ExecResult:
         if self.closed:
             raise SandboxError(f"{self.backend} workspace {self.path} is closed")
         problem = _command_problem(command)
         if problem:
             return ExecResult("", problem, -1, False, 0.0, status=STATUS_ERROR)
+        watch = None if check else DiskWatch(
+            self.path, self.limits.max_workspace_mb * 2**20, self._staged,
+            self.limits.disk_poll_s, start_bytes=self._usage)
         read_fd, write_fd = os.pipe()
         handed_over = False
         try:
-            with self._launch(command, check=check, marker_fd=write_fd) as spec:
+            with self._launch(command, check=check, marker_fd=write_fd,
+                              overlay=overlay or {}) as spec:
                 spec = replace(spec, pass_fds=(*spec.pass_fds, write_fd), marker_fd=read_fd)
                 handed_over = True  # run_process closes both ends from here on
                 outcome = run_process(
                     spec, self._tracker, timeout_s=timeout_s,
                     max_output_chars=self.limits.max_output_chars,
-                    max_output_bytes=self.limits.max_output_bytes,
+                    max_output_bytes=self.limits.max_output_bytes, watchdog=watch,
                 )
         finally:
             if not handed_over:
                 os.close(read_fd)
                 os.close(write_fd)
+        if watch is not None:
+            self._usage = None
+            if not outcome.disk_limited and outcome.started:
+                if watch.over():
+                    outcome = replace(outcome, disk_limited=True)  # ended between two polls
+                # Only commands write the workspace (checks see it read-only), so the
+                # next command starts from this measurement instead of walking again.
+                self._usage = watch.last_bytes
         return self._to_result(outcome)
 
     def _to_result(self, outcome: ProcessOutcome) -> ExecResult:
@@ -208,6 +290,8 @@ class BaseWorkspace:
             status = STATUS_TIMEOUT
         elif outcome.output_limited:
             status = STATUS_OUTPUT_LIMIT
+        elif outcome.disk_limited:
+            status = STATUS_DISK_LIMIT
         elif outcome.aborted:
             status = STATUS_KILLED
         else:

@@ -1,19 +1,23 @@
 """Tasks: the schema, the loaders, the generated families, and where their data lives.
 
-Import from here: ``from vera_env.tasks import Task, load_tasks``. The builtin families
-load on first use (``load_tasks("builtin")``), so reading a folder suite does not pay
-for them.
+Import from here: ``from vera_env.tasks import Task, load_tasks``. Sources: folder suites
+and JSONL (`loaders`), BioMysteryBench (`biomystery`), the builtin families (`builtin`,
+loaded on first use -- ``load_tasks("builtin")`` -- so reading a suite does not pay for
+them); `write_suite` writes any of them back as a folder suite.
 """
 
 from __future__ import annotations
 
+from vera_env.tasks.biomystery import load_biomystery
 from vera_env.tasks.cache import CACHE_ENV_VAR, cache_dir
+from vera_env.tasks.export import write_suite
 from vera_env.tasks.loaders import TaskSource, UnknownTaskError, load_folder, load_jsonl, load_tasks
 from vera_env.tasks.model import GraderSpec, Task, Trap
 
 __all__ = [
     "CACHE_ENV_VAR", "GraderSpec", "Task", "TaskSource", "Trap", "UnknownTaskError",
-    "builtin_tasks", "cache_dir", "load_folder", "load_jsonl", "load_tasks",
+    "builtin_tasks", "cache_dir", "load_biomystery", "load_folder", "load_jsonl", "load_tasks",
+    "write_suite",
 ]
 
 

@@ -16,6 +16,10 @@ same task at once. Each task's files therefore go to
 
 Only data goes here. The answer is never written into a data folder: anything in it is
 staged into the agent's workspace.
+
+Archives (a BioMysteryBench ``data/<id>.zip``) get the same treatment through
+`extract_zip`: extracted once per content hash, atomically, read-only, and staged from
+there by hard link -- never unpacked into a workspace, and never twice.
 """
 
 from __future__ import annotations
@@ -23,11 +27,14 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
-from collections.abc import Mapping
-from pathlib import Path
+import zipfile
+from collections.abc import Callable, Mapping
+from pathlib import Path, PurePosixPath
 
-__all__ = ["CACHE_ENV_VAR", "cache_dir", "content_digest", "materialise"]
+__all__ = ["CACHE_ENV_VAR", "UnsafeArchiveError", "archive_members", "cache_dir",
+           "content_digest", "extract_zip", "file_digest", "materialise"]
 
 CACHE_ENV_VAR = "VERA_ENV_CACHE"
 
@@ -71,6 +78,33 @@ def _write_tree(root: Path, files: Mapping[str, bytes]) -> None:
         path.chmod(0o444)
 
 
+def _publish(parent: Path, name: str, fill: Callable[[Path], None],
+             complete: Callable[[Path], bool]) -> Path:
+    """Build a folder under a temporary name with ``fill`` and rename it to ``name``."""
+    final = parent / name
+    if final.is_dir() and complete(final):
+        return final
+    parent.mkdir(parents=True, exist_ok=True)
+    if final.exists():  # damaged by hand; move it aside so the rename below can land
+        trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=parent))
+        try:
+            final.rename(trash / "old")
+        except FileNotFoundError:
+            pass  # another process moved it first
+        shutil.rmtree(trash, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=parent))
+    try:
+        fill(staging)
+        staging.chmod(0o755)
+        staging.rename(final)
+    except OSError:
+        if not (final.is_dir() and complete(final)):
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
 def materialise(key: str, files: Mapping[str, bytes], *, root: Path | None = None) -> Path:
     """Make ``files`` exist, read-only, in a folder named for ``key`` and their contents.
 
@@ -86,25 +120,95 @@ def materialise(key: str, files: Mapping[str, bytes], *, root: Path | None = Non
         The folder holding exactly ``files``.
     """
     parent = root if root is not None else cache_dir() / "builtin"
-    final = parent / f"{key}-{content_digest(files)}"
-    if final.is_dir() and _is_complete(final, files):
-        return final
-    parent.mkdir(parents=True, exist_ok=True)
-    if final.exists():  # damaged by hand; move it aside so the rename below can land
-        trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=parent))
-        try:
-            final.rename(trash / "old")
-        except FileNotFoundError:
-            pass  # another process moved it first
-        shutil.rmtree(trash, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=parent))
-    try:
-        _write_tree(staging, files)
-        staging.chmod(0o755)
-        staging.rename(final)
-    except OSError:
-        if not (final.is_dir() and _is_complete(final, files)):
-            raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return final
+    return _publish(parent, f"{key}-{content_digest(files)}",
+                    lambda folder: _write_tree(folder, files),
+                    lambda folder: _is_complete(folder, files))
+
+
+class UnsafeArchiveError(ValueError):
+    """An archive member would land outside its folder, or is not a plain file."""
+
+
+_JUNK = ("__MACOSX/",)
+_JUNK_NAMES = frozenset({".DS_Store", "Thumbs.db"})
+
+
+def file_digest(path: Path) -> str:
+    """A short sha256 of a file's bytes, read in chunks (archives can be gigabytes)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:12]
+
+
+def archive_members(archive: zipfile.ZipFile) -> dict[str, zipfile.ZipInfo]:
+    """The files of a zip that would be extracted, by safe relative POSIX path.
+
+    Directory entries and packaging junk (``__MACOSX/``, ``.DS_Store``) are skipped.
+
+    Raises:
+        UnsafeArchiveError: A member has an absolute path or ``..`` (it would be written
+            outside the folder: "zip slip"), is a symbolic link, or two members name the
+            same file.
+    """
+    members: dict[str, zipfile.ZipInfo] = {}
+    for info in archive.infolist():
+        name = info.filename.replace("\\", "/")
+        if info.is_dir() or name.startswith(_JUNK) or PurePosixPath(name).name in _JUNK_NAMES:
+            continue
+        path = PurePosixPath(name)
+        if path.is_absolute() or ".." in path.parts or (path.parts and ":" in path.parts[0]):
+            raise UnsafeArchiveError(f"member {info.filename!r} would be written outside "
+                                     "its folder")
+        if stat.S_ISLNK(info.external_attr >> 16):
+            raise UnsafeArchiveError(f"member {info.filename!r} is a symbolic link")
+        key = path.as_posix()
+        if key in members:
+            raise UnsafeArchiveError(f"member {key!r} appears twice")
+        members[key] = info
+    return members
+
+
+def _extract(archive_path: Path, folder: Path) -> None:
+    with zipfile.ZipFile(archive_path) as archive:
+        for name, info in archive_members(archive).items():
+            target = folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(info) as src, target.open("wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            target.chmod(0o444)
+        for sub in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
+            sub.chmod(0o755)
+
+
+def _extracted_complete(archive_path: Path, folder: Path) -> bool:
+    with zipfile.ZipFile(archive_path) as archive:
+        members = archive_members(archive)
+    present = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
+    return set(present) == set(members) and all(
+        present[n].stat().st_size == info.file_size for n, info in members.items())
+
+
+def extract_zip(key: str, archive_path: Path, *, root: Path | None = None) -> Path:
+    """Extract a zip once into ``<root>/<key>-<sha256 prefix of the zip>/``, read-only.
+
+    Safe under concurrency like `materialise`; a folder already extracted from the same
+    bytes is reused without reading the members again.
+
+    Args:
+        key: A readable name (a task id); no slashes.
+        archive_path: The zip file.
+        root: The folder to extract under; ``cache_dir() / "archives"`` by default.
+
+    Returns:
+        The folder holding the archive's files.
+
+    Raises:
+        UnsafeArchiveError: See `archive_members`.
+        zipfile.BadZipFile: The file is not a zip.
+    """
+    parent = root if root is not None else cache_dir() / "archives"
+    return _publish(parent, f"{key}-{file_digest(archive_path)}",
+                    lambda folder: _extract(archive_path, folder),
+                    lambda folder: _extracted_complete(archive_path, folder))

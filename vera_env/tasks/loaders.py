@@ -12,6 +12,8 @@ Sources:
   (``id`` defaults to the folder name; ``data/`` must exist -- a task about data with no
   data folder is almost always a copy that went wrong);
 * a **JSONL** file: one task per line, ``data_dir`` relative to the file;
+* a **BioMysteryBench** folder (``problems.csv`` or ``.parquet`` + ``data/<id>.zip``),
+  read by `vera_env.tasks.biomystery`;
 * ``"builtin"``: the procedurally generated families of `vera_env.tasks.builtin`;
 * a list of `Task` objects.
 """
@@ -166,8 +168,8 @@ def load_folder(folder: str | Path) -> TaskSource:
     root = Path(folder)
     task_files = sorted(root.glob("*/task.json"))
     if not task_files:
-        hint = " (problems.csv found: BioMysteryBench suites are not supported yet)" \
-            if (root / "problems.csv").exists() else ""
+        hint = (" (a BioMysteryBench suite needs problems.csv or problems.parquet)"
+                if (root / "data").is_dir() else "")
         raise TaskFileError(str(root), "<suite>", f"no <task_id>/task.json found{hint}")
     tasks: list[Task] = []
     seen: dict[str, Path] = {}
@@ -223,8 +225,9 @@ def load_tasks(source: str | Path | Sequence[Task] | TaskSource) -> TaskSource:
     """Turn any supported task source into a `TaskSource`.
 
     Args:
-        source: ``"builtin"``, a folder suite, a ``.jsonl`` file, a list of `Task`, or a
-            `TaskSource` (returned as is).
+        source: ``"builtin"``, a folder suite, a ``.jsonl`` file, a BioMysteryBench suite
+            (a folder with ``problems.csv``/``problems.parquet`` and ``data/``, or the
+            problems file itself), a list of `Task`, or a `TaskSource` (returned as is).
 
     Returns:
         The tasks.
@@ -241,14 +244,19 @@ def load_tasks(source: str | Path | Sequence[Task] | TaskSource) -> TaskSource:
 
         return builtin_source()
     if isinstance(source, str | Path):
+        from vera_env.tasks.biomystery import find_problems, load_biomystery  # noqa: PLC0415
+
         path = Path(source)
+        if find_problems(path) is not None:
+            return load_biomystery(path)
         if path.is_dir():
             return load_folder(path)
         if path.is_file() and path.suffix == ".jsonl":
             return load_jsonl(path)
-        why = "is not a folder suite or a .jsonl file" if path.exists() else "does not exist"
+        why = "is not a task source" if path.exists() else "does not exist"
         raise TaskFileError(str(path), "<source>", f"{why}; expected 'builtin', a suite "
-                                                   "folder or a .jsonl file")
+                                                   "folder, a .jsonl file or a "
+                                                   "BioMysteryBench problems.csv/.parquet")
     if isinstance(source, Sequence):
         return TaskSource(source, name="task list")
     raise TypeError("tasks must be 'builtin', a path, or a list of Task; "

@@ -163,6 +163,9 @@ class Task(BaseModel):
         data_dir: Folder whose every file is staged into the workspace at the same
             relative path; None for a task without files.
         trap: The careless analysis this task is built to catch, if any.
+        allowed_domains: Web domains the task's source allowed a solver to consult
+            (BioMysteryBench's ``allowed_domains``). Recorded, not enforced: the sandbox
+            has no network at all.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -176,6 +179,7 @@ class Task(BaseModel):
     solution: tuple[str, ...] = ()
     data_dir: Path | None = None
     trap: Trap | None = None
+    allowed_domains: tuple[str, ...] = ()
 
     @field_validator("id")
     @classmethod

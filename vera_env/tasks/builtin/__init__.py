@@ -7,14 +7,25 @@ from the id alone (a rollout worker, a replay, a bug report). Every type is buil
 a trap: a plausible careless analysis with a wrong answer (``Task.trap``), so that the
 verification reward has something to catch.
 
-Families and types:
+Families and types (the module docstring of each says why its trap is a trap):
 
-* ``seq.motif_count``, ``seq.gc_content`` -- FASTA (`sequences`)
-* ``mtx.qc_cells`` -- 10x-style sparse count matrix (`matrices`)
-* ``vcf.het_count`` -- VCF genotypes (`variants`)
-* ``tab.sentinel_mean`` -- CSV with a codebook (`tables`)
+* sequences, FASTA: ``seq.motif_count`` (`sequences`: both strands, overlaps, line
+  wraps), ``seq.gc_content`` (`sequences`: soft-masking, N gaps), ``seq.longest_orf``
+  (`orfs`: six frames)
+* sparse count matrices, 10x layout: ``mtx.qc_cells`` (`matrices`: mouse ``mt-``),
+  ``mtx.knockout_gene`` (`screens`: 1-based indices), ``mtx.doublets`` (`doublets`:
+  cells x genes orientation)
+* variant tables, VCF: ``vcf.het_count`` (`variants`: phased genotypes), ``vcf.titv``
+  (`substitutions`: indels and multi-allelic sites), ``vcf.trio_parentage``
+  (`pedigrees`: identity is not parentage)
+* tables, CSV/TSV: ``tab.sentinel_mean`` (`tables`: -999 codes), ``tab.label_coding``
+  (`cohorts`: which class is 1), ``tab.fold_change`` (`expression`: log-scaled
+  values), ``tab.survival_median`` (`survival`: censoring)
 
-Difficulty (easy/medium/hard) scales the data size. Data is written once per id into
+Difficulty scales the data: ``easy``, ``medium`` and ``hard`` are the sizes validated
+and trained on (hard: 5,000 genes x 2,000-2,500 cells, 20,000-40,000 VCF sites, up to
+900 kb of sequence); ``xl`` is the realistic size (a matrix of about 100 MB uncompressed, a
+400,000-site VCF), generated in seconds to a minute. Data is written once per id into
 `vera_env.tasks.cache_dir` (see `vera_env.tasks.cache`); the answer never is.
 
 Determinism holds for a given numpy version: the bit generator (PCG64) is stable, but
@@ -29,15 +40,18 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from vera_env.tasks.builtin import matrices, sequences, tables, variants
+from vera_env.tasks.builtin import (
+    cohorts, doublets, expression, matrices, orfs, pedigrees, screens, sequences, substitutions,
+    survival, tables, variants,
+)
 from vera_env.tasks.builtin.instance import Difficulty, Instance
 from vera_env.tasks.cache import materialise
 from vera_env.tasks.loaders import TaskSource, UnknownTaskError
 from vera_env.tasks.model import Task
 
 __all__ = [
-    "DIFFICULTIES", "TASK_TYPES", "builtin_ids", "builtin_source", "builtin_tasks", "generate",
-    "make_task", "parse_task_id", "task_id",
+    "ALL_DIFFICULTIES", "DIFFICULTIES", "FAMILIES", "TASK_TYPES", "builtin_ids",
+    "builtin_source", "builtin_tasks", "generate", "make_task", "parse_task_id", "task_id",
 ]
 
 Generator = Callable[[np.random.Generator, Difficulty], Instance]
@@ -45,11 +59,24 @@ Generator = Callable[[np.random.Generator, Difficulty], Instance]
 TASK_TYPES: dict[str, Generator] = {
     "seq.motif_count": sequences.motif_count,
     "seq.gc_content": sequences.gc_content,
+    "seq.longest_orf": orfs.longest_orf,
     "mtx.qc_cells": matrices.qc_cells,
+    "mtx.knockout_gene": screens.knockout_gene,
+    "mtx.doublets": doublets.doublets,
     "vcf.het_count": variants.het_count,
+    "vcf.titv": substitutions.titv,
+    "vcf.trio_parentage": pedigrees.trio_parentage,
     "tab.sentinel_mean": tables.sentinel_mean,
+    "tab.label_coding": cohorts.label_coding,
+    "tab.fold_change": expression.fold_change,
+    "tab.survival_median": survival.survival_median,
 }
 DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
+"""The standard sample: what ``vera-env tasks validate builtin`` and the tests cover."""
+ALL_DIFFICULTIES: tuple[Difficulty, ...] = (*DIFFICULTIES, "xl")
+"""Every difficulty an id may name; ``xl`` is the realistic, large size."""
+FAMILIES = {"seq": "sequences (FASTA)", "mtx": "sparse count matrices (10x)",
+            "vcf": "variant tables (VCF)", "tab": "tables (CSV/TSV)"}
 
 # Canonical ids only: "s01" would name the same data as "s1" under a second id.
 _ID = re.compile(r"(?P<type>[a-z]+\.[a-z_]+)\.(?P<difficulty>[a-z]+)"
@@ -75,9 +102,9 @@ def parse_task_id(tid: str) -> tuple[str, Difficulty, int]:
     if match["type"] not in TASK_TYPES:
         raise UnknownTaskError(f"{tid!r}: unknown type {match['type']!r}; builtin types are "
                                f"{sorted(TASK_TYPES)}.")
-    if match["difficulty"] not in DIFFICULTIES:
+    if match["difficulty"] not in ALL_DIFFICULTIES:
         raise UnknownTaskError(f"{tid!r}: unknown difficulty {match['difficulty']!r}; expected "
-                               f"one of {list(DIFFICULTIES)}.")
+                               f"one of {list(ALL_DIFFICULTIES)}.")
     return match["type"], match["difficulty"], int(match["seed"])  # type: ignore[return-value]
 
 
@@ -104,10 +131,19 @@ def make_task(tid: str) -> Task:
     )
 
 
-def builtin_ids(difficulties: Sequence[Difficulty] = ("easy",),
-                seeds: Sequence[int] = (0,)) -> tuple[str, ...]:
-    """Ids of every type at the given difficulties and seeds."""
-    return tuple(task_id(t, d, s) for t in TASK_TYPES for d in difficulties for s in seeds)
+def builtin_ids(difficulties: Sequence[Difficulty] = ("easy",), seeds: Sequence[int] = (0,),
+                types: Sequence[str] | None = None) -> tuple[str, ...]:
+    """Ids of every type (or of ``types``) at the given difficulties and seeds.
+
+    Raises:
+        UnknownTaskError: An unknown type or difficulty.
+    """
+    chosen = list(TASK_TYPES) if types is None else list(types)
+    for name in chosen:
+        parse_task_id(task_id(name, "easy"))
+    for difficulty in difficulties:
+        parse_task_id(task_id(chosen[0] if chosen else "seq.motif_count", difficulty))
+    return tuple(task_id(t, d, s) for t in chosen for d in difficulties for s in seeds)
 
 
 def builtin_tasks() -> list[Task]:
@@ -115,12 +151,13 @@ def builtin_tasks() -> list[Task]:
     return [make_task(tid) for tid in builtin_ids()]
 
 
-def builtin_source(difficulties: Sequence[Difficulty] = ("easy",),
-                   seeds: Sequence[int] = (0,)) -> TaskSource:
+def builtin_source(difficulties: Sequence[Difficulty] = ("easy",), seeds: Sequence[int] = (0,),
+                   types: Sequence[str] | None = None) -> TaskSource:
     """The source behind ``load_tasks("builtin")`` (with the defaults).
 
     Lists every type at ``difficulties`` x ``seeds`` -- what ``pick`` draws from; pass
     ``seeds=range(10_000)`` for a training stream -- while ``get`` accepts any valid id.
     Nothing is generated until a task is asked for.
     """
-    return TaskSource(name="builtin", ids=builtin_ids(difficulties, seeds), factory=make_task)
+    return TaskSource(name="builtin", ids=builtin_ids(difficulties, seeds, types),
+                      factory=make_task)

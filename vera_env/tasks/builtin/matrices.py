@@ -11,20 +11,21 @@ Layout follows Cell Ranger's v2 output: ``matrix.mtx.gz`` (MatrixMarket coordina
 genes x cells, 1-based), ``genes.tsv.gz`` (id, symbol), ``barcodes.tsv.gz``.
 
 The ground truth is decided from the per-cell totals and mitochondrial counts the
-generator *plans* before drawing the matrix (multinomial draws hit those totals
-exactly); tests re-derive it by parsing the written matrix.
+generator *plans* before drawing the matrix (each cell's reads are drawn to exactly
+those totals, `counts.sample_counts`); tests re-derive it by parsing the written matrix.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from vera_env.tasks.builtin.counts import barcodes, concat, mtx_bytes, sample_counts
 from vera_env.tasks.builtin.instance import (
     Difficulty, Instance, check, fill, final, gz, node, turn, verdict,
 )
 from vera_env.tasks.model import Trap
 
-__all__ = ["MITO_GENES", "qc_cells"]
+__all__ = ["METADATA", "MITO_GENES", "qc_cells"]
 
 MITO_GENES = ("mt-Nd1", "mt-Nd2", "mt-Co1", "mt-Co2", "mt-Atp8", "mt-Atp6", "mt-Co3",
               "mt-Nd3", "mt-Nd4l", "mt-Nd4", "mt-Nd5", "mt-Nd6", "mt-Cytb")
@@ -34,7 +35,8 @@ _NUCLEAR = ("Actb", "Gapdh", "Malat1", "Cd74", "Ptprc", "Lyz2", "Cst3", "B2m", "
             "Rps27", "Rpl13", "Eef1a1", "Fth1", "Ftl1", "Vim", "S100a6", "Apoe", "Sparc",
             "Col1a1", "Cd3e", "Cd19", "Ms4a1", "Nkg7", "Hba-a1", "Hbb-bs", "Mt1", "Mt2",
             "Mtor", "Mki67", "Top2a")
-_SIZES = {"easy": (300, 150), "medium": (1500, 600), "hard": (5000, 2000)}  # genes, cells
+_SIZES = {"easy": (300, 150), "medium": (1500, 600), "hard": (5000, 2000),
+          "xl": (30_000, 8000)}  # genes, cells
 
 
 def _genes(rng: np.random.Generator, n_genes: int) -> list[str]:
@@ -60,30 +62,19 @@ def _plan_cells(rng: np.random.Generator, n_cells: int, min_counts: int, max_pct
     return totals, np.rint(fractions * totals).astype(np.int64)
 
 
+METADATA = 'metadata_json: {"software_version": "vera_env-builtin", "format_version": 2}'
+"""The comment line Cell Ranger writes under the MatrixMarket banner."""
+
+
 def _matrix(rng: np.random.Generator, genes: list[str], totals: np.ndarray,
-            mito: np.ndarray) -> str:
+            mito: np.ndarray) -> bytes:
+    """Genes x cells counts whose per-cell totals and mitochondrial counts are exactly
+    the planned ones (reads are drawn from the mitochondrial and nuclear profiles apart)."""
     is_mito = np.array([g.startswith("mt-") for g in genes])
     weights = rng.gamma(0.3, 1.0, len(genes)) + 1e-3
-    p_mito = np.where(is_mito, weights, 0) / weights[is_mito].sum()
-    p_nuc = np.where(is_mito, 0, weights) / weights[~is_mito].sum()
-    lines: list[str] = []
-    for cell, (total, n_mito) in enumerate(zip(totals.tolist(), mito.tolist(), strict=True), 1):
-        counts = rng.multinomial(n_mito, p_mito) + rng.multinomial(total - n_mito, p_nuc)
-        rows = np.flatnonzero(counts)
-        lines += [f"{r} {cell} {c}" for r, c in zip((rows + 1).tolist(), counts[rows].tolist(),
-                                                     strict=True)]
-    header = ["%%MatrixMarket matrix coordinate integer general",
-              '%metadata_json: {"software_version": "vera_env-builtin", "format_version": 2}',
-              f"{len(genes)} {len(totals)} {len(lines)}"]
-    return "\n".join(header + lines) + "\n"
-
-
-def _barcodes(rng: np.random.Generator, n_cells: int) -> list[str]:
-    letters = np.frombuffer(b"ACGT", dtype=np.uint8)
-    seen: dict[str, None] = {}
-    while len(seen) < n_cells:
-        seen[letters[rng.integers(0, 4, 16)].tobytes().decode() + "-1"] = None
-    return list(seen)
+    rows, cols, values = concat([sample_counts(rng, mito, np.where(is_mito, weights, 0)),
+                                 sample_counts(rng, totals - mito, np.where(is_mito, 0, weights))])
+    return mtx_bytes(len(genes), len(totals), rows, cols, values, (METADATA,))
 
 
 _MITO_ROWS = "zcat genes.tsv.gz | awk -F'\\t' '$2 ~ /^mt-/ { print NR }' > mito_rows.txt"
@@ -150,7 +141,7 @@ def qc_cells(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     files = {
         "matrix.mtx.gz": gz(_matrix(rng, genes, totals, mito)),
         "genes.tsv.gz": gz("".join(f"{i}\t{g}\n" for i, g in zip(ids, genes, strict=True))),
-        "barcodes.tsv.gz": gz("".join(b + "\n" for b in _barcodes(rng, n_cells))),
+        "barcodes.tsv.gz": gz("".join(b + "\n" for b in barcodes(rng, n_cells))),
     }
     question = (f"This is a mouse single-cell dataset (10x layout: matrix.mtx.gz is genes x "
                 f"cells, with genes.tsv.gz and barcodes.tsv.gz). A cell passes QC if its total "

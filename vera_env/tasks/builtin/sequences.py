@@ -8,12 +8,14 @@ one-liner that looks right and is not:
   line wrap. The generator plants all three (tandem repeats, reverse-complement copies,
   matches straddling a line end), so the careless count is always too low.
 * ``seq.gc_content`` -- the genome is soft-masked (repeats in lowercase, as in UCSC and
-  Ensembl FASTA). ``tr -cd GC`` counts only uppercase G/C, so the careless GC content is
-  many points too low.
+  Ensembl FASTA) and has runs of ``N`` (assembly gaps). ``tr -cd GC`` counts only
+  uppercase G/C, and dividing by every character counts the gaps as bases, so the
+  careless GC content is many points too low.
 
 The ground truth is counted on the generated sequences with a regex lookahead (motif) or
-``str.count`` on the case-folded sequence (GC); tests recount from the written files with
-numpy. The careless answer is computed the way the careless one-liner computes it.
+``str.count`` on the case-folded sequence (GC, with N excluded from the denominator);
+tests recount from the written files with numpy. The careless answer is computed the
+way the careless one-liner computes it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ _COMPLEMENT = str.maketrans("ACGTacgt", "TGCAtgca")
 # reverse complement, so "both strands" never counts one site twice.
 _MOTIFS = (("ACAC", 2), ("AGAG", 2), ("GAGA", 2), ("TGTG", 2), ("CACAC", 2), ("AAGAAG", 3))
 _SIZES: dict[str, tuple[int, int, int]] = {  # records, min length, max length
-    "easy": (3, 300, 700), "medium": (8, 2000, 5000), "hard": (30, 10_000, 30_000)}
+    "easy": (3, 300, 700), "medium": (8, 2000, 5000), "hard": (30, 10_000, 30_000),
+    "xl": (100, 40_000, 80_000)}
 
 
 def revcomp(seq: str) -> str:
@@ -176,21 +179,34 @@ def _soft_mask(rng: np.random.Generator, seq: bytearray) -> None:
         seq[at:at + span] = seq[at:at + span].lower()
 
 
+def _add_gaps(rng: np.random.Generator, seq: bytearray) -> None:
+    """Overwrite one to three stretches with N, as assembly gaps look in a FASTA file."""
+    for _ in range(int(rng.integers(1, 4))):
+        span = int(rng.integers(len(seq) // 40, len(seq) // 12))
+        at = int(rng.integers(0, len(seq) - span))
+        seq[at:at + span] = b"N" * span
+
+
 _SEQ_ONLY = "zcat genome.fa.gz | grep -v '^>'"
 _GC_COUNT = ("zcat genome.fa.gz | awk '!/^>/ { s = toupper($0); n += length(s); "
-             "g += gsub(/[GC]/, \"\", s) } END { printf \"%d %d\\n\", g, n }' > gc_counts.txt\n"
+             "x += gsub(/N/, \"\", s); g += gsub(/[GC]/, \"\", s) } "
+             "END { printf \"%d %d %d\\n\", g, n - x, x }' > gc_counts.txt\n"
              "cat gc_counts.txt")
 
 
-def _gc_solution(n_gc: int, n_bases: int, answer: str) -> tuple[str, ...]:
-    v = {"SEQ": _SEQ_ONLY, "N": n_bases, "ANS": answer}
+def _gc_solution(n_gc: int, n_called: int, n_bases: int, answer: str) -> tuple[str, ...]:
+    v = {"SEQ": _SEQ_ONLY, "N": n_bases, "C": n_called, "ANS": answer}
     return (
         turn(f"zcat genome.fa.gz | head -3\n{_SEQ_ONLY} | fold -w1 | sort | uniq -c"),
-        turn(_GC_COUNT, node("transform", f"{n_gc} G/C among {n_bases} bases, soft-masked "
+        turn(_GC_COUNT, node("transform", f"{n_gc} G/C among {n_called} called bases "
+                                          f"({n_bases - n_called} N excluded), soft-masked "
                                           "lowercase bases included", "gc_counts.txt"), [
-            check("conservation", "every base counted", verdict(fill(
-                "test \"$(cut -d' ' -f2 gc_counts.txt)\" -eq @N@ && "
+            check("conservation", "called bases plus N are every base", verdict(fill(
+                "test \"$(awk '{ print $2 + $3 }' gc_counts.txt)\" -eq @N@ && "
                 "test \"$(@SEQ@ | tr -d '\\n' | wc -c)\" -eq @N@", **v))),
+            check("range", "N is excluded: called bases are exactly A, C, G, T in any case",
+                  verdict(fill("test \"$(cut -d' ' -f2 gc_counts.txt)\" -eq @C@ && "
+                               "test \"$(@SEQ@ | tr -cd 'ACGTacgt' | wc -c)\" -eq @C@", **v))),
             check("invariance", "G/C agrees with a case-insensitive tr count", verdict(fill(
                 "test \"$(cut -d' ' -f1 gc_counts.txt)\" -eq "
                 "\"$(@SEQ@ | tr -cd 'GCgc' | wc -c)\"", **v))),
@@ -214,7 +230,8 @@ def _gc_trap(wrong: str) -> Trap:
                 "awk -v g=\"$gc\" -v n=\"$n\" 'BEGIN { printf \"%.2f\\n\", 100 * g / n }' "
                 "> gc.txt\ncat gc.txt")
     return Trap(
-        description="tr -cd GC counts only uppercase bases; soft-masked (lowercase) G/C are lost",
+        description=("tr -cd GC counts only uppercase bases, so soft-masked (lowercase) G/C "
+                     "are lost, and N gaps are counted as bases"),
         careless_solution=(
             turn(careless, node("test", f"GC content {wrong}%", "gc.txt"), [
                 check("range", "GC content is plausible",
@@ -230,15 +247,18 @@ def gc_content(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     for i in range(n_records):
         seq = _random_bases(rng, int(rng.integers(lo, hi + 1)), gc=float(rng.uniform(0.35, 0.6)))
         _soft_mask(rng, seq)
+        _add_gaps(rng, seq)
         records.append((f"chr{i + 1}", seq.decode()))
     joined = "".join(s for _, s in records)
     n_bases = len(joined)
+    n_called = n_bases - joined.count("N")
     n_gc = joined.upper().count("G") + joined.upper().count("C")
     n_upper_gc = joined.count("G") + joined.count("C")
-    answer, wrong = f"{100 * n_gc / n_bases:.2f}", f"{100 * n_upper_gc / n_bases:.2f}"
-    question = ("What is the GC content of genome.fa.gz: the percentage of all bases, over "
-                "all records, that are G or C? Give two decimals.")
+    answer, wrong = f"{100 * n_gc / n_called:.2f}", f"{100 * n_upper_gc / n_bases:.2f}"
+    question = ("What is the GC content of genome.fa.gz: the percentage of called bases "
+                "(A, C, G or T, in upper or lower case; N marks an unknown base and does not "
+                "count), over all records, that are G or C? Give two decimals.")
     return Instance(files={"genome.fa.gz": gz(_fasta(records))}, question=question,
                     answer=answer, grader={"kind": "numeric", "abs_tol": 0.01},
-                    solution=_gc_solution(n_gc, n_bases, answer), trap=_gc_trap(wrong),
-                    tags=("fasta", "gc-content", "soft-masking"))
+                    solution=_gc_solution(n_gc, n_called, n_bases, answer), trap=_gc_trap(wrong),
+                    tags=("fasta", "gc-content", "soft-masking", "gaps"))

@@ -31,7 +31,7 @@ _SPECIES = {
     "Gentoo": (("Biscoe",), (47.5, 3.1), (217, 6.5), (5076, 500)),
 }
 _TARGETS = ("body_mass_g", "flipper_length_mm")
-_ROWS = {"easy": 150, "medium": 1500, "hard": 20_000}
+_ROWS = {"easy": 150, "medium": 1500, "hard": 20_000, "xl": 400_000}
 _CODEBOOK = """penguins.csv: one row per penguin, comma-separated, header in the first line.
 
 id                 integer, unique

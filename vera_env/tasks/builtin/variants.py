@@ -25,7 +25,8 @@ __all__ = ["het_count"]
 
 _SAMPLES = ("HG00096", "HG00097", "HG00099", "HG00100", "NA12878", "NA12891", "NA12892",
             "NA19238", "NA19239", "NA19240")
-_SIZES = {"easy": (200, 3), "medium": (2000, 5), "hard": (20_000, 10)}  # sites, samples
+_SIZES = {"easy": (200, 3), "medium": (2000, 5), "hard": (20_000, 10),
+          "xl": (200_000, 10)}  # sites, samples
 _HEADER = """##fileformat=VCFv4.2
 ##source=vera_env-builtin
 ##contig=<ID=chr1,length=248956422>

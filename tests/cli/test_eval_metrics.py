@@ -1,0 +1,106 @@
+"""Summary metrics and the run folder: pass@k, consistency, exclusions, torn lines."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from vera_env.evaluation.metrics import format_summary, latest_attempts, pass_at_k, summarise
+from vera_env.evaluation.rundir import RunDir, RunSettings, RunSettingsMismatch, append
+from vera_env.rollout import Attempt
+
+
+def att(task, k, status="ok", correct=True, **kw):
+    answered = status == "ok"
+    return Attempt(task_id=task, attempt_index=k, status=status,
+                   correct=correct if answered else None, answer="x" if answered else "", **kw)
+
+
+@pytest.mark.parametrize("n, c, k, expected", [
+    (5, 0, 1, 0.0), (5, 5, 5, 1.0), (5, 1, 1, 0.2), (5, 1, 5, 1.0), (5, 2, 2, 1 - 3 / 10),
+    (10, 3, 4, 1 - math.comb(7, 4) / math.comb(10, 4))])
+def test_pass_at_k_is_the_unbiased_estimator(n, c, k, expected):
+    assert pass_at_k(n, c, k) == pytest.approx(expected)
+
+
+def test_pass_at_k_rejects_impossible_arguments():
+    with pytest.raises(ValueError, match="k must be"):
+        pass_at_k(3, 1, 4)
+    with pytest.raises(ValueError, match="c must be"):
+        pass_at_k(3, 4, 1)
+
+
+def test_summary_excludes_provider_and_sandbox_and_counts_no_answer_as_wrong():
+    attempts = ([att("a", k) for k in range(5)]                                   # 5/5
+                + [att("b", k, correct=k < 4) for k in range(5)]                  # 4/5
+                + [att("c", 0), att("c", 1, "max_steps"), att("c", 2, "format"),
+                   att("c", 3, correct=False), att("c", 4, "provider")]           # 1/4 scored
+                + [att("d", k, "sandbox", unscorable=True) for k in range(5)])    # excluded
+    s = summarise(attempts, k=5)
+    assert (s["scored"], s["excluded"], s["correct"]) == (14, 6, 10)
+    assert s["accuracy"] == pytest.approx(10 / 14)
+    assert s["no_answer_share"] == pytest.approx(2 / 14)
+    assert s["pass@1"] == pytest.approx((1 + 0.8 + 0.25) / 3)
+    assert s["pass@5"] == 1.0 and s["pass@k_tasks"] == 2          # c has 4 scored: not eligible
+    assert s["consistency"] == 1.0 and s["consistency_tasks"] == 2  # a (5/5) and b (4/5)
+    assert s["statuses"]["sandbox"] == 5 and s["statuses"]["provider"] == 1
+    assert s["per_task"]["c"]["outcomes"][1:3] == ["no-answer", "no-answer"]
+    assert "consistency (right in >= 4 of 5)" in format_summary(s)
+
+
+def test_consistency_needs_four_of_five():
+    s = summarise([att("a", k, correct=k < 3) for k in range(5)], k=5)
+    assert s["consistency"] == 0.0 and s["pass@1"] == pytest.approx(0.6)
+
+
+def test_unscorable_grade_is_an_exclusion_and_tokens_sum():
+    s = summarise([att("a", 0, correct=None, prompt_tokens=10, completion_tokens=3),
+                   att("a", 1, prompt_tokens=5, completion_tokens=1)], k=2)
+    assert s["excluded"] == 1 and s["unscorable"] == 1 and s["accuracy"] == 1.0
+    assert (s["tokens_in"], s["tokens_out"]) == (15, 4)
+
+
+def test_latest_attempt_per_key_wins():
+    first, second = att("a", 0, correct=False), att("a", 0, correct=True)
+    assert latest_attempts([first, second]) == [second]
+
+
+def settings(**kw):
+    base = dict(policy="openai", model="m", tasks="builtin", task_ids=("a",), attempts=1,
+                max_steps=10, wrappers=("forced",), reserve=3, seed=0, temperature=0.0,
+                max_tokens=64)
+    return RunSettings(**{**base, **kw})
+
+
+def test_torn_last_line_is_ignored_and_cut_before_appending(tmp_path):
+    run = RunDir(tmp_path)
+    run.start(settings(), resume=False)
+    with run.open_results() as handle:
+        append(handle, att("a", 0))
+    with run.results_path.open("a") as handle:
+        handle.write(att("a", 1).to_json()[:40])          # killed mid-write
+    assert [a.attempt_index for a in run.attempts()] == [0]
+    with run.open_results() as handle:
+        append(handle, att("a", 1))
+    assert [a.attempt_index for a in run.attempts()] == [0, 1]
+    assert run.results_path.read_text().count("\n") == 2
+
+
+def test_corrupt_middle_line_is_an_error(tmp_path):
+    run = RunDir(tmp_path)
+    run.results_path.write_text("garbage\n" + att("a", 0).to_json() + "\n")
+    with pytest.raises(ValueError, match=r"results.jsonl:1: not an Attempt"):
+        run.attempts()
+
+
+def test_resume_checks_binding_settings_only(tmp_path):
+    run = RunDir(tmp_path / "r")
+    run.start(settings(base_url="http://a/v1", concurrency=2), resume=False)
+    run.start(settings(base_url="http://b/v1", concurrency=8), resume=True)
+    with pytest.raises(RunSettingsMismatch, match="model: was 'm', now 'other'"):
+        run.start(settings(model="other"), resume=True)
+    with pytest.raises(FileExistsError, match="--resume"):
+        run.start(settings(), resume=False)
+    with pytest.raises(FileNotFoundError):
+        RunDir(tmp_path / "none").start(settings(), resume=True)

@@ -1,0 +1,172 @@
+"""The red-team scenario format and its runner (imported by the red-team tests).
+
+A red-team scenario is a golden scenario (``vera_env.golden``: an inline task, scripted
+turns, expectations) plus a ``redteam`` block saying which hack it plays and what
+stopped it. The golden runner plays it through the real environment; this module adds
+the assertions every hack must meet, whatever the file says:
+
+* it earns no verification reward (``max_verification``, 0 unless the scenario mixes
+  a legitimate node in; a ``(control)`` scenario must also earn ``min_verification``,
+  so the defences are shown not to zero honest work);
+* the task's source data is byte-identical afterwards;
+* the workspace is byte-identical across each step in ``workspace_unchanged_at``
+  (turns that only declare checks: checks must change nothing);
+* no process whose command line matches ``no_process_matching`` survives;
+* the same environment's next episode works.
+
+Unknown keys are errors, as in the golden format: a typo'd assertion must not pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from vera_env import info as keys
+from vera_env.golden import GoldenError, run_scenario, validate
+
+__all__ = ["SCENARIO_DIR", "load", "play"]
+
+SCENARIO_DIR = Path(__file__).parent / "scenarios"
+_REQUIRED = {"hack", "stopped_by"}
+_OPTIONAL = {"max_verification", "min_verification", "workspace_unchanged_at",
+             "no_process_matching", "checks_discriminating"}
+
+
+def load(path: Path) -> dict[str, Any]:
+    """Read and validate one scenario file.
+
+    Raises:
+        GoldenError: The golden part or the ``redteam`` block is malformed.
+    """
+    scenario = json.loads(path.read_text(encoding="utf-8"))
+    block = scenario.pop("redteam", None)
+    if not isinstance(block, dict):
+        raise GoldenError(f"{path.name}: a red-team scenario needs a 'redteam' object")
+    missing, unknown = _REQUIRED - set(block), set(block) - _REQUIRED - _OPTIONAL
+    if missing or unknown:
+        raise GoldenError(f"{path.name}: redteam block missing {sorted(missing)}, "
+                          f"unknown {sorted(unknown)}")
+    validate(scenario, source=path.name)
+    if scenario["name"] != path.stem:
+        raise GoldenError(f"{path.name}: name {scenario['name']!r} differs from the file")
+    scenario["redteam"] = block
+    return scenario
+
+
+class _Recorder(gym.Wrapper):
+    """Watches the episode from outside: data hashes, workspace snapshots, infos."""
+
+    def __init__(self, env: gym.Env, block: dict[str, Any]) -> None:
+        super().__init__(env)
+        self._unchanged_at = set(block.get("workspace_unchanged_at", []))
+        self.infos: list[dict[str, Any]] = []
+        self.failures: list[str] = []
+        self._data: dict[str, str] = {}
+
+    def reset(self, **kwargs: Any) -> Any:
+        out = self.env.reset(**kwargs)
+        self._data = _hashes(self.unwrapped.task.data_files())
+        return out
+
+    def step(self, action: str) -> Any:
+        at = len(self.infos) + 1
+        before = _snapshot(self.unwrapped.workspace.path) if at in self._unchanged_at else None
+        out = self.env.step(action)
+        self.infos.append(out[-1])
+        if before is not None and _snapshot(self.unwrapped.workspace.path) != before:
+            self.failures.append(f"turn {at}: the workspace changed across the turn")
+        return out
+
+    def close(self) -> None:
+        base = self.unwrapped
+        if _hashes(base.task.data_files()) != self._data:
+            self.failures.append("the task's source data changed")
+        base.reset(seed=1)  # the next episode of the same environment
+        info = base.step("<command>echo alive; ls</command>")[-1]
+        if not info[keys.COMMAND_OUTPUT].startswith("alive"):
+            self.failures.append(f"next episode broken: {info[keys.COMMAND_OUTPUT][:200]!r}")
+        super().close()
+
+
+def play(scenario: dict[str, Any]) -> list[str]:
+    """Run one scenario; return every failed expectation and invariant."""
+    block = scenario["redteam"]
+    recorders: list[_Recorder] = []
+
+    def wrap(env: Any, names: list[str]) -> Any:
+        from vera_env.wrappers import apply_wrappers  # noqa: PLC0415
+
+        recorders.append(_Recorder(apply_wrappers(env, names), block))
+        return recorders[-1]
+
+    golden = {k: v for k, v in scenario.items() if k != "redteam"}
+    failures = run_scenario(golden, wrap=wrap)
+    recorder = recorders[0]
+    failures += recorder.failures
+    failures += _check_reward(block, recorder.infos)
+    failures += _check_discriminating(block, recorder.infos)
+    failures += [f"process left running: {m!r}" for m in block.get("no_process_matching", [])
+                 if _processes_with(m)]
+    return failures
+
+
+def _check_reward(block: dict[str, Any], infos: list[dict[str, Any]]) -> list[str]:
+    total = infos[-1][keys.VERIFICATION_TOTAL] if infos else 0.0
+    cap = block.get("max_verification", 0.0)
+    out = [f"earned {total} verification, more than {cap}"] if total > cap + 1e-9 else []
+    floor = block.get("min_verification")
+    if floor is not None and not math.isclose(total, floor, abs_tol=1e-9) and total < floor:
+        out.append(f"control earned {total}, expected {floor}")
+    return out
+
+
+def _check_discriminating(block: dict[str, Any], infos: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for at, want in block.get("checks_discriminating", {}).items():
+        got = [c["discriminating"] for c in infos[int(at) - 1][keys.CHECKS]]
+        if got != want:
+            out.append(f"turn {at}: discriminating {got}, expected {want}")
+    return out
+
+
+def _hashes(files: dict[str, Path]) -> dict[str, str]:
+    return {name: hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            for name, path in files.items()}
+
+
+def _snapshot(root: Path) -> dict[str, tuple[str, int]]:
+    found: dict[str, tuple[str, int]] = {}
+    for directory, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(directory) / name
+            st = path.lstat()
+            if path.is_symlink():
+                content = "link:" + os.readlink(path)
+            elif path.is_dir():
+                content = "dir"
+            else:
+                content = hashlib.sha256(path.read_bytes()).hexdigest()
+            found[path.relative_to(root).as_posix()] = (content, st.st_mode)
+    return found
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(int(name))
+    return found

@@ -1,0 +1,45 @@
+"""Fixtures for the training tests: a tokenizer trained here, tasks with real data.
+
+Nothing is downloaded: the model is built from a config (``training.tiny``), so the
+tests run offline on CPU. They are skipped where the ``training`` extra is missing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+from vera_env.tasks import Task  # noqa: E402
+
+VALUES = "".join(f"{i}\n" for i in range(1, 11))
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    from training.tiny import tiny_tokenizer
+
+    return tiny_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def judged_task(tmp_path_factory: pytest.TempPathFactory) -> Task:
+    """A task graded by an LLM judge; none is configured, so every answer is unscorable."""
+    data = tmp_path_factory.mktemp("judged") / "data"
+    data.mkdir()
+    (data / "values.txt").write_text(VALUES)
+    return Task(id="judged.values", question="Describe the values in values.txt.",
+                answer="the integers 1 to 10", data_dir=Path(data),
+                grader={"kind": "llm", "rubric": "Accept any description of 1..10."})
+
+
+JUDGED_NODE = ("<command>wc -l < values.txt</command>\n"
+               'NODE kind=load summary="values.txt holds 10 values" artifact=values.txt\n'
+               'CHECK range "ten lines" :: test "$(wc -l < values.txt)" -eq 10 '
+               "&& echo True || echo False")
+"""A real node with a passing check on the judged task's data."""

@@ -1,0 +1,78 @@
+"""Command-line flags from an ``Args`` dataclass, with the docstring under each field as help.
+
+The training scripts keep cleanrl's shape: every knob is a field of one ``Args``
+dataclass with a docstring under it, read top to bottom before the code. This module
+turns such a class into ``argparse`` flags (``--field-name``; booleans as
+``--flag/--no-flag``; tuples as space-separated lists), so the docstrings are also the
+``--help`` text and no knob is defined twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import itertools
+import textwrap
+import types
+import typing
+from typing import Any, Sequence, TypeVar
+
+__all__ = ["field_docs", "parse_args"]
+
+T = TypeVar("T")
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The string literal under each annotated field of ``cls`` (its docstring)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, after in itertools.pairwise(body):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def _scalar(kind: Any) -> Any:
+    """The element parser of a (possibly optional) field type."""
+    args = [a for a in typing.get_args(kind) if a is not type(None)]
+    if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(args) == 1:
+        return _scalar(args[0])
+    if typing.get_origin(kind) is typing.Literal:
+        return str
+    if kind in (int, float, str):
+        return kind
+    raise TypeError(f"unsupported Args field type {kind!r}")
+
+
+def parse_args(cls: type[T], argv: Sequence[str] | None = None) -> T:
+    """Build ``cls`` from command-line flags (``argv``; default ``sys.argv[1:]``).
+
+    Raises:
+        SystemExit: Unknown or malformed flags (argparse's own message).
+    """
+    hints = typing.get_type_hints(cls)
+    docs = field_docs(cls)
+    parser = argparse.ArgumentParser(description=(cls.__doc__ or "").strip().splitlines()[0]
+                                     if cls.__doc__ else None)
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        kind = hints[f.name]
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        help_text = f"{docs.get(f.name, '')} (default: {default!r})"
+        if kind is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
+                                help=help_text)
+        elif typing.get_origin(kind) is tuple:
+            parser.add_argument(flag, nargs="*", type=_scalar(typing.get_args(kind)[0]),
+                                default=default, help=help_text)
+        else:
+            choices = typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else None
+            parser.add_argument(flag, type=_scalar(kind), default=default, choices=choices,
+                                help=help_text)
+    values = vars(parser.parse_args(argv))
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})

@@ -1,0 +1,237 @@
+"""Collect rollouts of any policy into a datasets-loadable JSONL or Parquet file.
+
+    python -m training.collect --policy oracle --num-tasks 50 --output runs/oracle.jsonl
+    python -m training.collect --policy openai --base-url http://127.0.0.1:8000/v1 \\
+        --model Qwen/Qwen2.5-7B-Instruct --num-tasks 200 --attempts 4 \\
+        --tokenizer Qwen/Qwen2.5-1.5B-Instruct --output runs/teacher.parquet
+
+One row per episode: the task, the policy's turns and the observations it answered,
+the reward of each step, the env's verdicts (correct, verification reward, unscorable)
+and the full ``Attempt`` as JSON (``vera_env.rollout.Attempt.from_json`` reads it back).
+With ``--tokenizer``, also ``input_ids`` and ``labels``: the episode as one sequence in
+the chat template, exactly as ``training.grpo`` lays it out, with ``-100`` on every
+prompt and observation token — ready for ``SFTTrainer``. Load with
+``datasets.load_dataset("json", data_files=path)`` (or ``"parquet"``).
+
+Episodes run through ``vera_env.rollout.run_episode``, so a provider or sandbox fault is
+a row with its status (``provider``, ``sandbox``) rather than a crash; ``training.sft``
+leaves such rows out.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal, Sequence
+
+from training.episodes import ChatFormat, Start, draw_starts, tokenize_transcript
+from training.grpo import make_env, task_source
+from vera_env.rollout import Attempt, run_episode
+from vera_env.tasks import TaskSource
+
+
+@dataclass
+class Args:
+    """Collect rollouts of a policy through VeraEnv."""
+
+    policy: Literal["oracle", "careless", "openai", "transformers"] = "oracle"
+    """oracle (reference solutions), careless (falls into each trap), openai (an
+    OpenAI-compatible endpoint: OpenAIChatPolicy) or transformers (a local model folder)."""
+    base_url: str = ""
+    """Endpoint root with the version, e.g. http://127.0.0.1:8000/v1 (policy openai)."""
+    model: str = ""
+    """Served model id (openai) or model folder (transformers)."""
+    temperature: float = 0.7
+    """Sampling temperature of model policies (> 0 when attempts > 1)."""
+    max_tokens: int = 2048
+    """Tokens per turn of model policies."""
+    tasks: str = "builtin"
+    """Task source: 'builtin', a suite folder or a .jsonl file."""
+    difficulties: tuple[str, ...] = ("easy",)
+    """Builtin difficulties to draw from."""
+    num_tasks: int = 20
+    """Distinct task starts to play."""
+    attempts: int = 1
+    """Episodes per task start."""
+    env_max_steps: int = 20
+    """Step budget of one episode."""
+    wrappers: tuple[str, ...] = ("forced",)
+    """Env wrappers, innermost first: forced, gate."""
+    sandbox: str = "auto"
+    """Sandbox backend: auto, bwrap or local."""
+    concurrency: int = 4
+    """Episodes in flight at once."""
+    tokenizer: str = ""
+    """Tokenizer folder or id; when given, rows get input_ids and labels."""
+    output: str = "runs/rollouts.jsonl"
+    """Output file: .jsonl or .parquet."""
+    seed: int = 0
+    """Seed of the task draw."""
+
+
+class _Recording:
+    """Wraps a policy for one episode, keeping each observation it answered."""
+
+    def __init__(self, policy: Any) -> None:
+        self._policy = policy
+        self.observations: list[str] = []
+        self.actions: list[str] = []
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        action = self._policy.act(observation, info)
+        self.observations.append(observation)
+        self.actions.append(action)
+        return action
+
+    def __getattr__(self, name: str) -> Any:  # begin_episode, last_usage, ... if present
+        return getattr(self._policy, name)
+
+
+def episode_row(attempt: Attempt, recording: _Recording, question: str, policy: str,
+                fmt: ChatFormat | None) -> dict[str, Any]:
+    """One output row (see the module docstring)."""
+    row: dict[str, Any] = {
+        "task_id": attempt.task_id, "seed": attempt.seed, "attempt_index": attempt.attempt_index,
+        "policy": policy, "question": question, "status": attempt.status,
+        "correct": attempt.correct, "unscorable": attempt.unscorable, "score": attempt.score,
+        "verification_reward": attempt.verification_reward, "answer": attempt.answer,
+        "n_steps": attempt.n_steps, "actions": recording.actions,
+        "observations": recording.observations,
+        "rewards": [float(step["reward"]) for step in attempt.steps],
+        "attempt": attempt.to_json(),
+    }
+    if fmt is not None and recording.actions:
+        ((ids, labels),) = tokenize_transcript(fmt, recording.observations, recording.actions)
+        row["input_ids"], row["labels"] = ids, labels
+    elif fmt is not None:
+        row["input_ids"], row["labels"] = [], []
+    return row
+
+
+def collect(tasks: TaskSource, policy: Any, starts: Sequence[Start], *, attempts: int = 1,
+            make_env_fn: Callable[[], Any], concurrency: int = 4, policy_name: str = "",
+            fmt: ChatFormat | None = None,
+            on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Play ``attempts`` episodes per start, ``concurrency`` at a time; one row each.
+
+    Args:
+        tasks: The source the starts' task ids come from.
+        policy: Anything with ``act(observation, info)``; shared by all episodes.
+        starts: Task ids and reset seeds.
+        attempts: Episodes per start.
+        make_env_fn: Builds an env (one per worker thread).
+        concurrency: Episodes in flight.
+        policy_name: Recorded in each row.
+        fmt: When given, rows get ``input_ids`` and ``labels``.
+        on_row: Called with each row as its episode ends (in a worker thread, serialised).
+
+    Returns:
+        The rows, in the order of (start, attempt).
+    """
+    if attempts < 1 or concurrency < 1:
+        raise ValueError(f"attempts and concurrency must be >= 1, got {attempts}, {concurrency}")
+    local = threading.local()
+    envs: list[Any] = []
+    lock = threading.Lock()
+    jobs = [(start, k) for start in starts for k in range(attempts)]
+
+    def one(job: tuple[Start, int]) -> dict[str, Any]:
+        start, k = job
+        if not hasattr(local, "env"):
+            local.env = make_env_fn()
+            with lock:
+                envs.append(local.env)
+        recording = _Recording(policy)
+        attempt = run_episode(local.env, recording, seed=start.seed + k, task_id=start.task_id)
+        attempt.attempt_index = k
+        row = episode_row(attempt, recording, tasks.get(start.task_id).question, policy_name,
+                          fmt)
+        if on_row is not None:
+            with lock:
+                on_row(row)
+        return row
+
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            return list(pool.map(one, jobs))
+    finally:
+        for env in envs:
+            env.close()
+
+
+def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Any:
+    """The policy named by ``args.policy``."""
+    if args.policy == "oracle":
+        from policies import OraclePolicy  # noqa: PLC0415
+
+        return OraclePolicy(tasks)
+    if args.policy == "careless":
+        from policies import careless_policy  # noqa: PLC0415
+
+        return careless_policy([tasks.get(s.task_id) for s in starts])
+    if not args.model:
+        raise SystemExit(f"--policy {args.policy} needs --model")
+    if args.policy == "openai":
+        from policies import OpenAIChatPolicy  # noqa: PLC0415
+
+        if not args.base_url:
+            raise SystemExit("--policy openai needs --base-url")
+        return OpenAIChatPolicy(args.base_url, args.model, temperature=args.temperature,
+                                max_tokens=args.max_tokens)
+    from policies import TransformersPolicy  # noqa: PLC0415
+
+    return TransformersPolicy.from_pretrained(args.model, temperature=args.temperature,
+                                              max_new_tokens=args.max_tokens)
+
+
+def write_rows(rows: list[dict[str, Any]], path: str | Path) -> Path:
+    """Write rows as JSONL (one JSON object a line) or Parquet, by the file's suffix.
+
+    Raises:
+        ValueError: The suffix is neither ``.jsonl`` nor ``.parquet``.
+    """
+    path = Path(path)
+    if path.suffix not in (".jsonl", ".parquet"):
+        raise ValueError(f"output must end in .jsonl or .parquet, got {path.name!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".jsonl":
+        with path.open("w", encoding="utf-8") as out:
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    else:
+        from datasets import Dataset  # noqa: PLC0415
+
+        Dataset.from_list(rows).to_parquet(str(path))
+    return path
+
+
+def main(args: Args) -> list[dict[str, Any]]:
+    """Collect and write; returns the rows."""
+    tasks = task_source(args.tasks, args.difficulties, args.num_tasks)
+    starts = draw_starts(list(tasks.ids()), args.num_tasks, seed=args.seed)
+    fmt = None
+    if args.tokenizer:
+        from transformers import AutoTokenizer  # noqa: PLC0415
+
+        fmt = ChatFormat(AutoTokenizer.from_pretrained(args.tokenizer))
+    policy = make_policy(args, tasks, starts)
+    rows = collect(tasks, policy, starts, attempts=args.attempts, concurrency=args.concurrency,
+                   make_env_fn=lambda: make_env(tasks, max_steps=args.env_max_steps,
+                                                wrappers=args.wrappers, sandbox=args.sandbox),
+                   policy_name=args.policy if args.policy in ("oracle", "careless")
+                   else f"{args.policy}:{args.model}", fmt=fmt)
+    path = write_rows(rows, args.output)
+    n_ok = sum(r["status"] == "ok" for r in rows)
+    n_correct = sum(r["correct"] is True for r in rows)
+    print(f"wrote {len(rows)} episodes to {path}: {n_ok} answered, {n_correct} correct, "
+          f"{sum(r['unscorable'] for r in rows)} unscorable")
+    return rows
+
+
+if __name__ == "__main__":
+    from training.arguments import parse_args
+
+    main(parse_args(Args))

@@ -1,0 +1,193 @@
+"""Expert iteration: fine-tune on the collected episodes that went well.
+
+    python -m training.sft --rollouts runs/teacher.parquet --model Qwen/Qwen2.5-1.5B-Instruct \\
+        --select correct --output-dir runs/sft
+
+Rejection sampling on the env's own verdicts: keep the episodes whose answer was graded
+correct (``--select correct``), whose harness-executed verification reward reached a
+threshold (``verified``), or either. Unscorable episodes and exclusions (provider or
+sandbox faults) are never kept — nobody knows whether they went well.
+
+Each kept episode is tokenized with the trained model's tokenizer (collected ids may
+come from another one) in one of two layouts: ``episode`` — the whole transcript as
+one sequence, the context ``training.grpo`` trains in, so SFT then GRPO see the same
+thing — or ``turns`` — one sequence per turn from its observation alone, the context
+``OpenAIChatPolicy`` and ``TransformersPolicy`` give a model at evaluation. Either way
+the loss is on the model's turns only: prompt and observation tokens are labelled -100
+(``training.episodes.tokenize_transcript``), and ``SFTTrainer`` takes the
+pre-tokenized ``input_ids`` and ``labels`` as they are.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from training.episodes import ChatFormat, Layout, tokenize_transcript
+
+Selection = Literal["correct", "verified", "either"]
+
+
+@dataclass
+class Args:
+    """Supervised fine-tuning on selected collected rollouts."""
+
+    rollouts: tuple[str, ...] = ("runs/rollouts.jsonl",)
+    """Files written by training.collect (.jsonl or .parquet)."""
+    model: str = ""
+    """Model folder or hub id to fine-tune. Empty with --tiny."""
+    tiny: bool = False
+    """Fine-tune a random-weight tiny model with a locally trained tokenizer (CPU, no hub)."""
+    output_dir: str = "runs/sft"
+    """Where the fine-tuned model goes."""
+    select: Selection = "correct"
+    """Keep episodes graded correct, with verification reward >= min_verification, or either."""
+    min_verification: float = 0.1
+    """Verification reward an episode needs under --select verified/either."""
+    layout: Layout = "episode"
+    """episode: one sequence per episode (as GRPO); turns: one per turn (as eval policies)."""
+    max_length: int = 8192
+    """Longer sequences are cut to this many tokens."""
+    epochs: float = 1.0
+    """Passes over the kept examples (ignored when train_steps > 0)."""
+    train_steps: int = -1
+    """Optimizer steps; -1 runs the epochs."""
+    learning_rate: float = 1e-5
+    """AdamW learning rate."""
+    per_device_train_batch_size: int = 1
+    """Sequences per device per micro-step."""
+    gradient_accumulation_steps: int = 8
+    """Micro-steps per optimizer step."""
+    bf16: bool = False
+    """Train in bfloat16 (GPU)."""
+    activation_checkpointing: bool = False
+    """Recompute activations in the backward pass (long episodes on a small GPU)."""
+    logging_steps: int = 1
+    """Log every this many optimizer steps."""
+    report_to: str = "none"
+    """Where to report metrics: none, tensorboard, wandb."""
+    seed: int = 0
+    """Seed of the trainer."""
+
+
+def load_rollouts(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """Rows of collected rollout files (JSONL or Parquet), in file order.
+
+    Raises:
+        FileNotFoundError: A file is missing.
+        ValueError: A file is neither .jsonl nor .parquet.
+    """
+    from datasets import load_dataset  # noqa: PLC0415
+
+    rows: list[dict[str, Any]] = []
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise FileNotFoundError(f"no rollout file {path}")
+        kinds = {".jsonl": "json", ".parquet": "parquet"}
+        if path.suffix not in kinds:
+            raise ValueError(f"rollout files are .jsonl or .parquet, got {path.name!r}")
+        rows.extend(load_dataset(kinds[path.suffix], data_files=str(path), split="train"))
+    return rows
+
+
+def select_rows(rows: Sequence[dict[str, Any]], select: Selection = "correct",
+                min_verification: float = 0.1) -> list[dict[str, Any]]:
+    """The rows worth imitating (never unscorable rows, never faults).
+
+    Raises:
+        ValueError: Unknown ``select``.
+    """
+    if select not in ("correct", "verified", "either"):
+        raise ValueError(f"select must be correct, verified or either, got {select!r}")
+    kept = []
+    for row in rows:
+        if row["unscorable"] or row["status"] in ("provider", "sandbox", "error"):
+            continue
+        correct = row["correct"] is True
+        verified = row["verification_reward"] >= min_verification
+        if {"correct": correct, "verified": verified, "either": correct or verified}[select]:
+            kept.append(row)
+    return kept
+
+
+def to_examples(rows: Sequence[dict[str, Any]], fmt: ChatFormat, *, layout: Layout = "episode",
+                max_length: int = 8192) -> list[dict[str, list[int]]]:
+    """``{"input_ids", "labels"}`` examples of the rows, cut to ``max_length`` tokens.
+
+    Sequences whose every label is masked after the cut (nothing left to learn) are dropped.
+    """
+    examples = []
+    for row in rows:
+        if not row["actions"]:
+            continue
+        for ids, labels in tokenize_transcript(fmt, row["observations"], row["actions"], layout):
+            ids, labels = ids[:max_length], labels[:max_length]
+            if any(label != -100 for label in labels):
+                examples.append({"input_ids": ids, "labels": labels})
+    return examples
+
+
+def load_model(args: Args) -> tuple[Any, Any]:
+    """The model and tokenizer named by ``args`` (a tiny local pair with ``--tiny``)."""
+    if args.tiny:
+        from training.tiny import tiny_model, tiny_tokenizer  # noqa: PLC0415
+
+        tokenizer = tiny_tokenizer()
+        return tiny_model(tokenizer, seed=args.seed), tokenizer
+    if not args.model:
+        raise SystemExit("give --model PATH (a chat model) or --tiny")
+    import torch  # noqa: PLC0415
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
+
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    dtype = torch.bfloat16 if args.bf16 else torch.float32
+    return AutoModelForCausalLM.from_pretrained(args.model, dtype=dtype), tokenizer
+
+
+def sft_config(args: Args) -> Any:
+    """The ``SFTConfig`` for ``args``."""
+    import torch  # noqa: PLC0415
+    from trl import SFTConfig  # noqa: PLC0415
+
+    return SFTConfig(
+        output_dir=args.output_dir, num_train_epochs=args.epochs, max_steps=args.train_steps,
+        learning_rate=args.learning_rate,
+        per_device_train_batch_size=args.per_device_train_batch_size,
+        gradient_accumulation_steps=args.gradient_accumulation_steps, max_length=None,
+        bf16=args.bf16, use_cpu=not torch.cuda.is_available(),
+        activation_checkpointing=args.activation_checkpointing,
+        logging_steps=args.logging_steps, report_to=args.report_to, save_strategy="no",
+        seed=args.seed)
+
+
+def main(args: Args) -> Any:
+    """Select, tokenize, train, save; returns the trainer."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from datasets import Dataset  # noqa: PLC0415
+    from trl import SFTTrainer  # noqa: PLC0415
+
+    rows = load_rollouts(args.rollouts)
+    kept = select_rows(rows, args.select, args.min_verification)
+    model, tokenizer = load_model(args)
+    examples = to_examples(kept, ChatFormat(tokenizer), layout=args.layout,
+                           max_length=args.max_length)
+    print(f"kept {len(kept)} of {len(rows)} episodes ({args.select}): "
+          f"{len(examples)} sequences, {sum(len(e['input_ids']) for e in examples)} tokens")
+    if not examples:
+        raise SystemExit(f"nothing to train on: {len(kept)} episodes kept, none with a model "
+                         f"turn within --max-length {args.max_length}; collect more, relax "
+                         f"--select or raise --max-length")
+    trainer = SFTTrainer(model=model, args=sft_config(args),
+                         train_dataset=Dataset.from_list(examples), processing_class=tokenizer)
+    trainer.train()
+    trainer.save_model(args.output_dir)
+    tokenizer.save_pretrained(args.output_dir)
+    return trainer
+
+
+if __name__ == "__main__":
+    from training.arguments import parse_args
+
+    main(parse_args(Args))

@@ -1,0 +1,207 @@
+"""Summary metrics of an evaluation run: accuracy, pass@k, consistency, exclusions.
+
+Two rules shape every number here.
+
+Exclusions are not wrong answers. An episode that ended because the provider failed
+(``provider``), the sandbox failed (``sandbox``), the harness raised (``error``) or the
+grader could not decide (``unscorable``) says nothing about the model; counting it as
+wrong makes an outage look like a regression. Such attempts are counted in the status
+breakdown and left out of every rate. An attempt that ran out of budget without an
+answer (``max_steps``) or never produced a well-formed turn (``format``) is the model's
+failure: it is scored wrong, and also reported as "no usable answer".
+
+pass@k is the unbiased estimator of Chen et al. (2021), ``1 - C(n-c, k) / C(n, k)`` per
+task with ``n`` scored attempts of which ``c`` are correct, averaged over the tasks
+with at least ``k`` scored attempts — not "any of the first k was right", whose value
+depends on the order the attempts happened to finish in.
+
+Consistency follows BioMysteryBench, which runs each problem five times and also reports
+how often a model is right in at least four of five: a task counts as consistent when
+at least ``ceil(0.8 K)`` of its ``K`` attempts are right, over the tasks whose ``K``
+attempts were all scored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from typing import Any, Iterable, Sequence
+
+from vera_env.rollout import STATUSES, Attempt
+
+__all__ = ["EXCLUDED_STATUSES", "CONSISTENCY_SHARE", "format_summary", "is_excluded",
+           "latest_attempts", "outcome", "pass_at_k", "per_task", "summarise", "summary_rows"]
+
+EXCLUDED_STATUSES = frozenset({"provider", "sandbox", "error"})
+CONSISTENCY_SHARE = 0.8   # right in at least 4 of 5
+_NO_ANSWER_STATUSES = frozenset({"max_steps", "format"})
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for one task: the chance that k of the n attempts hold a right one.
+
+    Raises:
+        ValueError: ``k`` outside ``1..n`` or ``c`` outside ``0..n``.
+    """
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in 1..n={n}, got {k}")
+    if not 0 <= c <= n:
+        raise ValueError(f"c must be in 0..n={n}, got {c}")
+    if n - c < k:
+        return 1.0
+    # 1 - C(n-c, k)/C(n, k) as a product, stable for large n.
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+def is_excluded(attempt: Attempt) -> bool:
+    """An infrastructure fault or an undecidable grade: kept out of every rate."""
+    return attempt.status in EXCLUDED_STATUSES or attempt.unscorable or (
+        attempt.status == "ok" and attempt.correct is None)
+
+
+def latest_attempts(attempts: Iterable[Attempt]) -> list[Attempt]:
+    """One attempt per (task, attempt index): the last one recorded wins."""
+    latest: dict[tuple[str, int], Attempt] = {}
+    for attempt in attempts:
+        latest[(attempt.task_id, attempt.attempt_index)] = attempt
+    return list(latest.values())
+
+
+def per_task(attempts: Sequence[Attempt]) -> dict[str, dict[str, Any]]:
+    """Per task: attempts, scored, correct, pass@1, and each attempt's outcome."""
+    grouped: dict[str, list[Attempt]] = defaultdict(list)
+    for attempt in attempts:
+        grouped[attempt.task_id].append(attempt)
+    out: dict[str, dict[str, Any]] = {}
+    for task_id in sorted(grouped):
+        group = sorted(grouped[task_id], key=lambda a: a.attempt_index)
+        scored = [a for a in group if not is_excluded(a)]
+        correct = sum(bool(a.correct) for a in scored)
+        out[task_id] = {
+            "attempts": len(group), "scored": len(scored), "correct": correct,
+            "pass@1": correct / len(scored) if scored else None,
+            "outcomes": [outcome(a) for a in group],
+            "answers": [a.answer for a in group],
+        }
+    return out
+
+
+def outcome(attempt: Attempt) -> str:
+    """``right``, ``wrong``, ``no-answer`` or ``excluded:<why>``."""
+    if is_excluded(attempt):
+        return "excluded:" + (attempt.status if attempt.status != "ok" else "unscorable")
+    if attempt.status in _NO_ANSWER_STATUSES:
+        return "no-answer"
+    return "right" if attempt.correct else "wrong"
+
+
+def summarise(attempts: Sequence[Attempt], k: int) -> dict[str, Any]:
+    """The run's summary (what ``summary.json`` holds and the table prints).
+
+    Args:
+        attempts: One per (task, attempt index); see ``latest_attempts``.
+        k: Attempts per task the run asked for (pass@k and consistency use it).
+
+    Raises:
+        ValueError: ``k`` < 1.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    tasks = per_task(attempts)
+    scored = [a for a in attempts if not is_excluded(a)]
+    n_scored = len(scored)
+    correct = sum(bool(a.correct) for a in scored)
+    accuracy = correct / n_scored if n_scored else None
+    statuses = Counter(a.status for a in attempts)
+    pass_k: dict[str, float | None] = {}
+    for j in sorted({1, k}):
+        eligible = [t for t in tasks.values() if t["scored"] >= j]
+        pass_k[f"pass@{j}"] = (sum(pass_at_k(t["scored"], t["correct"], j) for t in eligible)
+                               / len(eligible)) if eligible else None
+    threshold = math.ceil(CONSISTENCY_SHARE * k)
+    complete = [t for t in tasks.values() if t["scored"] == k]
+    consistency = (sum(t["correct"] >= threshold for t in complete) / len(complete)
+                   if k >= 2 and complete else None)
+    tokens_in = [a.prompt_tokens for a in attempts if a.prompt_tokens is not None]
+    tokens_out = [a.completion_tokens for a in attempts if a.completion_tokens is not None]
+    return {
+        "attempts": len(attempts), "tasks": len(tasks), "k": k,
+        "scored": n_scored, "excluded": len(attempts) - n_scored, "correct": correct,
+        "accuracy": accuracy,
+        "accuracy_stderr": (math.sqrt(accuracy * (1 - accuracy) / n_scored)
+                            if accuracy is not None else None),
+        **pass_k,
+        "pass@k_tasks": sum(t["scored"] >= k for t in tasks.values()),
+        "consistency": consistency,
+        "consistency_rule": f"right in >= {threshold} of {k}",
+        "consistency_tasks": len(complete),
+        "no_answer_share": (sum(a.status in _NO_ANSWER_STATUSES for a in scored) / n_scored
+                            if n_scored else None),
+        "statuses": {s: statuses.get(s, 0) for s in STATUSES},
+        "unscorable": sum(a.unscorable or (a.status == "ok" and a.correct is None)
+                          for a in attempts),
+        "mean_verification_reward": _mean(a.verification_reward for a in scored),
+        "mean_discriminating_checks": _mean(a.n_discriminating for a in scored),
+        "mean_checks": _mean(a.n_checks for a in scored),
+        "mean_nodes": _mean(a.n_nodes for a in scored),
+        "mean_steps": _mean(a.n_steps for a in scored),
+        "answers_forced": sum(a.answer_forced for a in scored),
+        "tokens_in": sum(tokens_in) if tokens_in else None,
+        "tokens_out": sum(tokens_out) if tokens_out else None,
+        "episode_wall_s": round(sum(a.wall_s for a in attempts), 3),
+        "per_task": tasks,
+    }
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    items = list(values)
+    return sum(items) / len(items) if items else None
+
+
+def _fmt(value: Any, kind: str = "rate") -> str:
+    if value is None:
+        return "-"
+    if kind == "rate":
+        return f"{100 * value:.1f}%"
+    if kind == "float":
+        return f"{value:.3f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The summary as (metric, value) rows, in the order the table prints them."""
+    k = summary["k"]
+    acc = _fmt(summary["accuracy"])
+    if summary["accuracy_stderr"] is not None:
+        acc += f" ± {100 * 1.96 * summary['accuracy_stderr']:.1f}"
+    statuses = " ".join(f"{s}={n}" for s, n in summary["statuses"].items() if n)
+    rows = [
+        ("tasks x attempts", f"{summary['tasks']} x {k} = {summary['attempts']} "
+                             f"({summary['scored']} scored, {summary['excluded']} excluded)"),
+        ("accuracy (95% CI)", acc),
+        ("pass@1", _fmt(summary["pass@1"])),
+    ]
+    if k > 1:
+        rows.append((f"pass@{k}", f"{_fmt(summary[f'pass@{k}'])} "
+                                  f"(over {summary['pass@k_tasks']} tasks)"))
+        rows.append((f"consistency ({summary['consistency_rule']})",
+                     f"{_fmt(summary['consistency'])} "
+                     f"(over {summary['consistency_tasks']} tasks)"))
+    rows += [
+        ("no usable answer", _fmt(summary["no_answer_share"])),
+        ("status", statuses or "-"),
+        ("mean verification reward", _fmt(summary["mean_verification_reward"], "float")),
+        ("mean discriminating checks", _fmt(summary["mean_discriminating_checks"], "float")),
+        ("mean steps / nodes", f"{_fmt(summary['mean_steps'], 'float')} / "
+                               f"{_fmt(summary['mean_nodes'], 'float')}"),
+        ("tokens in / out", f"{_fmt(summary['tokens_in'], 'int')} / "
+                            f"{_fmt(summary['tokens_out'], 'int')}"),
+    ]
+    return rows
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """The summary as a two-column plain-text table."""
+    rows = summary_rows(summary)
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)

@@ -1,0 +1,152 @@
+"""Tabular family: which class is 1? A mean over the malignant tumours.
+
+Why this trap. A binary label column invites the reading "1 = the condition, 0 = the
+rest". Real datasets disagree: scikit-learn's breast cancer data, one of the most used
+teaching sets, codes ``0 = malignant, 1 = benign``. Averaging a feature over
+``target == 1`` then reports the benign tumours' mean -- a real number in the right
+units and a plausible size, just the other class's. The codebook says how the label is
+coded, for whoever reads it.
+
+The ground truth is the mean over the rows the generator draws as malignant, summed in
+integer hundredths so it is exact; tests recompute it from the CSV with the ``csv``
+module.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import (
+    Difficulty, Instance, check, fill, final, node, turn, verdict,
+)
+from vera_env.tasks.model import Trap
+
+__all__ = ["MALIGNANT", "label_coding"]
+
+MALIGNANT = 0
+"""The label of the malignant class, as scikit-learn's ``load_breast_cancer`` codes it."""
+
+# feature -> ((malignant mean, sd), (benign mean, sd)), loosely after the Wisconsin data
+_FEATURES = {
+    "radius_mean": ((17.46, 3.2), (12.15, 1.78)),
+    "texture_mean": ((21.60, 3.8), (17.91, 4.0)),
+    "perimeter_mean": ((115.37, 21.9), (78.08, 11.8)),
+    "area_mean": ((978.38, 368.0), (462.79, 134.0)),
+}
+_ROWS = {"easy": 200, "medium": 2000, "hard": 20_000, "xl": 400_000}
+_CODEBOOK = """tumours.csv: one row per fine-needle aspirate, comma-separated, header first.
+
+id               integer, unique
+radius_mean      mean distance from centre to perimeter (um)
+texture_mean     standard deviation of grey-scale values
+perimeter_mean   mean perimeter (um)
+area_mean        mean area (um^2)
+target           diagnosis, coded as in sklearn.datasets.load_breast_cancer:
+                 0 = malignant, 1 = benign
+"""
+
+
+def _table(rng: np.random.Generator, n_rows: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Labels and each feature in integer hundredths (non-negative)."""
+    target = (rng.random(n_rows) >= 0.37).astype(np.int64)  # about 37% malignant
+    target[:2] = MALIGNANT
+    target[2:4] = 1 - MALIGNANT
+    cents = {}
+    for name, (bad, good) in _FEATURES.items():
+        mean = np.where(target == MALIGNANT, bad[0], good[0])
+        sd = np.where(target == MALIGNANT, bad[1], good[1])
+        cents[name] = np.maximum(np.rint(rng.normal(mean, sd) * 100), 100).astype(np.int64)
+    return target, cents
+
+
+def _near_tie(cents: int, n: int) -> bool:
+    """Whether ``cents / n / 100`` lies within float noise of a two-decimal rounding tie."""
+    fraction = (2 * cents) % (2 * n)  # twice the remainder: n means exactly .xx5
+    return abs(fraction - n) * 10**6 < n
+
+
+def _csv(target: np.ndarray, cents: dict[str, np.ndarray]) -> str:
+    names = list(_FEATURES)
+    rows = ["id," + ",".join(names) + ",target"]
+    for i in range(len(target)):
+        values = ",".join(f"{cents[n][i] // 100}.{cents[n][i] % 100:02d}" for n in names)
+        rows.append(f"{i + 1},{values},{target[i]}")
+    return "\n".join(rows) + "\n"
+
+
+def _solution(feature: str, col: int, n_rows: int, n_bad: int, answer: str
+              ) -> tuple[str, ...]:
+    v = {"F": feature, "COL": col, "ROWS": n_rows, "NB": n_bad, "ANS": answer}
+    return (
+        turn(fill("cat codebook.txt\nhead -3 tumours.csv\n"
+                  "head -1 tumours.csv | tr ',' '\\n' | grep -nx '@F@' | cut -d: -f1 > col.txt\n"
+                  "grep -o '[01] = malignant' codebook.txt | cut -c1 > malignant_code.txt\n"
+                  "cat col.txt malignant_code.txt", **v),
+             node("load", fill("@F@ is column @COL@; the codebook codes malignant as 0, "
+                               "benign as 1", **v), "malignant_code.txt"), [
+                 check("type", fill("col.txt points at @F@", **v), verdict(fill(
+                     "test \"$(head -1 tumours.csv | cut -d, -f\"$(cat col.txt)\")\" = @F@",
+                     **v))),
+                 check("type", "the malignant code is the codebook's", verdict(
+                     "test \"$(cat malignant_code.txt)\" = 0 && grep -q \"^ *$(cat "
+                     "malignant_code.txt) = malignant\" codebook.txt"))]),
+        turn(fill("awk -F, -v c=\"$(cat col.txt)\" -v m=\"$(cat malignant_code.txt)\" "
+                  "'NR > 1 && $NF == m { print $c }' tumours.csv > malignant_values.txt\n"
+                  "wc -l < malignant_values.txt", **v),
+             node("qc", fill("@NB@ malignant tumours (target == 0) of @ROWS@", **v),
+                  "malignant_values.txt", "n1"), [
+                 check("conservation", "as many values as rows with target 0", verdict(fill(
+                     "test \"$(wc -l < malignant_values.txt)\" -eq \"$(awk -F, 'NR > 1 && $NF == "
+                     "0' tumours.csv | wc -l)\" && test \"$(wc -l < malignant_values.txt)\" "
+                     "-eq @NB@", **v))),
+                 check("range", "malignant plus benign rows are every row", verdict(fill(
+                     "test \"$(( $(wc -l < malignant_values.txt) + $(awk -F, 'NR > 1 && $NF == "
+                     "1' tumours.csv | wc -l) ))\" -eq @ROWS@", **v)))]),
+        turn("awk '{ s += $1; n++ } END { printf \"%.2f\\n\", s / n }' malignant_values.txt "
+             "> mean.txt\ncat mean.txt",
+             node("test", fill("mean @F@ of malignant tumours: @ANS@", **v), "mean.txt", "n2"), [
+                 check("invariance", "a python recomputation agrees", fill(
+                     "python3 -c \"v = [float(x) for x in open('malignant_values.txt')]; m = "
+                     "float(open('mean.txt').read()); print(abs(sum(v) / len(v) - m) < 0.006 "
+                     "and m == @ANS@ and len(v) == @NB@)\"", **v)),
+                 check("range", "the malignant mean exceeds the benign mean", fill(
+                     "awk -F, 'NR == FNR { m = $1; k++; next } FNR > 1 && $NF == 1 { s += "
+                     "$@COL@; n++ } END { print (k == 1 && m == @ANS@ && m > s / n) ? \"True\" : "
+                     "\"False\" }' mean.txt tumours.csv", **v))]),
+        final(answer),
+    )
+
+
+def label_coding(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """Mean of a feature over malignant tumours (trap: taking ``target == 1`` as malignant)."""
+    feature = list(_FEATURES)[int(rng.integers(len(_FEATURES)))]
+    col = list(_FEATURES).index(feature) + 2
+    for _ in range(20):  # float sums may round a mean at x.xx5 either way: redraw those
+        target, cents = _table(rng, _ROWS[difficulty])
+        bad, good = cents[feature][target == MALIGNANT], cents[feature][target != MALIGNANT]
+        if not (_near_tie(int(bad.sum()), len(bad)) or _near_tie(int(good.sum()), len(good))):
+            break
+    else:
+        raise RuntimeError("label_coding: every draw rounds ambiguously; generator bug")
+    answer = f"{int(bad.sum()) / len(bad) / 100:.2f}"
+    wrong = f"{int(good.sum()) / len(good) / 100:.2f}"
+    careless = fill("awk -F, 'NR > 1 && $NF == 1 { s += $@COL@; n++ } "
+                    "END { printf \"%.2f\\n\", s / n }' tumours.csv > mean.txt\ncat mean.txt",
+                    COL=col)
+    trap = Trap(
+        description="target 1 read as malignant; the codebook codes malignant as 0 "
+                    "(scikit-learn's convention), so the benign mean is reported",
+        careless_solution=(
+            turn(careless, node("test", f"mean {feature} of malignant tumours: {wrong}",
+                                "mean.txt"), [
+                check("range", "the mean is positive",
+                      "awk '{ print ($1 > 0) ? \"True\" : \"False\" }' mean.txt")]),
+            final(wrong)),
+        wrong_answer=wrong)
+    question = (f"What is the mean {feature} of the malignant tumours in tumours.csv? "
+                "Give two decimals.")
+    return Instance(files={"tumours.csv": _csv(target, cents).encode(),
+                           "codebook.txt": _CODEBOOK.encode()},
+                    question=question, answer=answer, grader={"kind": "numeric", "abs_tol": 0.01},
+                    solution=_solution(feature, col, len(target), len(bad), answer), trap=trap,
+                    tags=("csv", "label-coding", "codebook"))

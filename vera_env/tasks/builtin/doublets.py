@@ -1,0 +1,169 @@
+"""Sparse count matrix family: T/B doublets in a matrix exported cells x genes.
+
+Why this trap. Cell Ranger writes genes x cells; AnnData holds cells x genes, and a
+matrix exported from it with ``scipy.io.mmwrite(adata.X)`` keeps that orientation. The
+files look the same (``matrix.mtx.gz``, ``features.tsv.gz``, ``barcodes.tsv.gz``), so an
+analysis written for 10x output reads a cell where it means a gene: it looks up
+Cd3e's line number in features.tsv.gz, picks the matrix entries whose *first* index is
+that number -- a cell -- and happily counts something. The result is a small integer,
+as a doublet count is. The MatrixMarket size line (cells, genes, entries) and a comment
+under the banner say which way round the matrix is, for whoever looks.
+
+Doublets are planted as the sum of a T-cell and a B-cell read profile. The ground truth
+is counted on the drawn entries (barcodes with at least 3 Cd3e and 3 Cd19 counts); tests
+recount it by parsing the written matrix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vera_env.tasks.builtin.counts import barcodes, concat, gene_table, mtx_bytes, sample_counts
+from vera_env.tasks.builtin.instance import (
+    Difficulty, Instance, check, fill, final, gz, node, turn, verdict,
+)
+from vera_env.tasks.model import Trap
+
+__all__ = ["doublets"]
+
+MIN_COUNTS = 3
+_MARKERS = ("Cd3e", "Cd19")
+_OTHER = ("Actb", "Gapdh", "Malat1", "B2m", "Ptprc", "Cd74", "Lyz2", "Cd3d", "Cd3g", "Cd4",
+          "Cd8a", "Ms4a1", "Cd79a", "Cd79b", "Itgam", "Csf1r", "Nkg7", "Gzma", "Hba-a1")
+_SIZES = {"easy": (300, 200), "medium": (1500, 800), "hard": (5000, 2500),
+          "xl": (30_000, 5000)}  # genes, cells
+_EXPORT_NOTE = "exported from AnnData with scipy.io.mmwrite(adata.X): rows = cells, columns = genes"
+
+
+def _draw(rng: np.random.Generator, n_genes: int, n_cells: int
+          ) -> tuple[list[str], list[str], np.ndarray, tuple[np.ndarray, ...]]:
+    """Symbols, ids, each cell's kind (0 T, 1 B, 2 myeloid, 3 doublet) and the entries."""
+    ids, symbols = gene_table(rng, _MARKERS + _OTHER, n_genes)
+    t_col, b_col = symbols.index("Cd3e"), symbols.index("Cd19")
+    base = rng.gamma(0.3, 1.0, n_genes) + 1e-3
+    base[[t_col, b_col]] = 0.0
+    marker = 0.005 * base.sum()
+    profiles = [base.copy(), base.copy(), base]
+    profiles[0][t_col], profiles[1][b_col] = marker, marker
+    kind = rng.choice(4, size=n_cells, p=[0.36, 0.3, 0.27, 0.07])
+    kind[:2] = 3  # at least two doublets
+    kind = kind[rng.permutation(n_cells)]
+    totals = np.clip(rng.lognormal(np.log(1800), 0.4, n_cells), 500, 6000).astype(np.int64)
+    halves = np.flatnonzero(kind == 3)
+    plan = [(np.flatnonzero(kind == k), totals[kind == k], profiles[k]) for k in range(3)]
+    plan += [(halves, totals[halves] // 2, profiles[k]) for k in (0, 1)]  # doublet = T + B
+    parts = []
+    for group, reads, profile in plan:
+        g, c, v = sample_counts(rng, reads, profile)
+        parts.append((g, group[c], v))
+    return ids, symbols, kind, concat(parts)
+
+
+def _solution(n_genes: int, n_cells: int, t_col: int, b_col: int, answer: int
+              ) -> tuple[str, ...]:
+    v = {"NC": n_cells, "NG": n_genes, "T": t_col + 1, "B": b_col + 1, "ANS": answer,
+         "MIN": MIN_COUNTS}
+    body = "/^%/ { next } !h { h = 1; next }"
+    pick = ("-v t=\"$(awk -F'\\t' '$1 == \"Cd3e\" { print $2 }' markers.tsv)\" "
+            "-v b=\"$(awk -F'\\t' '$1 == \"Cd19\" { print $2 }' markers.tsv)\"")
+    return (
+        turn("zcat matrix.mtx.gz | head -3\nzcat matrix.mtx.gz | grep -v '^%' | head -1 "
+             "> dims.txt\ncat dims.txt\nzcat barcodes.tsv.gz | wc -l\nzcat features.tsv.gz | wc -l",
+             node("load", fill("the matrix is cells x genes: @NC@ rows are barcodes, @NG@ "
+                               "columns are features", **v), "dims.txt"), [
+                 check("type", "rows are barcodes and columns are features", verdict(
+                     "test \"$(cut -d' ' -f1 dims.txt)\" -eq \"$(zcat barcodes.tsv.gz | wc -l)\" "
+                     "&& test \"$(cut -d' ' -f2 dims.txt)\" -eq \"$(zcat features.tsv.gz | "
+                     "wc -l)\"")),
+                 check("conservation", "the size line counts every entry", verdict(
+                     "test \"$(( $(zcat matrix.mtx.gz | grep -vc '^%') - 1 ))\" -eq "
+                     "\"$(cut -d' ' -f3 dims.txt)\""))]),
+        turn("zcat features.tsv.gz | awk -F'\\t' '$2 == \"Cd3e\" || $2 == \"Cd19\" "
+             "{ print $2 \"\\t\" NR }' > markers.tsv\ncat markers.tsv",
+             node("transform", fill("Cd3e is matrix column @T@ and Cd19 column @B@", **v),
+                  "markers.tsv", "n1"), [
+                 check("type", "each marker's column is its features.tsv.gz line", fill(
+                     "zcat features.tsv.gz | awk -F'\\t' 'NR == FNR { want[$2] = $1; n++; next } "
+                     "(FNR in want) && want[FNR] == $2 { k++ } END { print (n == 2 && k == 2) ? "
+                     "\"True\" : \"False\" }' markers.tsv -", **v)),
+                 check("range", "the columns are the expected ones", verdict(fill(
+                     "test \"$(awk -F'\\t' '$1 == \"Cd3e\" { print $2 }' markers.tsv)\" -eq @T@ "
+                     "&& test \"$(awk -F'\\t' '$1 == \"Cd19\" { print $2 }' markers.tsv)\" "
+                     "-eq @B@", **v)))]),
+        turn(fill(f"zcat matrix.mtx.gz | awk {pick} '{body} $2 == t && $3 >= @MIN@ "
+                  "{ x[$1] = 1 } $2 == b && $3 >= @MIN@ { y[$1] = 1 } END { for (c in x) "
+                  "if (c in y) print c }' | sort -n > doublets.txt\nwc -l < doublets.txt", **v),
+             node("test", fill("@ANS@ barcodes have >= @MIN@ Cd3e and >= @MIN@ Cd19 counts: "
+                               "T/B doublets", **v), "doublets.txt", "n2"), [
+                 check("range", "the doublets are distinct cell rows", fill(
+                     "awk '$1 < 1 || $1 > @NC@ || $1 <= p { bad = 1 } { p = $1 } END { print "
+                     "(NR == @ANS@ && !bad) ? \"True\" : \"False\" }' doublets.txt", **v)),
+                 check("invariance", "sort | uniq -d over both markers gives the same cells",
+                       fill(f"zcat matrix.mtx.gz | awk {pick} '{body} ($2 == t || $2 == b) && "
+                            "$3 >= @MIN@ { print $1 }' | sort -n | uniq -d | cmp -s - "
+                            "doublets.txt && echo True || echo False", **v))]),
+        final(str(answer)),
+    )
+
+
+def _careless(wrong: int) -> Trap:
+    cmd = fill(
+        "t=$(zcat features.tsv.gz | awk -F'\\t' '$2 == \"Cd3e\" { print NR }')\n"
+        "b=$(zcat features.tsv.gz | awk -F'\\t' '$2 == \"Cd19\" { print NR }')\n"
+        "zcat matrix.mtx.gz | awk -v t=\"$t\" -v b=\"$b\" '/^%/ { next } !h { h = 1; next } "
+        "$1 == t && $3 >= @MIN@ { x[$2] = 1 } $1 == b && $3 >= @MIN@ { y[$2] = 1 } "
+        "END { for (c in x) if (c in y) n++; print n + 0 }' > n_doublets.txt\n"
+        "cat n_doublets.txt", MIN=MIN_COUNTS)
+    return Trap(
+        description=("the matrix is cells x genes (exported from AnnData); reading it as 10x "
+                     "genes x cells looks up cells where it means marker genes"),
+        careless_solution=(
+            turn(cmd, node("test", f"{wrong} T/B doublets", "n_doublets.txt"), [
+                check("range", "the count is a non-negative integer", verdict(
+                    "test \"$(cat n_doublets.txt)\" -ge 0"))]),
+            final(str(wrong))),
+        wrong_answer=str(wrong))
+
+
+def _careless_count(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, t_col: int,
+                    b_col: int) -> int:
+    """What the careless awk computes: genes with >= MIN counts in *cells* t and b."""
+    high = values >= MIN_COUNTS
+    in_t = set(cols[high & (rows == t_col)].tolist())  # rows hold cells in the file
+    in_b = set(cols[high & (rows == b_col)].tolist())
+    return len(in_t & in_b)
+
+
+def doublets(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """Count T/B doublets in a cells x genes matrix (trap: reading it as genes x cells)."""
+    n_genes, n_cells = _SIZES[difficulty]
+    for _ in range(10):
+        ids, symbols, kind, (genes, cells, values) = _draw(rng, n_genes, n_cells)
+        t_col, b_col = symbols.index("Cd3e"), symbols.index("Cd19")
+        per_cell = np.zeros((2, n_cells), dtype=np.int64)
+        for i, col in enumerate((t_col, b_col)):
+            mask = genes == col
+            per_cell[i, cells[mask]] = values[mask]
+        answer = int(np.count_nonzero((per_cell >= MIN_COUNTS).all(axis=0)))
+        # In the file a row is a cell: the careless reads cells t_col + 1 and b_col + 1.
+        wrong = _careless_count(cells, genes, values, t_col, b_col)
+        if answer > 0 and wrong != answer:
+            break
+    else:
+        raise RuntimeError("doublets: the trap does not bite; generator bug")
+    files = {  # row-major, as scipy writes a CSR matrix: by cell, then gene
+        "matrix.mtx.gz": gz(mtx_bytes(n_cells, n_genes, cells, genes, values, (_EXPORT_NOTE,))),
+        "features.tsv.gz": gz("".join(f"{i}\t{g}\tGene Expression\n"
+                                      for i, g in zip(ids, symbols, strict=True))),
+        "barcodes.tsv.gz": gz("".join(b + "\n" for b in barcodes(rng, n_cells))),
+    }
+    question = (f"Mouse spleen cells: matrix.mtx.gz with barcodes.tsv.gz (cells) and "
+                f"features.tsv.gz (genes). T cells express Cd3e and B cells express Cd19, never "
+                f"both; a barcode with at least {MIN_COUNTS} counts of Cd3e and at least "
+                f"{MIN_COUNTS} counts of Cd19 is a T/B doublet. How many doublets are there? "
+                "Answer with one integer.")
+    return Instance(files=files, question=question, answer=str(answer),
+                    grader={"kind": "numeric", "abs_tol": 0},
+                    solution=_solution(n_genes, n_cells, t_col, b_col, answer),
+                    trap=_careless(wrong),
+                    tags=("single-cell", "sparse-matrix", "doublets", "orientation"))

@@ -1,0 +1,149 @@
+"""Tabular family: a fold change from values stored as log2(TPM + 1).
+
+Why this trap. Expression tables are shared already transformed -- log2(TPM + 1) is the
+usual -- and the transform lives in a README, not in the numbers. A fold change computed
+on the stored values as ``mean(treated) / mean(control)`` is a ratio of logarithms: a
+gene whose expression quadruples comes out at about 1.3, a number that reads like a
+modest, believable effect. The question asks for the ratio of mean TPM, so the values
+must be taken back to the TPM scale (``2^x - 1``) first.
+
+The ground truth is computed from the values as written (three decimals), back-
+transformed in double precision exactly as the solution's awk does; tests recompute it
+from the file with Python's ``csv`` and ``math`` modules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import (
+    Difficulty, Instance, check, fill, final, node, turn, verdict,
+)
+from vera_env.tasks.model import Trap
+
+__all__ = ["fold_change"]
+
+_GENES = ("IL6", "CXCL8", "TNF", "IFIT1", "ISG15", "MX1", "CCL2", "NFKBIA", "SOCS3", "IRF7",
+          "EGR1", "FOS", "JUN", "HSPA1A", "DDIT3", "ATF3", "GADD45A", "CDKN1A", "MDM2", "BAX")
+_SIZES = {"easy": (200, 3), "medium": (2000, 6), "hard": (20_000, 12), "xl": (60_000, 48)}
+_README = """expression.tsv: one row per gene, one column per sample (names as in samples.tsv).
+Values are log2(TPM + 1), rounded to three decimals. TPM = 2^value - 1.
+samples.tsv: sample name and condition (control or treated).
+"""
+
+
+def _values(rng: np.random.Generator, n_genes: int, n_samples: int, target: int,
+            treated: np.ndarray) -> np.ndarray:
+    """log2(TPM + 1) in thousandths (integers, so the file is the truth's input)."""
+    base = rng.lognormal(np.log(20), 1.5, n_genes)
+    tpm = base[:, None] * rng.lognormal(0, 0.25, (n_genes, n_samples))
+    effect = float(rng.choice([-1, 1])) * rng.uniform(1.0, 3.0)  # log2 fold change
+    tpm[target] = rng.uniform(30, 200) * rng.lognormal(0, 0.2, n_samples) * np.where(
+        treated, 2.0 ** effect, 1.0)
+    return np.rint(np.log2(tpm + 1) * 1000).astype(np.int64)
+
+
+def _stats(milli: np.ndarray, treated: np.ndarray) -> tuple[float, float]:
+    """(fold change of mean TPM, careless ratio of mean log values), as awk computes them."""
+    logs = [int(x) / 1000 for x in milli]
+    tpm = [2.0 ** x - 1 for x in logs]
+    t = [i for i, flag in enumerate(treated.tolist()) if flag]
+    c = [i for i, flag in enumerate(treated.tolist()) if not flag]
+    mean = lambda xs, idx: sum(xs[i] for i in idx) / len(idx)  # noqa: E731
+    return mean(tpm, t) / mean(tpm, c), mean(logs, t) / mean(logs, c)
+
+
+def _solution(gene: str, n_samples: int, n_treated: int, answer: str) -> tuple[str, ...]:
+    v = {"G": gene, "N": n_samples, "T": n_treated, "C": n_samples - n_treated, "ANS": answer}
+    return (
+        turn("cat README.txt\ncat samples.tsv\nhead -1 expression.tsv | tr '\\t' '\\n' | "
+             "awk 'NR == FNR { c[$1] = $2; next } FNR > 1 { print FNR \"\\t\" $1 \"\\t\" c[$1] }' "
+             "samples.tsv - > columns.tsv\ncut -f3 columns.tsv | sort | uniq -c",
+             node("load", fill("@N@ sample columns: @T@ treated, @C@ control; values are "
+                               "log2(TPM + 1)", **v), "columns.tsv"), [
+                 check("conservation", "every sample column has a condition", verdict(fill(
+                     "test \"$(awk -F'\\t' '$3 == \"treated\"' columns.tsv | wc -l)\" -eq @T@ && "
+                     "test \"$(awk -F'\\t' '$3 == \"control\"' columns.tsv | wc -l)\" -eq @C@",
+                     **v))),
+                 check("type", "columns.tsv follows the expression header", verdict(
+                     "test \"$(cut -f2 columns.tsv | paste -sd' ' -)\" = \"$(head -1 "
+                     "expression.tsv | cut -f2- | tr '\\t' ' ')\""))]),
+        turn(fill("awk -F'\\t' 'NR == FNR { cond[$1] = $3; next } $1 == \"@G@\" { for (i = 2; "
+                  "i <= NF; i++) printf \"%s\\t%.6f\\t%s\\n\", cond[i], 2 ^ $i - 1, $i }' "
+                  "columns.tsv expression.tsv > gene_tpm.tsv\ncat gene_tpm.tsv", **v),
+             node("transform", fill("@G@: @N@ values back-transformed to TPM = 2^x - 1", **v),
+                  "gene_tpm.tsv", "n1"), [
+                 check("conservation", "one value per sample", fill(
+                     "awk -F'\\t' '$1 == \"treated\" { t++ } $1 == \"control\" { c++ } END { print "
+                     "(t == @T@ && c == @C@ && NR == @N@) ? \"True\" : \"False\" }' gene_tpm.tsv",
+                     **v)),
+                 check("invariance", "python's 2 ** x - 1 gives the same TPM", fill(
+                     "python3 -c \"rows = [l.split() for l in open('gene_tpm.tsv')]; "
+                     "print(len(rows) == @N@ and all(abs(2 ** float(r[2]) - 1 - float(r[1])) "
+                     "< 1e-5 and float(r[1]) >= 0 for r in rows))\"", **v))]),
+        turn("awk -F'\\t' '{ s[$1] += $2; n[$1]++ } END { printf \"%.3f\\n\", (s[\"treated\"] / "
+             "n[\"treated\"]) / (s[\"control\"] / n[\"control\"]) }' gene_tpm.tsv "
+             "> fold_change.txt\ncat fold_change.txt",
+             node("test", fill("@G@: mean TPM treated / control = @ANS@", **v),
+                  "fold_change.txt", "n2"), [
+                 check("invariance", "recomputed straight from expression.tsv", fill(
+                     "python3 -c \"import csv; cond = dict(l.split() for l in open('samples.tsv') "
+                     "if not l.startswith('sample')); rows = list(csv.reader(open("
+                     "'expression.tsv'), delimiter='\\t')); head = rows[0]; g = [r for r in rows "
+                     "if r[0] == '@G@'][0]; m = lambda k: [2 ** float(x) - 1 for s, x in "
+                     "zip(head[1:], g[1:]) if cond[s] == k]; t, c = m('treated'), m('control'); "
+                     "f = float(open('fold_change.txt').read()); print(abs(sum(t) / len(t) / "
+                     "(sum(c) / len(c)) - f) < 0.0006 and f == @ANS@)\"", **v))]),
+        final(answer),
+    )
+
+
+def fold_change(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """Mean-TPM fold change from log2(TPM + 1) values (trap: ratio of the logs)."""
+    n_genes, per_group = _SIZES[difficulty]
+    gene = _GENES[int(rng.integers(len(_GENES)))]
+    names = [g for g in _GENES if g != gene] + [f"GENE{i:05d}" for i in range(n_genes)]
+    names = [gene] + names[:n_genes - 1]
+    treated = np.array([False] * per_group + [True] * per_group)[rng.permutation(2 * per_group)]
+    for _ in range(20):
+        milli = _values(rng, n_genes, 2 * per_group, 0, treated)
+        fc, careless = _stats(milli[0], treated)
+        if abs(fc * 1000 % 1 - 0.5) > 0.01 and abs(fc - careless) > 0.01:  # no rounding ties
+            break
+    else:
+        raise RuntimeError("fold_change: the trap does not bite; generator bug")
+    order = rng.permutation(n_genes)
+    samples = [f"S{i + 1:02d}" for i in range(2 * per_group)]
+    lines = ["gene\t" + "\t".join(samples)]
+    for row in order.tolist():
+        lines.append(names[row] + "\t" + "\t".join(
+            f"{x // 1000}.{x % 1000:03d}" for x in milli[row].tolist()))
+    answer, wrong = f"{fc:.3f}", f"{careless:.3f}"
+    table = "sample\tcondition\n" + "".join(
+        f"{s}\t{'treated' if t else 'control'}\n" for s, t in zip(samples, treated, strict=True))
+    careless_cmd = fill(
+        "awk -F'\\t' 'NR == FNR { c[$1] = $2; next } FNR == 1 { for (i = 2; i <= NF; i++) "
+        "k[i] = c[$i]; next } $1 == \"@G@\" { for (i = 2; i <= NF; i++) { s[k[i]] += $i; "
+        "n[k[i]]++ } } END { printf \"%.3f\\n\", (s[\"treated\"] / n[\"treated\"]) / "
+        "(s[\"control\"] / n[\"control\"]) }' samples.tsv expression.tsv > fc.txt\ncat fc.txt",
+        G=gene)
+    trap = Trap(
+        description="the values are log2(TPM + 1); a ratio of their means is not a fold "
+                    "change of TPM",
+        careless_solution=(
+            turn(careless_cmd, node("test", f"{gene} fold change {wrong}", "fc.txt"), [
+                check("range", "the fold change is positive",
+                      "awk '{ print ($1 > 0) ? \"True\" : \"False\" }' fc.txt")]),
+            final(wrong)),
+        wrong_answer=wrong)
+    question = (f"expression.tsv holds log2(TPM + 1) values (see README.txt) and samples.tsv "
+                f"each sample's condition. What is the fold change of {gene} between treated "
+                "and control samples, defined as its mean TPM over the treated samples divided "
+                "by its mean TPM over the control samples (on the TPM scale, not the log "
+                "scale)? Give three decimals.")
+    return Instance(
+        files={"expression.tsv": ("\n".join(lines) + "\n").encode(),
+               "samples.tsv": table.encode(), "README.txt": _README.encode()},
+        question=question, answer=answer, grader={"kind": "numeric", "abs_tol": 0.001},
+        solution=_solution(gene, 2 * per_group, per_group, answer), trap=trap,
+        tags=("tsv", "log-scale", "fold-change"))

@@ -1,0 +1,205 @@
+"""Sequence family: the longest open reading frame, on both strands.
+
+Why this trap. "Find the longest ORF" is a first-week exercise, and the first-week
+answer scans the three forward frames of the sequence as written. Genes sit on both
+strands, so half of all ORFs are on the reverse complement. The generator plants the
+longest ORF on the reverse strand and a shorter decoy on the forward strand, so a
+forward-only scan returns a long, ATG-to-stop, perfectly plausible ORF -- and the wrong
+length.
+
+Definitions (stated in the question): an ORF runs from an ATG to the first in-frame
+stop codon (TAA, TAG, TGA) on the same strand; its length is counted in amino acids,
+the stop excluded; an ORF without a stop before the end of its record does not count.
+
+The ground truth is found by a numpy scan of codon codes in all six frames (stops and
+ATGs located with ``searchsorted``); tests recount it by translating each frame and
+matching ``M[^*]*\\*`` with a regex. Easy instances are plain FASTA, harder ones gzipped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import (
+    Difficulty, Instance, check, fill, final, gz, node, turn, verdict,
+)
+from vera_env.tasks.builtin.sequences import _fasta, _random_bases, revcomp
+from vera_env.tasks.model import Trap
+
+__all__ = ["longest_orf", "longest_orf_per_strand"]
+
+_STOPS = ("TAA", "TAG", "TGA")
+_SENSE = tuple(a + b + c for a in "ACGT" for b in "ACGT" for c in "ACGT"
+               if a + b + c not in _STOPS)
+_SIZES: dict[str, tuple[int, int, int]] = {  # records, min length, max length
+    "easy": (3, 900, 1500), "medium": (8, 2000, 5000), "hard": (30, 8000, 20_000),
+    "xl": (60, 40_000, 80_000)}
+_CODE = np.zeros(256, dtype=np.int64)
+_CODE[np.frombuffer(b"ACGT", dtype=np.uint8)] = [0, 1, 2, 3]
+
+
+def _codon_code(codon: str) -> int:
+    return int(16 * _CODE[ord(codon[0])] + 4 * _CODE[ord(codon[1])] + _CODE[ord(codon[2])])
+
+
+_ATG, _STOP_CODES = _codon_code("ATG"), [_codon_code(s) for s in _STOPS]
+
+
+def _longest_in_frames(seq: str) -> int:
+    """Longest complete ORF (amino acids, stop excluded) in the three frames of ``seq``."""
+    bases = _CODE[np.frombuffer(seq.encode(), dtype=np.uint8)]
+    best = 0
+    for frame in range(3):
+        n = (len(bases) - frame) // 3
+        triplets = bases[frame:frame + 3 * n].reshape(n, 3)
+        codes = triplets[:, 0] * 16 + triplets[:, 1] * 4 + triplets[:, 2]
+        stops = np.flatnonzero(np.isin(codes, _STOP_CODES))
+        atgs = np.flatnonzero(codes == _ATG)
+        if not len(stops) or not len(atgs):
+            continue
+        previous = np.concatenate(([-1], stops[:-1]))
+        first = np.searchsorted(atgs, previous + 1)  # first ATG after the previous stop
+        ok = first < len(atgs)
+        starts = atgs[np.minimum(first, len(atgs) - 1)]
+        lengths = np.where(ok & (starts < stops), stops - starts, 0)
+        best = max(best, int(lengths.max()))
+    return best
+
+
+def longest_orf_per_strand(records: list[str]) -> tuple[int, int]:
+    """(longest forward-strand ORF, longest reverse-strand ORF) over all records."""
+    forward = max(_longest_in_frames(s) for s in records)
+    reverse = max(_longest_in_frames(revcomp(s)) for s in records)
+    return forward, reverse
+
+
+def _orf(rng: np.random.Generator, n_aa: int) -> str:
+    """A stop, then ATG + ``n_aa - 1`` sense codons + a stop (the leading stop pins the
+    start: no in-frame ATG upstream can lengthen it)."""
+    body = [_SENSE[int(i)] for i in rng.integers(len(_SENSE), size=n_aa - 1)]
+    stop = [_STOPS[int(i)] for i in rng.integers(3, size=2)]
+    return stop[0] + "ATG" + "".join(body) + stop[1]
+
+
+def _draw(rng: np.random.Generator, difficulty: Difficulty) -> tuple[list[str], int, int]:
+    n_records, lo, hi = _SIZES[difficulty]
+    seqs = [_random_bases(rng, int(rng.integers(lo, hi + 1)), gc=0.5)
+            for _ in range(n_records)]
+    host_rev, host_fwd = (int(i) for i in rng.choice(n_records, size=2, replace=n_records < 2))
+    n_rev = int(len(seqs[host_rev]) * rng.uniform(0.3, 0.45)) // 3
+    n_fwd = int(n_rev * rng.uniform(0.55, 0.85))
+    for host, planted in ((host_fwd, _orf(rng, n_fwd)), (host_rev, revcomp(_orf(rng, n_rev)))):
+        at = int(rng.integers(0, len(seqs[host]) - len(planted)))
+        seqs[host][at:at + len(planted)] = planted.encode()
+    records = [s.decode() for s in seqs]
+    forward, reverse = longest_orf_per_strand(records)
+    return records, forward, reverse
+
+
+_SCAN = r"""cat > orfs.py <<'EOF'
+import sys
+
+STOPS = {'TAA', 'TAG', 'TGA'}
+comp = str.maketrans('ACGT', 'TGCA')
+best = (0, '', '')
+out = open('orfs.tsv', 'w')
+for rec, line in enumerate(open('seqs.txt'), 1):
+    fwd = line.strip().upper()
+    for strand, s in (('+', fwd), ('-', fwd.translate(comp)[::-1])):
+        for frame in range(3):
+            top, start, top_seq = 0, None, ''
+            for i in range(frame, len(s) - 2, 3):
+                codon = s[i:i + 3]
+                if start is None and codon == 'ATG':
+                    start = i
+                elif start is not None and codon in STOPS:
+                    if (i - start) // 3 > top:
+                        top, top_seq = (i - start) // 3, s[start:i + 3]
+                    start = None
+            out.write(f'{rec}\t{strand}\t{frame}\t{top}\n')
+            if top > best[0]:
+                best = (top, f'record {rec} strand {strand} frame {frame}', top_seq)
+out.close()
+open('longest_orf.txt', 'w').write(best[2] + '\n')
+print(best[1])
+print(best[0])
+EOF
+python3 orfs.py"""
+
+
+def _solution(cat: str, n_records: int, n_bases: int, answer: int, forward: int
+              ) -> tuple[str, ...]:
+    v = {"CAT": cat, "N": n_records, "ROWS": 6 * n_records, "ANS": answer, "NT": 3 * answer + 3}
+    unwrap = fill("@CAT@ | awk '/^>/ { if (n) print s; s = \"\"; n++; next } { s = s $0 } "
+                  "END { if (n) print s }' > seqs.txt\nwc -l < seqs.txt", **v)
+    return (
+        turn(unwrap, node("load", f"{n_records} records, {n_bases} bases, one line per "
+                                  "record", "seqs.txt"), [
+            check("conservation", "one line per FASTA record", verdict(fill(
+                "test \"$(wc -l < seqs.txt)\" -eq @N@ && "
+                "test \"$(@CAT@ | grep -c '^>')\" -eq @N@", **v))),
+            check("conservation", "no bases lost when unwrapping", verdict(fill(
+                "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq "
+                "\"$(@CAT@ | grep -v '^>' | tr -d '\\n' | wc -c)\"", **v)))]),
+        turn(_SCAN, node("test", f"longest ORF: {answer} aa, on the reverse strand; the "
+                                 f"forward strand's longest is {forward} aa",
+                         "longest_orf.txt", "n1"), [
+            check("range", "the longest of all six frames is on the reverse strand", fill(
+                "awk -F'\\t' '$4 > m { m = $4; s = $2 } END { print (NR == @ROWS@ && "
+                "m == @ANS@ && s == \"-\") ? \"True\" : \"False\" }' orfs.tsv", **v)),
+            check("type", "the ORF is ATG ... stop with no stop in frame before the end", fill(
+                "awk '{ ok = length($0) == @NT@ && substr($0, 1, 3) == \"ATG\" && "
+                "substr($0, length($0) - 2) ~ /^(TAA|TAG|TGA)$/; for (i = 1; i < length($0) "
+                "- 2; i += 3) if (substr($0, i, 3) ~ /^(TAA|TAG|TGA)$/) ok = 0; "
+                "print ok ? \"True\" : \"False\" }' longest_orf.txt", **v)),
+            check("invariance", "the ORF reads on the reverse complement of a record",
+                  verdict("test \"$(rev seqs.txt | tr ACGTacgt TGCAtgca | "
+                          "grep -cF -f longest_orf.txt)\" -ge 1"))]),
+        final(str(answer)),
+    )
+
+
+def _trap(cat: str, wrong: int) -> Trap:
+    scan = fill(
+        "@CAT@ | awk '/^>/ { if (n) print s; s = \"\"; n++; next } { s = s $0 } "
+        "END { if (n) print s }' | python3 -c \"import re, sys\n"
+        "best = 0\nfor s in sys.stdin:\n    s = s.strip().upper()\n"
+        "    for f in range(3):\n"
+        "        codons = [s[i:i + 3] for i in range(f, len(s) - 2, 3)]\n"
+        "        prot = ''.join('*' if c in ('TAA', 'TAG', 'TGA') else "
+        "('M' if c == 'ATG' else 'X') for c in codons)\n"
+        "        best = max([best] + [len(m) - 1 for m in re.findall('M[^*]*[*]', prot)])\n"
+        "print(best)\" > orf_len.txt\ncat orf_len.txt", CAT=cat)
+    return Trap(
+        description="scanning the three forward frames only: the longest ORF is on the "
+                    "reverse strand",
+        careless_solution=(
+            turn(scan, node("test", f"longest ORF is {wrong} aa", "orf_len.txt"), [
+                check("range", "an ORF was found", verdict("test \"$(cat orf_len.txt)\" -gt 0"))]),
+            final(str(wrong))),
+        wrong_answer=str(wrong))
+
+
+def longest_orf(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """Longest ORF over six frames (trap: scanning the forward strand only)."""
+    for _ in range(20):  # the decoy or background could outgrow the planted ORF: redraw
+        records, forward, reverse = _draw(rng, difficulty)
+        if reverse > forward:
+            break
+    else:
+        raise RuntimeError("longest_orf: the trap does not bite; generator bug")
+    name = "transcripts.fa" if difficulty == "easy" else "transcripts.fa.gz"
+    text = _fasta([(f"tx{i + 1}", s) for i, s in enumerate(records)])
+    data = text.encode() if difficulty == "easy" else gz(text)
+    cat = f"cat {name}" if difficulty == "easy" else f"zcat {name}"
+    question = (
+        f"What is the length, in amino acids, of the longest open reading frame in {name}? "
+        "An ORF runs from an ATG to the first in-frame stop codon (TAA, TAG or TGA) on the "
+        "same strand; count the amino acids from the ATG's methionine up to, not including, "
+        "the stop. Consider all six reading frames of every record; an ORF without a stop "
+        "before the end of its record does not count. Answer with one integer.")
+    return Instance(
+        files={name: data}, question=question, answer=str(reverse),
+        grader={"kind": "numeric", "abs_tol": 0},
+        solution=_solution(cat, len(records), sum(map(len, records)), reverse, forward),
+        trap=_trap(cat, forward), tags=("fasta", "orf", "six-frames", "reverse-complement"))

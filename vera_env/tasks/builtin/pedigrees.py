@@ -1,0 +1,226 @@
+"""Variant table family: which of three men is the child's father (Mendelian errors)?
+
+Why this trap. The quick way to ask "who is related to whom" is genotype identity: the
+share of sites where two samples carry the same genotype. But identity measures
+relatedness, not parentage: a full sibling shares both alleles identical-by-descent at
+a quarter of the genome, a parent at none, so a brother of the child is *more* identical
+to the child (about 0.59 against 0.5 at common sites) than the father is. The candidates
+here are the father, the child's brother and an unrelated man, so identity picks the
+brother. Parentage is decided by Mendelian consistency instead: given the mother, a
+father's genotype can always supply the child's other allele, up to genotyping error.
+
+Genotypes are drawn by transmitting alleles through the pedigree, with missing calls
+(``./.``) and a small genotyping error rate. The ground truth is the man the generator
+made the father; generation verifies on the written genotypes that he has the fewest
+Mendelian errors (by a margin) and that identity picks the brother (else it redraws).
+Tests recount both from the VCF.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import (
+    Difficulty, Instance, check, fill, final, gz, node, turn, verdict,
+)
+from vera_env.tasks.model import Trap
+
+__all__ = ["mendelian_errors", "trio_parentage"]
+
+_NAMES = ("HG00403", "HG00404", "HG00405", "HG00406", "HG00407", "HG00408", "HG00409",
+          "HG00410", "NA19675", "NA19676", "NA19677", "NA19678", "NA19679", "NA19680")
+_SIZES = {"easy": 400, "medium": 3000, "hard": 20_000, "xl": 200_000}  # sites
+_ERROR_RATE, _MISSING_RATE = 0.004, 0.03
+_HEADER = """##fileformat=VCFv4.2
+##source=vera_env-builtin
+##contig=<ID=chr7,length=159345973>
+##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">
+##FORMAT=<ID=DP,Number=1,Type=Integer,Description="Read depth">
+"""
+
+
+def _transmit(rng: np.random.Generator, parent: np.ndarray) -> np.ndarray:
+    """One allele per site, drawn from a parent's two."""
+    pick = rng.integers(0, 2, parent.shape[0])
+    return parent[np.arange(parent.shape[0]), pick]
+
+
+def _genotypes(rng: np.random.Generator, n_sites: int) -> dict[str, np.ndarray]:
+    """Allele pairs (sites x 2) of mother, father, child, brother and an unrelated man."""
+    freq = np.clip(rng.beta(0.6, 0.6, n_sites), 0.05, 0.95)
+
+    def founder() -> np.ndarray:
+        return (rng.random((n_sites, 2)) < freq[:, None]).astype(np.int64)
+
+    mother, father, unrelated = founder(), founder(), founder()
+    child = np.stack([_transmit(rng, mother), _transmit(rng, father)], axis=1)
+    brother = np.stack([_transmit(rng, mother), _transmit(rng, father)], axis=1)
+    return {"mother": mother, "father": father, "child": child, "brother": brother,
+            "unrelated": unrelated}
+
+
+def _gt_strings(rng: np.random.Generator, alleles: np.ndarray) -> list[str]:
+    """VCF GT strings with genotyping errors and missing calls applied."""
+    n = alleles.shape[0]
+    dosage = alleles.sum(axis=1)
+    wrong = rng.random(n) < _ERROR_RATE
+    dosage = np.where(wrong, (dosage + rng.integers(1, 3, n)) % 3, dosage)
+    text = np.array(["0/0", "0/1", "1/1"])[dosage]
+    return np.where(rng.random(n) < _MISSING_RATE, "./.", text).tolist()
+
+
+def mendelian_errors(mother: list[str], child: list[str], man: list[str]) -> tuple[int, int]:
+    """(errors, sites with all three called) for a candidate father ``man``."""
+    errors = informative = 0
+    for m, c, f in zip(mother, child, man, strict=True):
+        if "." in m + c + f:
+            continue
+        informative += 1
+        ma, fa, ca = m.split("/"), f.split("/"), sorted(c.split("/"))
+        errors += not any(sorted((a, b)) == ca for a in ma for b in fa)
+    return errors, informative
+
+
+_MENDEL = (
+    "awk -F'\\t' 'function has(g, a) { return substr(g, 1, 1) == a || substr(g, 3, 1) == a }\n"
+    "{ m = $1; c = $2; if (m ~ /[.]/ || c ~ /[.]/) next\n"
+    "  for (i = 3; i <= 5; i++) { f = $i; if (f ~ /[.]/) continue; n[i]++\n"
+    "    a = substr(c, 1, 1); b = substr(c, 3, 1)\n"
+    "    if (!((has(m, a) && has(f, b)) || (has(m, b) && has(f, a)))) e[i]++ } }\n"
+    "END { for (i = 3; i <= 5; i++) printf \"%d\\t%d\\n\", e[i] + 0, n[i] + 0 }' gts.tsv "
+    "| paste candidates.txt - > mendel.tsv\ncat mendel.tsv\n"
+    "sort -t\"$(printf '\\t')\" -k2,2n mendel.tsv | head -1 | cut -f1")
+
+
+def _solution(names: dict[str, str], n_sites: int, errors: dict[str, tuple[int, int]]
+              ) -> tuple[str, ...]:
+    cands = [names["x"], names["y"], names["z"]]
+    father = names["father"]
+    e, n = errors[father]
+    idx = cands.index(father) + 3
+    v = {"M": names["mother"], "C": names["child"], "F": father, "S": n_sites, "E": e, "N": n,
+         "I": idx, "ORDER": " ".join([names["mother"], names["child"], *cands])}
+    return (
+        turn("zcat calls.vcf.gz | grep '^#CHROM' | tr '\\t' '\\n' | awk 'NR > 9 { print NR "
+             "\"\\t\" $0 }' > samples.tsv\ncat samples.tsv",
+             node("load", fill("5 samples: mother @M@, child @C@ and three candidate fathers",
+                               **v), "samples.tsv"), [
+                 check("conservation", "five sample columns after FORMAT", verdict(
+                     "test \"$(wc -l < samples.tsv)\" -eq 5 && test \"$(zcat calls.vcf.gz | "
+                     "grep '^#CHROM' | tr '\\t' '\\n' | wc -l)\" -eq 14")),
+                 check("type", "the column numbers name the samples", fill(
+                     "zcat calls.vcf.gz | grep '^#CHROM' | tr '\\t' '\\n' | awk -F'\\t' "
+                     "'NR == FNR { s[$1] = $2; next } (FNR in s) && s[FNR] == $1 { k++ } "
+                     "END { print (k == 5 && NR - FNR == 5) ? \"True\" : \"False\" }' "
+                     "samples.tsv -", **v))]),
+        turn(fill("cols=$(for s in @ORDER@; do awk -F'\\t' -v s=\"$s\" '$2 == s { print $1 }' "
+                  "samples.tsv; done | tr '\\n' ' ')\necho \"$cols\"\n"
+                  "printf '%s\\n' @ORDER@ | tail -3 > candidates.txt\n"
+                  "zcat calls.vcf.gz | grep -v '^#' | awk -F'\\t' -v cols=\"$cols\" '{ n = "
+                  "split(cols, k, \" \"); for (i = 1; i <= n; i++) { split($(k[i]), g, \":\"); "
+                  "printf \"%s%s\", g[1], (i < n ? \"\\t\" : \"\\n\") } }' > gts.tsv\n"
+                  "head -3 gts.tsv", **v),
+             node("transform", fill("genotypes at @S@ sites, columns: mother, child, then the "
+                                    "three candidates", **v), "gts.tsv", "n1"), [
+                 check("conservation", "one row per site", verdict(fill(
+                     "test \"$(wc -l < gts.tsv)\" -eq @S@ && test \"$(zcat calls.vcf.gz | "
+                     "grep -vc '^#')\" -eq @S@", **v))),
+                 check("type", "five diploid genotypes per row", fill(
+                     "awk -F'\\t' 'NF != 5 { bad = 1 } { for (i = 1; i <= NF; i++) if ($i !~ "
+                     "/^[0-9.][\\/|][0-9.]$/) bad = 1 } END { print (!bad && NR == @S@) ? "
+                     "\"True\" : \"False\" }' gts.tsv", **v))]),
+        turn(_MENDEL, node("test", fill("@F@ has @E@ Mendelian errors in @N@ informative sites, "
+                                       "the fewest by far: the father", **v),
+                          "mendel.tsv", "n2"), [
+            check("range", "the father is the one candidate with the fewest errors", fill(
+                "sort -t\"$(printf '\\t')\" -k2,2n mendel.tsv | awk -F'\\t' 'NR == 1 { ok = $1 == "
+                "\"@F@\" && $2 == @E@ && $3 == @N@ } NR == 2 { ok = ok && $2 > 4 * (@E@ + 2) } "
+                "END { print (ok && NR == 3) ? \"True\" : \"False\" }'", **v)),
+            check("invariance", "a python recount of the father's errors agrees", fill(
+                "python3 -c \"rows = [l.split() for l in open('gts.tsv')]; ok = lambda m, c, f: "
+                "any(sorted([a, b]) == sorted(c.split('/')) for a in m.split('/') for b in "
+                "f.split('/')); use = [r for r in rows if '.' not in r[0] + r[1] + r[@I@ - 1]]; "
+                "e = sum(1 for r in use if not ok(r[0], r[1], r[@I@ - 1])); print(e == @E@ and "
+                "len(use) == @N@ and '@F@\\t@E@\\t@N@' in open('mendel.tsv').read())\"", **v))]),
+        final(father),
+    )
+
+
+_CARELESS = r"""cat > identity.py <<'EOF'
+import gzip
+
+rows = [line.rstrip('\n').split('\t') for line in gzip.open('calls.vcf.gz', 'rt')
+        if not line.startswith('##')]
+header, body = rows[0], rows[1:]
+child = header.index('@C@')
+best = max(('@X@', '@Y@', '@Z@'), key=lambda s: sum(
+    r[child].split(':')[0] == r[header.index(s)].split(':')[0] for r in body))
+print(best)
+EOF
+python3 identity.py > father.txt
+cat father.txt"""
+
+
+def _vcf(rng: np.random.Generator, roles: dict[str, str], who: list[str],
+         gts: dict[str, list[str]], n_sites: int) -> str:
+    """The VCF text, with the five samples in a random column order."""
+    order = [who[i] for i in rng.permutation(len(who))]
+    positions = np.cumsum(rng.integers(1, 6000, n_sites)) + 100_000
+    refs = rng.integers(0, 4, n_sites)
+    alts = (refs + rng.integers(1, 4, n_sites)) % 4
+    header = _HEADER + "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO",
+                                  "FORMAT", *(roles[w] for w in order)]) + "\n"
+    depth = rng.integers(8, 60, (n_sites, len(order)))
+    return header + "".join(
+        f"chr7\t{positions[i]}\t.\t{'ACGT'[refs[i]]}\t{'ACGT'[alts[i]]}\t99\tPASS\t.\tGT:DP\t"
+        + "\t".join(f"{gts[w][i]}:{depth[i, j]}" for j, w in enumerate(order)) + "\n"
+        for i in range(n_sites))
+
+
+def _identity(child: list[str], man: list[str]) -> int:
+    return sum(1 for c, m in zip(child, man, strict=True) if c == m)
+
+
+def trio_parentage(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """The father among three men (trap: genotype identity picks the child's brother)."""
+    n_sites = _SIZES[difficulty]
+    pool = [_NAMES[i] for i in rng.permutation(len(_NAMES))[:5]]
+    roles = {"mother": pool[0], "child": pool[1]}
+    men = ["father", "brother", "unrelated"]
+    men = [men[i] for i in rng.permutation(3)]
+    roles |= {who: pool[2 + i] for i, who in enumerate(men)}
+    for _ in range(20):
+        gts = {who: _gt_strings(rng, a) for who, a in _genotypes(rng, n_sites).items()}
+        errors = {who: mendelian_errors(gts["mother"], gts["child"], gts[who]) for who in men}
+        identity = {who: _identity(gts["child"], gts[who]) for who in men}
+        margin = min(errors[w][0] for w in men if w != "father") > 4 * (errors["father"][0] + 2)
+        if margin and max(men, key=identity.__getitem__) == "brother" and (
+                identity["brother"] > max(identity["father"], identity["unrelated"])):
+            break
+    else:
+        raise RuntimeError("trio_parentage: the trap does not bite; generator bug")
+    text = _vcf(rng, roles, ["mother", "child", *men], gts, n_sites)
+    names = {"mother": roles["mother"], "child": roles["child"], "father": roles["father"],
+             "x": roles[men[0]], "y": roles[men[1]], "z": roles[men[2]]}
+    by_name = {roles[w]: errors[w] for w in men}
+    careless = fill(_CARELESS, C=roles["child"], X=names["x"], Y=names["y"], Z=names["z"])
+    trap = Trap(
+        description=("genotype identity measures relatedness, not parentage: the child's "
+                     "brother shares more identical genotypes than the father"),
+        careless_solution=(
+            turn(careless, node("test", f"{roles['brother']} is most similar to the child: "
+                                        "the father", "father.txt"), [
+                check("type", "the answer is a sample of the VCF", verdict(
+                    "test \"$(zcat calls.vcf.gz | grep '^#CHROM' | tr '\\t' '\\n' | "
+                    "grep -cxF -f father.txt)\" -eq 1"))]),
+            final(roles["brother"])),
+        wrong_answer=roles["brother"])
+    question = (f"calls.vcf.gz holds a mother ({roles['mother']}), her child "
+                f"({roles['child']}) and three men ({names['x']}, {names['y']}, {names['z']}), "
+                "one of whom is the child's biological father. Which one? Genotypes have a "
+                "small error rate and some are missing. Answer with the sample name.")
+    return Instance(files={"calls.vcf.gz": gz(text)}, question=question,
+                    answer=roles["father"],
+                    grader={"kind": "choice", "choices": [names["x"], names["y"], names["z"]]},
+                    solution=_solution(names, n_sites, by_name), trap=trap,
+                    tags=("vcf", "pedigree", "mendelian-errors", "relatedness"))

@@ -1,0 +1,197 @@
+"""Sparse count matrix family: which gene was knocked out in the treated cells?
+
+Why this trap. MatrixMarket indices are 1-based: entry ``17 4 3`` is gene 17, the
+seventeenth line of ``genes.tsv.gz``. Python lists are 0-based, so the natural
+``genes[row]`` names the gene on the *next* line. The analysis is otherwise right --
+the knocked-out gene is found, its row is right -- and the answer is a real gene symbol
+from the list, one line off. Nothing about it looks wrong unless the row is looked up
+again in the file.
+
+Layout: Cell Ranger v2 (``matrix.mtx.gz`` genes x cells, ``genes.tsv.gz``,
+``barcodes.tsv.gz``) plus ``cells.tsv`` (barcode, group), with control and treated
+barcodes interleaved so that column numbers cannot be guessed from the order.
+
+The ground truth is the gene the generator zeroes in the treated cells' expression
+profile; generation verifies on the drawn counts that it is the only gene detected in
+at least half of the control cells with no count in any treated cell (and redraws if
+chance made a second one). Tests re-derive it by parsing the written files.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vera_env.tasks.builtin.counts import barcodes, concat, gene_table, mtx_bytes, sample_counts
+from vera_env.tasks.builtin.instance import (
+    Difficulty, Instance, check, fill, final, gz, node, turn, verdict,
+)
+from vera_env.tasks.builtin.matrices import METADATA
+from vera_env.tasks.model import Trap
+
+__all__ = ["KNOCKOUT_TARGETS", "knockout_gene"]
+
+KNOCKOUT_TARGETS = ("Stat1", "Irf8", "Batf3", "Tbx21", "Gata3", "Rorc", "Ikzf1", "Pax5",
+                    "Ebf1", "Spi1", "Cebpa", "Myc", "Trp53", "Pten", "Nfkb1", "Jak1")
+_HOUSEKEEPING = ("Actb", "Gapdh", "Malat1", "B2m", "Tmsb4x", "Rps27", "Rpl13", "Eef1a1",
+                 "Fth1", "Ftl1", "Vim", "Ptprc", "Cd74", "Lyz2")
+_SIZES = {"easy": (300, 160), "medium": (1500, 600), "hard": (5000, 2000),
+          "xl": (30_000, 5000)}  # genes, cells
+
+
+class _Draw:
+    """One draw of the screen: symbols, groups, counts and the per-gene summaries."""
+
+    def __init__(self, rng: np.random.Generator, n_genes: int, n_cells: int) -> None:
+        self.ids, self.symbols = gene_table(rng, _HOUSEKEEPING + KNOCKOUT_TARGETS, n_genes)
+        targets = [self.symbols.index(t) for t in KNOCKOUT_TARGETS]
+        self.ko = targets[int(rng.integers(len(targets)))]
+        if self.ko == n_genes - 1:  # keep a next line: the careless genes[row] must exist
+            self.symbols.insert(0, self.symbols.pop())
+            self.ko = 0
+        # The next line holds another plausible target, so the off-by-one answer is too.
+        decoy = self.symbols.index(KNOCKOUT_TARGETS[(KNOCKOUT_TARGETS.index(
+            self.symbols[self.ko]) + 1 + int(rng.integers(len(KNOCKOUT_TARGETS) - 1)))
+            % len(KNOCKOUT_TARGETS)])
+        nxt = self.ko + 1
+        self.symbols[nxt], self.symbols[decoy] = self.symbols[decoy], self.symbols[nxt]
+        self.treated = rng.random(n_cells) < rng.uniform(0.4, 0.6)
+        totals = np.clip(rng.lognormal(np.log(2000), 0.4, n_cells), 600, 8000).astype(np.int64)
+        weights = rng.gamma(0.3, 1.0, n_genes) + 1e-3
+        weights[self.ko] = 0.004 * (weights.sum() - weights[self.ko]) / 0.996
+        knocked = weights.copy()
+        knocked[self.ko] = 0.0
+        parts = []
+        for cells, profile in ((np.flatnonzero(~self.treated), weights),
+                               (np.flatnonzero(self.treated), knocked)):
+            g, c, v = sample_counts(rng, totals[cells], profile)
+            parts.append((g, cells[c], v))
+        self.rows, self.cols, self.values = concat(parts)
+        in_ctrl = ~self.treated[self.cols]
+        self.detected = np.bincount(self.rows[in_ctrl], minlength=n_genes)
+        self.in_treated = np.bincount(self.rows[~in_ctrl], weights=self.values[~in_ctrl],
+                                      minlength=n_genes)
+        n_ctrl = int((~self.treated).sum())
+        self.candidates = np.flatnonzero((2 * self.detected >= n_ctrl) & (self.in_treated == 0))
+
+
+_BODY = "/^%/ { next } !h { h = 1; next }"
+_PER_GENE = fill(
+    "zcat matrix.mtx.gz | awk 'NR == FNR { grp[$1] = $3; next } @BODY@ { seen[$1] = 1; "
+    "if (grp[$2] == \"control\") { nz[$1]++; c[$1] += $3 } else t[$1] += $3 } "
+    "END { for (r in seen) printf \"%d\\t%d\\t%d\\t%d\\n\", r, nz[r] + 0, c[r] + 0, t[r] + 0 }' "
+    "columns.tsv - | sort -n > gene_stats.tsv\nwc -l < gene_stats.tsv", BODY=_BODY)
+
+
+def _solution(d: _Draw, n_genes: int) -> tuple[str, ...]:
+    n_cells, n_treated = len(d.treated), int(d.treated.sum())
+    v = {"N": n_cells, "C": n_cells - n_treated, "T": n_treated, "G": n_genes,
+         "NG": int(np.count_nonzero(np.bincount(d.rows, minlength=n_genes))),
+         "R": d.ko + 1, "SYM": d.symbols[d.ko], "K": int(d.detected[d.ko])}
+    total = f"zcat matrix.mtx.gz | awk '{_BODY} {{ s += $3 }} END {{ printf \"%d\", s }}'"
+    return (
+        turn("head -3 cells.tsv\nzcat barcodes.tsv.gz | awk 'NR == FNR { g[$1] = $2; next } "
+             "{ print FNR \"\\t\" $1 \"\\t\" g[$1] }' cells.tsv - > columns.tsv\n"
+             "cut -f3 columns.tsv | sort | uniq -c",
+             node("load", fill("matrix column j is line j of barcodes.tsv.gz: @C@ control and "
+                               "@T@ treated cells", **v), "columns.tsv"), [
+                 check("conservation", "one row per barcode", verdict(fill(
+                     "test \"$(wc -l < columns.tsv)\" -eq @N@ && "
+                     "test \"$(zcat barcodes.tsv.gz | wc -l)\" -eq @N@", **v))),
+                 check("conservation", "every barcode has a group", verdict(fill(
+                     "test \"$(awk '$3 == \"control\"' columns.tsv | wc -l)\" -eq @C@ && "
+                     "test \"$(awk '$3 == \"treated\"' columns.tsv | wc -l)\" -eq @T@", **v)))]),
+        turn(_PER_GENE, node("transform", fill("control detection and treated counts for the "
+                                              "@NG@ genes with any count", **v),
+                            "gene_stats.tsv", "n1"), [
+            check("conservation", "control plus treated counts are every count", verdict(
+                "test \"$(awk '{ s += $3 + $4 } END { printf \"%d\", s }' gene_stats.tsv)\" "
+                f"-eq \"$({total})\"")),
+            check("range", "gene rows are 1-based lines of genes.tsv.gz", fill(
+                "awk '$1 < 1 || $1 > @G@ { bad = 1 } END { print (!bad && NR == @NG@) ? "
+                "\"True\" : \"False\" }' gene_stats.tsv", **v))]),
+        turn(fill("awk '2 * $2 >= @C@ && $4 == 0 { print $1 }' gene_stats.tsv > ko_rows.txt\n"
+                  "zcat genes.tsv.gz | awk -F'\\t' 'NR == FNR { want[$1] = 1; next } "
+                  "FNR in want { print FNR \"\\t\" $2 }' ko_rows.txt - > ko_gene.tsv\n"
+                  "cat ko_gene.tsv\ncut -f2 ko_gene.tsv", **v),
+             node("test", fill("@SYM@ (row @R@, 1-based) is detected in @K@ of @C@ control "
+                               "cells and has no count in any treated cell", **v),
+                  "ko_gene.tsv", "n2"), [
+                 check("range", "exactly one gene is lost in the treated cells", verdict(fill(
+                     "test \"$(wc -l < ko_rows.txt)\" -eq 1 && "
+                     "test \"$(cut -f1 ko_gene.tsv)\" -eq @R@", **v))),
+                 check("invariance", "the row names the same gene when read with sed", verdict(
+                     "test \"$(zcat genes.tsv.gz | sed -n \"$(cat ko_rows.txt)p\" | cut -f2)\" "
+                     "= \"$(cut -f2 ko_gene.tsv)\"")),
+                 check("invariance", "straight from the matrix: detected in controls, absent "
+                                     "in treated", fill(
+                     "zcat matrix.mtx.gz | awk -v r=\"$(cat ko_rows.txt)\" 'NR == FNR { grp[$1] "
+                     f"= $3; next }} {_BODY} $1 == r {{ if (grp[$2] == \"control\") n++; "
+                     "else t++ } "
+                     "END { print (2 * n >= @C@ && t == 0 && n == @K@) ? \"True\" : \"False\" }' "
+                     "columns.tsv -", **v))]),
+        final(d.symbols[d.ko]),
+    )
+
+
+_CARELESS = r"""cat > ko.py <<'EOF'
+import gzip
+
+genes = [line.split('\t')[1].strip() for line in gzip.open('genes.tsv.gz', 'rt')]
+group = dict(line.split() for line in open('cells.tsv') if not line.startswith('barcode'))
+cols = {i: group[b.strip()] for i, b in enumerate(gzip.open('barcodes.tsv.gz', 'rt'), 1)}
+ctrl, treated = {}, {}
+body = (line for line in gzip.open('matrix.mtx.gz', 'rt') if not line.startswith('%'))
+next(body)
+for line in body:
+    r, c, v = map(int, line.split())
+    if cols[c] == 'control':
+        ctrl[r] = ctrl.get(r, 0) + 1
+    else:
+        treated[r] = treated.get(r, 0) + v
+n_ctrl = sum(1 for g in cols.values() if g == 'control')
+hits = [r for r in ctrl if 2 * ctrl[r] >= n_ctrl and treated.get(r, 0) == 0]
+print(genes[hits[0]])
+EOF
+python3 ko.py > ko_gene.txt
+cat ko_gene.txt"""
+
+
+def knockout_gene(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """The gene absent from treated cells (trap: ``genes[row]`` with a 1-based row)."""
+    n_genes, n_cells = _SIZES[difficulty]
+    for _ in range(10):
+        draw = _Draw(rng, n_genes, n_cells)
+        if draw.candidates.tolist() == [draw.ko]:
+            break
+    else:
+        raise RuntimeError("knockout_gene: the knockout is not unique; generator bug")
+    answer, wrong = draw.symbols[draw.ko], draw.symbols[draw.ko + 1]
+    cells = barcodes(rng, n_cells)
+    files = {
+        "matrix.mtx.gz": gz(mtx_bytes(n_genes, n_cells, draw.rows, draw.cols, draw.values,
+                                      (METADATA,))),
+        "genes.tsv.gz": gz("".join(f"{i}\t{g}\n" for i, g in zip(draw.ids, draw.symbols,
+                                                                  strict=True))),
+        "barcodes.tsv.gz": gz("".join(b + "\n" for b in cells)),
+        "cells.tsv": ("barcode\tgroup\n" + "".join(
+            f"{b}\t{'treated' if t else 'control'}\n"
+            for b, t in zip(cells, draw.treated.tolist(), strict=True))).encode(),
+    }
+    question = ("A CRISPR knockout experiment in mouse cells (10x layout: matrix.mtx.gz is "
+                "genes x cells, with genes.tsv.gz and barcodes.tsv.gz; cells.tsv says whether "
+                "each barcode is a control or a treated cell). One gene was knocked out in the "
+                "treated cells: it is detected (count > 0) in at least half of the control "
+                "cells and has no count in any treated cell. Which gene is it? Answer with its "
+                "symbol as written in genes.tsv.gz.")
+    trap = Trap(
+        description=("MatrixMarket rows are 1-based; genes[row] on a 0-based list names the "
+                     "gene on the next line"),
+        careless_solution=(
+            turn(_CARELESS, node("test", f"the knocked-out gene is {wrong}", "ko_gene.txt"), [
+                check("type", "a gene symbol was found", verdict(
+                    "test \"$(zcat genes.tsv.gz | cut -f2 | grep -cxF -f ko_gene.txt)\" -eq 1"))]),
+            final(wrong)),
+        wrong_answer=wrong)
+    return Instance(files=files, question=question, answer=answer,
+                    grader={"kind": "exact"}, solution=_solution(draw, n_genes), trap=trap,
+                    tags=("single-cell", "sparse-matrix", "crispr", "one-based-index"))

@@ -1,0 +1,154 @@
+"""Tabular family: a Kaplan-Meier median survival time with censored patients.
+
+Why this trap. "Median survival" sounds like the median of the survival times column.
+But a censored time (status 0) is not a death: the patient was last seen alive then and
+lived for an unknown time longer. The median of the observed times treats every
+censored patient as dying at censoring, so it comes out too short -- a time in days, in
+the right range, and wrong. The Kaplan-Meier estimator uses censored patients while they
+are at risk and no longer.
+
+The ground truth is the Kaplan-Meier median of the drawn times: the smallest time at
+which the product-limit estimate of survival is 0.5 or less. Draws where the curve
+passes within 1e-9 of 0.5 are redrawn (double rounding is below 1e-12 here), so any
+double-precision implementation and exact rational arithmetic agree; tests recompute it
+from the CSV with ``fractions.Fraction``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import (
+    Difficulty, Instance, check, fill, final, node, turn, verdict,
+)
+from vera_env.tasks.model import Trap
+
+__all__ = ["km_median", "survival_median"]
+
+_PATIENTS = {"easy": 60, "medium": 400, "hard": 4000, "xl": 200_000}  # per arm
+
+
+def km_median(times: list[int], died: list[bool]) -> tuple[int | None, float]:
+    """Kaplan-Meier median and the survival value closest to 1/2 along the curve.
+
+    Returns:
+        (median time or None if the curve never reaches 0.5, the smallest distance
+        ``|S(t) - 1/2|`` over the curve's steps).
+    """
+    events: dict[int, list[int]] = {}
+    for t, d in zip(times, died, strict=True):
+        events.setdefault(t, [0, 0])[0 if d else 1] += 1
+    at_risk, surv, median, closest = len(times), 1.0, None, 1.0
+    for t in sorted(events):
+        deaths, censored = events[t]
+        if deaths:
+            surv *= 1 - deaths / at_risk
+            closest = min(closest, abs(surv - 0.5))
+            if median is None and surv <= 0.5:
+                median = t
+        at_risk -= deaths + censored
+    return median, closest
+
+
+def _arm(rng: np.random.Generator, n: int, median_days: float) -> tuple[list[int], list[bool]]:
+    """Weibull event times, censoring by staggered accrual and by dropout."""
+    shape = rng.uniform(0.9, 1.6)
+    scale = median_days / np.log(2) ** (1 / shape)
+    event = np.ceil(scale * rng.weibull(shape, n)).astype(np.int64)
+    follow_up = rng.uniform(300, 2400, n)
+    dropout = np.where(rng.random(n) < 0.15, rng.uniform(10, 1500, n), np.inf)
+    censor = np.ceil(np.minimum(follow_up, dropout)).astype(np.int64)
+    died = event <= censor
+    return np.where(died, event, censor).tolist(), died.tolist()
+
+
+def _careless_median(times: list[int]) -> str:
+    """The median of the observed times, printed as awk's ``print`` would."""
+    ordered, n = sorted(times), len(times)
+    twice = ordered[n // 2] * 2 if n % 2 else ordered[n // 2 - 1] + ordered[n // 2]
+    return str(twice // 2) if twice % 2 == 0 else f"{twice / 2:.1f}"
+
+
+_KM = ("awk -F'\\t' -v n=\"$(wc -l < arm_b.tsv)\" 'function flush() { if (d > 0) { s *= 1 - "
+       "d / r; printf \"%d\\t%d\\t%d\\t%.10f\\n\", t, r, d, s } r -= d + c; d = c = 0 } BEGIN "
+       "{ s = 1; r = n } NR > 1 && $1 != t { flush() } { t = $1; if ($2 == 1) d++; else c++ } "
+       "END { flush() }' arm_b.tsv > km.tsv\nawk -F'\\t' '$4 <= 0.5 { print $1; exit }' km.tsv "
+       "> median.txt\ntail -3 km.tsv\ncat median.txt")
+_PY_MEDIAN = ("python3 -c \"from collections import Counter; rows = [l.split(',') for l in "
+              "open('survival.csv')][1:]; b = [(int(r[2]), r[3].strip() == '1') for r in rows "
+              "if r[1] == 'B']; d = Counter(t for t, e in b if e); g = Counter(t for t, _ in b); "
+              "n, s, m = len(b), 1.0, []; [(m.append(t) if (s := s * (1 - d[t] / n)) <= 0.5 "
+              "else None, n := n - g[t]) for t in sorted(g)]; print(len(b) == @N@ and m[0] == "
+              "int(open('median.txt').read()) == @ANS@)\"")
+
+
+def _solution(n: int, deaths: int, median: int) -> tuple[str, ...]:
+    v = {"N": n, "D": deaths, "ANS": median}
+    return (
+        turn("head -3 survival.csv\nawk -F, 'NR > 1 && $2 == \"B\" { print $3 \"\\t\" $4 }' "
+             "survival.csv | sort -t\"$(printf '\\t')\" -k1,1n > arm_b.tsv\nwc -l < arm_b.tsv\n"
+             "cut -f2 arm_b.tsv | sort | uniq -c",
+             node("load", fill("arm B: @N@ patients, @D@ deaths, the rest censored", **v),
+                  "arm_b.tsv"), [
+                 check("conservation", "every arm B patient kept", verdict(fill(
+                     "test \"$(wc -l < arm_b.tsv)\" -eq @N@ && test \"$(awk -F, '$2 == \"B\"' "
+                     "survival.csv | wc -l)\" -eq @N@", **v))),
+                 check("range", "deaths plus censored are every patient, times sorted", fill(
+                     "awk -F'\\t' '$2 == 1 { d++ } $2 != 0 && $2 != 1 || $1 < p { bad = 1 } "
+                     "{ p = $1 } END { print (!bad && d == @D@ && NR == @N@) ? \"True\" : "
+                     "\"False\" }' arm_b.tsv", **v))]),
+        turn(_KM, node("transform", fill("Kaplan-Meier estimate of arm B; median @ANS@ days",
+                                         **v), "km.tsv", "n1"), [
+            check("conservation", "every death is on the curve", fill(
+                "awk -F'\\t' '{ d += $3 } NR == 1 { ok = $2 <= @N@ } END { print (ok && d == "
+                "@D@) ? \"True\" : \"False\" }' km.tsv", **v)),
+            check("range", "survival falls, within [0, 1], and crosses 0.5 at the median", fill(
+                "awk -F'\\t' '$4 > p && NR > 1 || $4 < 0 || $4 > 1 { bad = 1 } $1 == @ANS@ "
+                "{ hit = $4 <= 0.5 && p > 0.5 } { p = $4 } END { print (!bad && hit) ? \"True\" : "
+                "\"False\" }' km.tsv", **v))]),
+        turn("cat median.txt", node("test", fill("Kaplan-Meier median survival of arm B: @ANS@ "
+                                                 "days", **v), "median.txt", "n2"), [
+            check("invariance", "an exact recomputation with fractions agrees",
+                  fill(_PY_MEDIAN, **v))]),
+        final(str(median)),
+    )
+
+
+def survival_median(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """Kaplan-Meier median of arm B (trap: the median of observed times, censoring ignored)."""
+    n = _PATIENTS[difficulty]
+    for _ in range(50):
+        arm_a = _arm(rng, n, float(rng.uniform(300, 700)))
+        arm_b = _arm(rng, n, float(rng.uniform(400, 900)))
+        median, closest = km_median(*arm_b)
+        wrong = _careless_median(arm_b[0])
+        if median is not None and closest > 1e-9 and wrong != str(median):
+            break
+    else:
+        raise RuntimeError("survival_median: no usable draw; generator bug")
+    rows = [(arm, t, d) for arm, (times, died) in (("A", arm_a), ("B", arm_b))
+            for t, d in zip(times, died, strict=True)]
+    rows = [rows[i] for i in rng.permutation(len(rows))]
+    csv = "patient_id,arm,time_days,status\n" + "".join(
+        f"P{i + 1:05d},{arm},{t},{int(d)}\n" for i, (arm, t, d) in enumerate(rows))
+    careless = ("awk -F, 'NR > 1 && $2 == \"B\" { print $3 }' survival.csv | sort -n | awk "
+                "'{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + "
+                "v[NR / 2 + 1]) / 2 }' > median.txt\ncat median.txt")
+    trap = Trap(
+        description="the median of observed times treats censored patients as deaths",
+        careless_solution=(
+            turn(careless, node("test", f"median survival of arm B: {wrong} days",
+                                "median.txt"), [
+                check("range", "the median is positive",
+                      "awk '{ print ($1 > 0) ? \"True\" : \"False\" }' median.txt")]),
+            final(wrong)),
+        wrong_answer=wrong)
+    question = ("survival.csv lists patients of a two-arm trial: time_days is the time to "
+                "death when status is 1, or to the last visit, alive, when status is 0 "
+                "(censored). What is the Kaplan-Meier median overall survival of arm B, in "
+                "days: the smallest time at which the Kaplan-Meier estimate of survival is 0.5 "
+                "or lower? Answer with one integer.")
+    return Instance(files={"survival.csv": csv.encode()}, question=question,
+                    answer=str(median), grader={"kind": "numeric", "abs_tol": 0},
+                    solution=_solution(n, sum(arm_b[1]), median), trap=trap,
+                    tags=("csv", "survival", "censoring", "kaplan-meier"))

@@ -1,0 +1,59 @@
+"""Writing any task source as a folder suite (``<dir>/<task_id>/task.json`` + ``data/``).
+
+Why export. A folder suite is the one format every tool reads and a person can open: a
+builtin instance exported is a fixed, reviewable benchmark that no longer depends on this
+package's generator (or numpy's), and a BioMysteryBench suite exported has its archives
+unpacked once, for good. Exporting and loading back must give the same tasks, so only
+what `Task` declares is written, in the same field names, and a field left at its
+default is left out.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from vera_env.tasks.model import Task
+
+__all__ = ["task_json", "write_suite"]
+
+
+def task_json(task: Task) -> dict[str, object]:
+    """The ``task.json`` body of a task (everything but ``data_dir``, defaults left out)."""
+    body = task.model_dump(mode="json", exclude={"data_dir"}, exclude_defaults=True)
+    body["grader"] = task.grader.model_dump(mode="json", exclude_none=True)
+    return {"id": task.id, **{k: v for k, v in body.items() if k != "id"}}
+
+
+def write_suite(tasks: Iterable[Task], folder: str | Path) -> list[Path]:
+    """Write tasks as a folder suite that `vera_env.tasks.load_folder` reads back.
+
+    Args:
+        tasks: The tasks (data files are copied, never linked: the suite must outlive
+            the cache it came from).
+        folder: The suite folder; created if missing.
+
+    Returns:
+        The task folders written, in order.
+
+    Raises:
+        FileExistsError: A task's folder already exists (nothing is overwritten).
+    """
+    root = Path(folder)
+    written: list[Path] = []
+    for task in tasks:
+        target = root / task.id
+        if target.exists():
+            raise FileExistsError(f"{target} exists; export into an empty folder")
+        (target / "data").mkdir(parents=True)
+        for name, source in task.data_files().items():
+            dest = target / "data" / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, dest)
+        (target / "task.json").write_text(json.dumps(task_json(task), indent=2,
+                                                     ensure_ascii=False) + "\n",
+                                          encoding="utf-8")
+        written.append(target)
+    return written
