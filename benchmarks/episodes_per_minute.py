@@ -26,7 +26,7 @@ excluded), times the machine's cores: no harness can play these episodes faster.
 Usage::
 
     python benchmarks/episodes_per_minute.py [--envs 1,2,4,8,16] [--modes sync,async,threads,ray]
-                                            [--strength]
+                                            [--strength] [--sandbox bwrap-server]
 """
 
 from __future__ import annotations
@@ -210,8 +210,10 @@ def main() -> None:
     parser.add_argument("--modes", default="sync,async,threads,ray")
     parser.add_argument("--min-episodes", type=int, default=8)
     parser.add_argument("--strength", action="store_true")
+    parser.add_argument("--sandbox", default="auto", choices=["auto", "bwrap", "bwrap-server"])
     args = parser.parse_args()
     modes = args.modes.split(",")
+    ENV_KWARGS["sandbox"] = args.sandbox
     if not args.strength:
         from vera_env.rewards import RewardConfig
 
@@ -230,9 +232,12 @@ def main() -> None:
         print(f"| {row['envs']} | {row['mode']} | {row['episodes']} | {row['ok_correct']} | "
               f"{row['episodes_per_minute']:.1f} | {row['episodes_per_minute'] / floor_epm:.2f} | "
               f"{row['mb_per_env']:.0f} | {row['ray_start_s']:.1f} |")
-    out = RESULTS.with_name("episodes_per_minute_strength.json") if args.strength else RESULTS
+    suffix = ("_strength" if args.strength else "") + (
+        "_server" if args.sandbox == "bwrap-server" else "")
+    out = RESULTS.with_name(f"episodes_per_minute{suffix}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"machine": machine(), "strength": args.strength,
+                               "sandbox": args.sandbox,
                                    "floor_episode_s": floor_s,
                                    "floor_episodes_per_minute": floor_epm, "max_steps": MAX_STEPS,
                                    "rows": rows}, indent=2) + "\n")

@@ -27,8 +27,8 @@ import argparse
 import copy
 import json
 import subprocess
-import time
 import tempfile
+import time
 from pathlib import Path
 
 from sandbox_latency import machine, measure, summarize

@@ -108,8 +108,8 @@ def test_two_workers_collect_the_attempts_local_collection_records(local_ray, ta
 
 def test_pool_keeps_its_workers_between_collections(local_ray, tasks):
     jobs = [(t.id, seed) for seed, t in enumerate(tasks)]
-    with RolloutPool(tasks, Scripted, num_workers=2, env_kwargs={"max_steps": 4},
-                     num_cpus_per_worker=0.5) as pool:
+    with RolloutPool(tasks, Scripted, num_workers=1, envs_per_worker=2,
+                     env_kwargs={"max_steps": 4}, num_cpus_per_worker=0.5) as pool:
         first, second = pool.collect(jobs[:2]), pool.collect(jobs[2:])
         workers = list(pool._workers)
         assert ray.get([w.pid.remote() for w in workers]) == ray.get(

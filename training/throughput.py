@@ -95,8 +95,8 @@ def main(args: Args) -> dict[str, Any]:
     report = {
         "args": asdict(args), "wall_s": round(wall, 2),
         "step_s": [round(h["step_time"], 2) for h in steps],
-        "sample_s": round(timings.get("sample_s", 0.0), 2),
-        "env_s": round(timings.get("env_s", 0.0), 2), "rounds": timings.get("rounds", 0),
+        "sample_s": round(timings.get("sample_s", 0.0), 4),
+        "env_s": round(timings.get("env_s", 0.0), 4), "rounds": timings.get("rounds", 0),
         "episodes": args.per_device_train_batch_size * len(steps),
         "sampled_tokens_per_s": round(sampled / max(timings.get("sample_s", 0.0), 1e-9), 1),
         "mean_reward": [round(h["reward"], 4) for h in steps],

