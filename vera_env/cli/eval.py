@@ -132,7 +132,7 @@ def _jobs(task_ids: list[str], attempts: int, seed: int,
 
 async def _run(args: argparse.Namespace, run: RunDir, source: Any, policy: Any,
                jobs: list[tuple[str, int]], progress: Progress) -> list[Attempt]:
-    from vera_env.evaluation.transcripts import EpisodeLog  # noqa: PLC0415
+    from vera_env.wrappers import RecordEpisode  # noqa: PLC0415
 
     seed = args.seed
     judge = make_judge(args.judge_base_url, args.judge_model, args.judge_api_key_env)
@@ -140,7 +140,8 @@ async def _run(args: argparse.Namespace, run: RunDir, source: Any, policy: Any,
     def make_env() -> Any:
         env = build_env(source, max_steps=args.max_steps, wrappers=args.wrappers,
                         reserve=args.reserve, sandbox=args.sandbox, judge=judge)
-        return EpisodeLog(env, lambda task_id, s: run.transcript_dir(task_id, (s or 0) - seed))
+        return RecordEpisode(env, run.transcripts, folder_for=lambda task_id, s:
+                             run.transcript_dir(task_id, (s or 0) - seed))
 
     finished: list[Attempt] = []
     with run.open_results() as results:

@@ -7,8 +7,14 @@ Per episode, in ``<directory>/<index>-<task_id>/``:
 * ``graph.txt`` — the full analysis graph (no budget);
 * ``final_answer.txt`` — the released answer ("" if none).
 
-The graph and answer are written when the episode ends, or on ``close`` / the next
-``reset`` if it never did. Put this wrapper outermost to record what the model saw.
+Each step's line also holds the observation returned after it: exactly what the model
+was shown next, which is what a person debugging a bad episode asks first. The graph and
+answer are written when the episode ends, or on ``close`` / the next ``reset`` if it
+never did. Put this wrapper outermost to record what the model saw (forced prompts too).
+
+``folder_for`` lets a caller choose each episode's folder: an evaluation keeps
+``transcripts/<task>/<k>/`` so a transcript can be found from its results row, and a
+resumed attempt replaces the partial folder of the killed one instead of adding another.
 
 Example:
     >>> from vera_env import VeraEnv
@@ -20,19 +26,21 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 import gymnasium as gym
 
 from vera_env import info as keys
+from vera_env.errors import VeraError
 
 __all__ = ["RecordEpisode"]
 
 _FULL_GRAPH_TOKENS = 10**9
 _STEP_KEYS = (keys.STEP, keys.ERROR, keys.NUDGE, keys.COMMAND_OUTPUT, keys.NODE,
               keys.CHECKS, keys.REWARD_PARTS, keys.ANSWER, keys.CORRECT, keys.FORCING,
-              keys.UNSCORABLE)
+              keys.PREFILL, keys.UNSCORABLE, keys.GRADE_DETAIL)
 
 
 class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -41,12 +49,16 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
     Args:
         env: A ``VeraEnv``, possibly wrapped.
         directory: Where episode folders are created (made if missing).
+        folder_for: Maps (task id, reset seed) to an episode's folder, replacing any
+            folder already there; None numbers folders under ``directory``.
     """
 
-    def __init__(self, env: gym.Env, directory: str | Path) -> None:
+    def __init__(self, env: gym.Env, directory: str | Path,
+                 folder_for: Callable[[str, int | None], Path] | None = None) -> None:
         gym.utils.RecordConstructorArgs.__init__(self, directory=str(directory))
         super().__init__(env)
         self.directory = Path(directory)
+        self._folder_for = folder_for
         self.directory.mkdir(parents=True, exist_ok=True)
         self._index = len(list(self.directory.iterdir()))
         self._folder: Path | None = None
@@ -62,14 +74,11 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
               ) -> tuple[str, dict[str, Any]]:
         self._finish()
         obs, info = self.env.reset(seed=seed, options=options)
-        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", info[keys.TASK_ID])[:80]
-        self._folder = self.directory / f"{self._index:05d}-{safe}"
-        self._index += 1
-        self._folder.mkdir(parents=True, exist_ok=False)
+        self._folder = self._next_folder(info[keys.TASK_ID], seed)
         self._transcript = (self._folder / "transcript.jsonl").open("w", encoding="utf-8")
         self._answer = ""
         self._write({"event": "reset", "seed": seed, "observation": obs,
-                     keys.TASK_ID: info[keys.TASK_ID]})
+                     keys.TASK_ID: info[keys.TASK_ID], keys.PREFILL: info[keys.PREFILL]})
         return obs, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -77,7 +86,7 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._answer = info[keys.ANSWER]
         self._write({"event": "step", "action": action, "reward": reward,
                      "terminated": terminated, "truncated": truncated,
-                     **{k: info[k] for k in _STEP_KEYS}})
+                     **{k: info[k] for k in _STEP_KEYS}, "observation": obs})
         if terminated or truncated:
             self._finish()
         return obs, reward, terminated, truncated, info
@@ -85,6 +94,18 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def close(self) -> None:
         self._finish()
         super().close()
+
+    def _next_folder(self, task_id: str, seed: int | None) -> Path:
+        if self._folder_for is not None:
+            folder = self._folder_for(task_id, seed)
+            if folder.exists():
+                shutil.rmtree(folder)
+        else:
+            safe = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id)[:80]
+            folder = self.directory / f"{self._index:05d}-{safe}"
+            self._index += 1
+        folder.mkdir(parents=True)
+        return folder
 
     def _write(self, record: dict[str, Any]) -> None:
         if self._transcript is not None:
@@ -96,6 +117,9 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
             return
         self._transcript.close()
         self._transcript = None
-        graph = self.env.unwrapped.state.render(_FULL_GRAPH_TOKENS)
+        try:
+            graph = self.env.unwrapped.state.render(_FULL_GRAPH_TOKENS)
+        except VeraError as exc:  # the episode never started (reset failed): say so
+            graph = f"(graph unavailable: {type(exc).__name__}: {exc})"
         (self._folder / "graph.txt").write_text(graph + "\n", encoding="utf-8")
         (self._folder / "final_answer.txt").write_text(self._answer, encoding="utf-8")
