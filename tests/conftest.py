@@ -1,12 +1,40 @@
-"""Shared fixtures: small inline tasks with real data files, run in the real sandbox."""
+"""Shared fixtures: small inline tasks with real data files, run in the real sandbox.
+
+Also the rule that a skipped test proves nothing: under CI (``CI`` set, as ``.ci/run``
+does), where ``make test`` has installed every requirement (bubblewrap, Chromium, torch,
+Ray), a test that would skip for a missing requirement fails instead, so a broken
+install can never pass as green.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from vera_env.tasks import Task
+
+_STRICT = bool(os.environ.get("CI"))
+
+
+def _fail_skip(report: pytest.BaseReport) -> None:
+    if _STRICT and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = (f"skipped under CI, where every requirement is installed: "
+                           f"{report.longrepr}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
+    outcome = yield
+    _fail_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> object:
+    outcome = yield
+    _fail_skip(outcome.get_result())
 
 ALCOHOL = "id\tgroup\tdrinks\n1\ta\t3\n2\tb\t5\n3\ta\t7\n4\tb\t-999\n"
 

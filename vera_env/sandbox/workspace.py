@@ -21,6 +21,7 @@ watched by the workspace-size limit (``disk``).
 
 from __future__ import annotations
 
+import abc
 import os
 import shutil
 import stat
@@ -136,7 +137,7 @@ def _finalize(tracker: ProcessTracker, root: Path) -> None:
     remove_tree(root)
 
 
-class BaseWorkspace:
+class BaseWorkspace(abc.ABC):
     """Lifecycle, limits and result conversion; a backend supplies ``_launch``.
 
     Args:
@@ -157,9 +158,10 @@ class BaseWorkspace:
         self._staged: frozenset[tuple[int, int]] = frozenset()
         self._usage: int | None = None  # bytes after the last command (disk watch)
 
+    @abc.abstractmethod
     def _launch(self, command: str, *, check: bool, marker_fd: int,
                 overlay: Mapping[str, Path]) -> AbstractContextManager[LaunchSpec]:
-        raise NotImplementedError
+        """How a backend starts one command (bwrap argv, or a plain subprocess)."""
 
     def record_staged(self) -> None:
         """Remember what staging put here: those inodes do not count against the
