@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import json
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
 from training.episodes import ChatFormat, Start, draw_starts, tokenize_transcript
 from training.grpo import make_env, task_source
-from vera_env.rollout import Attempt, run_episode
+from vera_env.rollout import Attempt, map_episodes, run_episode
 from vera_env.tasks import TaskSource
 
 
@@ -131,21 +130,15 @@ def collect(tasks: TaskSource, policy: Any, starts: Sequence[Start], *, attempts
     Returns:
         The rows, in the order of (start, attempt).
     """
-    if attempts < 1 or concurrency < 1:
-        raise ValueError(f"attempts and concurrency must be >= 1, got {attempts}, {concurrency}")
-    local = threading.local()
-    envs: list[Any] = []
+    if attempts < 1:
+        raise ValueError(f"attempts must be >= 1, got {attempts}")
     lock = threading.Lock()
     jobs = [(start, k) for start in starts for k in range(attempts)]
 
-    def one(job: tuple[Start, int]) -> dict[str, Any]:
+    def play(env: Any, job: tuple[Start, int]) -> dict[str, Any]:
         start, k = job
-        if not hasattr(local, "env"):
-            local.env = make_env_fn()
-            with lock:
-                envs.append(local.env)
         recording = _Recording(policy)
-        attempt = run_episode(local.env, recording, seed=start.seed + k, task_id=start.task_id)
+        attempt = run_episode(env, recording, seed=start.seed + k, task_id=start.task_id)
         attempt.attempt_index = k
         row = episode_row(attempt, recording, tasks.get(start.task_id).question, policy_name,
                           fmt)
@@ -154,12 +147,7 @@ def collect(tasks: TaskSource, policy: Any, starts: Sequence[Start], *, attempts
                 on_row(row)
         return row
 
-    try:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            return list(pool.map(one, jobs))
-    finally:
-        for env in envs:
-            env.close()
+    return map_episodes(make_env_fn, jobs, play, concurrency=concurrency)
 
 
 def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Any:

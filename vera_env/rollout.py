@@ -32,15 +32,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterator, Literal, Sequence, get_args
+from typing import Any, Callable, Iterator, Literal, Sequence, TypeVar, get_args
 
 from vera_env import info as keys
 from vera_env.errors import PolicyError, SandboxError
 
-__all__ = ["Attempt", "Status", "arun_episode", "arun_many", "run_episode", "run_many"]
+__all__ = ["Attempt", "Status", "arun_episode", "arun_many", "map_episodes", "run_episode",
+           "run_many"]
+
+J = TypeVar("J")
+R = TypeVar("R")
 
 Status = Literal["ok", "max_steps", "format", "provider", "sandbox", "error"]
 STATUSES: tuple[str, ...] = get_args(Status)
@@ -243,6 +248,40 @@ def _summarise(env: Any, attempt: Attempt) -> None:
     attempt.mean_rho = round(sum(n.rho for n in nodes) / len(nodes), 4) if nodes else 0.0
 
 
+def map_episodes(make_env: Callable[[], Any], jobs: Sequence[J],
+                 play: Callable[[Any, J], R], *, concurrency: int = 4) -> list[R]:
+    """Call ``play(env, job)`` for every job, at most ``concurrency`` at once.
+
+    Each worker thread builds its own environment on first use and reuses it for its
+    later jobs; every environment is closed at the end, also when a job raised.
+
+    Returns:
+        ``play``'s results, in the order of ``jobs``.
+
+    Raises:
+        ValueError: ``concurrency`` < 1.
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    local = threading.local()
+    envs: list[Any] = []
+    lock = threading.Lock()
+
+    def one(job: J) -> R:
+        if not hasattr(local, "env"):
+            local.env = make_env()
+            with lock:
+                envs.append(local.env)
+        return play(local.env, job)
+
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            return list(pool.map(one, jobs))
+    finally:
+        for env in envs:
+            env.close()
+
+
 def run_many(make_env: Callable[[], Any], policy: Any,
              jobs: Sequence[tuple[str | None, int | None]], *, concurrency: int = 4,
              on_done: Callable[[Attempt], None] | None = None) -> list[Attempt]:
@@ -261,31 +300,13 @@ def run_many(make_env: Callable[[], Any], policy: Any,
     Raises:
         ValueError: ``concurrency`` < 1.
     """
-    if concurrency < 1:
-        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-    import threading  # noqa: PLC0415
-
-    local = threading.local()
-    envs: list[Any] = []
-    lock = threading.Lock()
-
-    def one(job: tuple[str | None, int | None]) -> Attempt:
-        if not hasattr(local, "env"):
-            local.env = make_env()
-            with lock:
-                envs.append(local.env)
-        attempt = run_episode(local.env, policy, task_id=job[0], seed=job[1])
+    def play(env: Any, job: tuple[str | None, int | None]) -> Attempt:
+        attempt = run_episode(env, policy, task_id=job[0], seed=job[1])
         if on_done:
             on_done(attempt)
         return attempt
 
-    try:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            return list(pool.map(one, jobs))
-    finally:
-        for env in envs:
-            env.close()
-
+    return map_episodes(make_env, jobs, play, concurrency=concurrency)
 
 
 async def arun_many(make_env: Callable[[], Any], policy: Any,

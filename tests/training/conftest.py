@@ -37,9 +37,3 @@ def judged_task(tmp_path_factory: pytest.TempPathFactory) -> Task:
                 answer="the integers 1 to 10", data_dir=Path(data),
                 grader={"kind": "llm", "rubric": "Accept any description of 1..10."})
 
-
-JUDGED_NODE = ("<command>wc -l < values.txt</command>\n"
-               'NODE kind=load summary="values.txt holds 10 values" artifact=values.txt\n'
-               'CHECK range "ten lines" :: test "$(wc -l < values.txt)" -eq 10 '
-               "&& echo True || echo False")
-"""A real node with a passing check on the judged task's data."""

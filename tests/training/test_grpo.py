@@ -15,7 +15,7 @@ import math
 
 import pytest
 import torch
-from conftest import JUDGED_NODE
+from training_turns import JUDGED_NODE
 from scripted_sampler import ASSISTANT, ScriptedTurns
 
 from policies import ScriptedPolicy
