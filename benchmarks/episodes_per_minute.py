@@ -5,10 +5,10 @@ the 13 builtin tasks, drawn by seed, through the real environment and sandbox (s
 testing off unless ``--strength``: its mutant re-runs are not in the floor, and
 ``benchmarks/strength_cost.py`` measures them). For each number of parallel envs N:
 
-* ``sync``: ``gym.make_vec(..., vectorization_mode="sync")`` + ``vera_env.vector.play_vector``
+* ``sync``: ``gym.make_vec(..., vectorization_mode="sync")`` + ``vera_env.rollout.vector.play_vector``
   (one process; sub-envs step one after the other);
 * ``async``: the same with ``vectorization_mode="async"`` (one worker process per env);
-* ``ray``: a ``vera_env.distributed.RolloutPool`` of N single-env actors on a local Ray,
+* ``ray``: a ``vera_env.rollout.distributed.RolloutPool`` of N single-env actors on a local Ray,
   warmed by one round of N episodes first (a training loop starts its workers once;
   the start, a few seconds per actor here, is reported apart as ``ray_start_s``);
 * ``threads``: ``vera_env.rollout.run_many(concurrency=N)`` (one process, N threads).
@@ -47,10 +47,10 @@ import gymnasium as gym
 from sandbox_latency import machine
 
 import vera_env
-from vera_env.protocol import parse_emission
+from vera_env.wire.protocol import parse_emission
 from vera_env.rollout import Attempt, run_many
 from vera_env.tasks import load_tasks
-from vera_env.vector import EnvInfo, close_vector_env, play_vector
+from vera_env.rollout.vector import EnvInfo, close_vector_env, play_vector
 
 RESULTS = Path(__file__).resolve().parent / "results" / "episodes_per_minute.json"
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,7 +88,7 @@ def run_ray(n: int, seeds: list[int]) -> tuple[list[Attempt], float]:
     """Attempts of a warm pool, and the seconds spent starting and warming it."""
     import ray
 
-    from vera_env.distributed import RolloutPool
+    from vera_env.rollout.distributed import RolloutPool
 
     started = time.perf_counter()
     if not ray.is_initialized():
@@ -215,7 +215,7 @@ def main() -> None:
     modes = args.modes.split(",")
     ENV_KWARGS["sandbox"] = args.sandbox
     if not args.strength:
-        from vera_env.rewards import RewardConfig
+        from vera_env.verification.rewards import RewardConfig
 
         ENV_KWARGS["reward"] = RewardConfig(strength=False)
     floor_s = floor_seconds()

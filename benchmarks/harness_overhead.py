@@ -34,7 +34,7 @@ from pathlib import Path
 from sandbox_latency import machine, measure, summarize
 
 from vera_env.env import VeraEnv
-from vera_env.rewards import RewardConfig
+from vera_env.verification.rewards import RewardConfig
 from vera_env.sandbox import ExecResult
 from vera_env.tasks import Task
 

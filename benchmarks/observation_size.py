@@ -7,7 +7,7 @@ new ones). VeraEnv's observation is bounded: the question, the files, the protoc
 analysis graph within ``state_budget`` tokens and the last 4 commands. This plays one
 50-step episode of a scripted analysis of ``tab.sentinel_mean.easy.s0`` (realistic
 exploration commands, a node every fifth step), and at each step counts the tokens
-(``vera_env.budget.count_tokens``) of:
+(``vera_env.observation.budget.count_tokens``) of:
 
 * the bounded observation the environment returned;
 * the transcript replay of the same episode (first observation + every action and
@@ -29,9 +29,9 @@ from pathlib import Path
 from sandbox_latency import machine
 
 from vera_env import info as keys
-from vera_env.budget import count_tokens
+from vera_env.observation.budget import count_tokens
 from vera_env.env import VeraEnv
-from vera_env.rewards import RewardConfig
+from vera_env.verification.rewards import RewardConfig
 from vera_env.tasks import load_tasks
 
 RESULTS = Path(__file__).resolve().parent / "results" / "observation_size.json"

@@ -1,6 +1,6 @@
 """What reward integrity costs: strength testing per check, and the limits per command.
 
-Strength testing (``vera_env.strength``) re-runs every passing check against mutants of
+Strength testing (``vera_env.verification.strength``) re-runs every passing check against mutants of
 the files it names, so its cost is (extra sandbox runs) x (the check's own runtime),
 plus building the mutants. This measures, on one bwrap workspace, for checks from
 vacuous to heavy: the check alone, the check plus strength with runs in parallel
@@ -36,10 +36,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from vera_env import strength
-from vera_env.checks import run_checks
-from vera_env.protocol import CheckSpec
-from vera_env.rewards import RewardConfig
+from vera_env.verification import strength
+from vera_env.verification.checks import run_checks
+from vera_env.wire.protocol import CheckSpec
+from vera_env.verification.rewards import RewardConfig
 from vera_env.sandbox import BwrapSandbox, SandboxLimits, probe_bwrap
 from vera_env.sandbox import bwrap as bwrap_module
 from vera_env.sandbox import workspace as workspace_module

@@ -7,7 +7,7 @@ a model is loaded), ``HumanPolicy`` reads turns from a terminal (``vera-env play
 
 from __future__ import annotations
 
-from policies.base import Policy
+from vera_env.policy import Policy
 from policies.human import HumanPolicy
 from policies.openai import OpenAIChatPolicy
 from policies.scripted import OraclePolicy, ScriptedPolicy, careless_policy

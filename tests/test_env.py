@@ -13,7 +13,7 @@ import vera_env
 from vera_env import info as keys
 from vera_env.env import VeraEnv
 from vera_env.errors import ResetNeeded, SandboxError
-from vera_env.rewards import RewardConfig
+from vera_env.verification.rewards import RewardConfig
 from vera_env.tasks import Task
 
 GOOD_NODE = (
@@ -82,7 +82,7 @@ def test_duplicate_node_is_not_recorded_and_earns_nothing(env):
     env.reset(seed=0)
     env.step(GOOD_NODE)
     _, reward, _, _, info = env.step(GOOD_NODE)
-    assert info[keys.NODE] is None and reward == 0.0
+    assert info[keys.NODE] == {} and reward == 0.0
     assert "repeats n1" in info[keys.NUDGE]
     assert len(env.state) == 1
 
@@ -92,9 +92,9 @@ def test_measurement_check_gets_one_rewrite_then_counts_failed(env):
     turn = ('<command>true</command>\nNODE kind=load summary="4 data rows"\n'
             'CHECK range "rows" :: tail -n +2 alcohol.txt | wc -l\n')
     _, _, _, _, info = env.step(turn)
-    assert info[keys.NODE] is None and "printed a measurement" in info[keys.NUDGE]
+    assert info[keys.NODE] == {} and "printed a measurement" in info[keys.NUDGE]
     _, reward, _, _, info = env.step(turn)
-    assert info[keys.NODE] is not None and info[keys.CHECKS][0]["passed"] is False
+    assert info[keys.NODE] != {} and info[keys.CHECKS][0]["passed"] is False
     assert info[keys.CHECKS][0]["malformed"] is True and reward == 0.0
 
 

@@ -42,7 +42,7 @@ from training.episodes import (
     play_episodes,
 )
 from vera_env import VeraEnv
-from vera_env.rewards import RewardConfig
+from vera_env.verification.rewards import RewardConfig
 from vera_env.tasks import TaskSource, load_tasks
 from vera_env.wrappers import apply_wrappers
 

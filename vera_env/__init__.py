@@ -29,7 +29,7 @@ ENV_ID = "vera_env/Vera-v0"
 
 _LAZY = {
     "VeraEnv": "vera_env.env",
-    "RewardConfig": "vera_env.rewards",
+    "RewardConfig": "vera_env.verification.rewards",
     "Task": "vera_env.tasks",
     "load_tasks": "vera_env.tasks",
     "GraderError": "vera_env.errors",

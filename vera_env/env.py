@@ -20,30 +20,27 @@ from typing import Any, Callable, Sequence
 import gymnasium as gym
 
 from vera_env import info as keys
-from vera_env.answers import (ANSWER_PREFIX, answer_is_usable, extract_answer, strip_markup,
+from vera_env.wire.answers import (ANSWER_PREFIX, answer_is_usable, extract_answer, strip_markup,
                               strip_reasoning)
-from vera_env.budget import clip_middle
-from vera_env.checks import CheckResult, run_checks
+from vera_env.observation.budget import clip_middle
+from vera_env.verification.checks import CheckResult, run_checks
 from vera_env.episode import Episode, Turn
 from vera_env.errors import GraderError, ResetNeeded, SandboxError
-from vera_env.grading import Judge, grade
-from vera_env.prompts import render_step_prompt
-from vera_env.protocol import Emission, parse_emission
-from vera_env.rewards import RewardConfig, RewardParts, node_verification
+from vera_env.verification.grading import Judge, grade
+from vera_env.observation.prompts import render_step_prompt
+from vera_env.wire.protocol import Emission, parse_emission
+from vera_env.verification.rewards import RewardConfig, RewardParts, node_verification
 from vera_env.sandbox import Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
 from vera_env.sandbox.reaper import RootLease
-from vera_env.spaces import FreeText
-from vera_env.state import AnalysisState, Node
+from vera_env.observation.spaces import FreeText
+from vera_env.observation.state import AnalysisState, Node
 from vera_env.tasks import Task, TaskSource, load_tasks
-from vera_env.vector import mend_info_batching
 
 __all__ = ["AnswerGate", "VeraEnv"]
 
 AnswerGate = Callable[[AnalysisState], str]
 """Called before an answer is released: "" releases it, any other text withholds it
 and becomes the nudge. Registered by wrappers such as ``EmissionGate``."""
-
-mend_info_batching()  # info["node"] is a dict or None; make_vec must batch it (see vector)
 
 _UNUSABLE_ANSWER = ("your FINAL ANSWER was not usable ({why}); give the value, name or "
                     "label the question asks for, not a command or a placeholder")
@@ -317,12 +314,12 @@ class VeraEnv(gym.Env[str, str]):
 
     def _assess_strength(self, ep: Episode, results: tuple[CheckResult, ...],
                          artifact: str = "") -> tuple[CheckResult, ...]:
-        """Mutation testing of passing checks (``vera_env.strength``): a check that
+        """Mutation testing of passing checks (``vera_env.verification.strength``): a check that
         passes on every mutant of its data earns nothing. Raises ``SandboxError`` on
         an infrastructure fault, which ``step`` records as unscorable."""
         if not self.reward_config.strength:
             return results
-        from vera_env import strength  # noqa: PLC0415 - optional stage, loaded on use
+        from vera_env.verification import strength  # noqa: PLC0415 - optional stage, loaded on use
         return strength.assess(results, ep.workspace, self.reward_config, self.limits,
                                artifact=artifact)
 
@@ -388,7 +385,7 @@ class VeraEnv(gym.Env[str, str]):
             keys.TASK_ID: ep.task.id, keys.QUESTION: ep.task.question,
             keys.STEP: ep.steps, keys.STEPS_LEFT: self.steps_left, keys.ERROR: turn.error,
             keys.NUDGE: ep.nudge, keys.COMMAND_OUTPUT: turn.output,
-            keys.NODE: turn.node.to_dict() if turn.node else None,
+            keys.NODE: turn.node.to_dict() if turn.node else {},
             keys.CHECKS: [c.to_dict() for c in turn.checks], keys.ANSWER: ep.answer,
             keys.ANSWER_FORCED: turn.answer_forced, keys.CORRECT: ep.correct,
             keys.GRADE_DETAIL: turn.grade_detail, keys.REWARD_PARTS: parts.to_dict(),

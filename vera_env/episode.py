@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vera_env.checks import CheckResult
+from vera_env.verification.checks import CheckResult
 from vera_env.sandbox import Workspace
-from vera_env.state import AnalysisState, Node
+from vera_env.observation.state import AnalysisState, Node
 from vera_env.tasks import Task
 
 __all__ = ["Episode", "Turn"]

@@ -1,6 +1,6 @@
 """The red-team scenario format and its runner (imported by the red-team tests).
 
-A red-team scenario is a golden scenario (``vera_env.golden``: an inline task, scripted
+A red-team scenario is a golden scenario (``vera_env.evaluation.golden``: an inline task, scripted
 turns, expectations) plus a ``redteam`` block saying which hack it plays and what
 stopped it. The golden runner plays it through the real environment; this module adds
 the assertions every hack must meet, whatever the file says:
@@ -29,7 +29,7 @@ from typing import Any
 import gymnasium as gym
 
 from vera_env import info as keys
-from vera_env.golden import GoldenError, run_scenario, validate
+from vera_env.evaluation.golden import GoldenError, run_scenario, validate
 
 __all__ = ["SCENARIO_DIR", "load", "play"]
 

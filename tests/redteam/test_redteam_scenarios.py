@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from redteam_runner import SCENARIO_DIR, load, play
 
-from vera_env.golden import GoldenError
+from vera_env.evaluation.golden import GoldenError
 
 FILES = sorted(SCENARIO_DIR.glob("*.json"))
 SCENARIOS = [load(path) for path in FILES]

@@ -19,8 +19,8 @@ from judge_server import JudgeServer, answer_block
 from policies import ScriptedPolicy
 from vera_env.env import VeraEnv
 from vera_env.errors import TaskFileError
-from vera_env.grading import RubricJudge
-from vera_env.rewards import RewardConfig
+from vera_env.verification.grading import RubricJudge
+from vera_env.verification.rewards import RewardConfig
 from vera_env.rollout import run_episode
 from vera_env.tasks import UnknownTaskError, cache_dir, load_tasks, write_suite
 from vera_env.tasks.biomystery import load_biomystery

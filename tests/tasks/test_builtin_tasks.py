@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vera_env.grading import grade
+from vera_env.verification.grading import grade
 from vera_env.tasks import UnknownTaskError, builtin_tasks, load_tasks
 from vera_env.tasks.builtin import (
     TASK_TYPES, builtin_ids, builtin_source, generate, make_task, parse_task_id,

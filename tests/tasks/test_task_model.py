@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from vera_env.tasks.model import DEFAULT_REL_TOL, GraderSpec, Task, Trap
+from vera_env.tasks.model import Task, Trap
+from vera_env.verification.grading import DEFAULT_REL_TOL, GraderSpec
 
 
 def _task(**overrides: object) -> Task:

@@ -33,14 +33,14 @@ def test_answer_without_any_node_is_withheld_with_nudge(env):
 def test_answer_released_when_same_turn_adds_a_verified_leaf(env):
     env.reset(seed=0)
     _, _, term, _, info = env.step(VERIFIED + "FINAL ANSWER: 5")
-    assert term and info[keys.NODE] is not None and info[keys.CORRECT] is True
+    assert term and info[keys.NODE] != {} and info[keys.CORRECT] is True
     assert info[keys.GATED] == 0
 
 
 def test_withheld_turn_still_runs_command_and_records_node(env):
     env.reset(seed=0)
     _, _, term, _, info = env.step(FAILING + "FINAL ANSWER: 4")
-    assert not term and info[keys.NODE] is not None and info[keys.GATED] == 1
+    assert not term and info[keys.NODE] != {} and info[keys.GATED] == 1
     _, _, term, _, info = env.step(VERIFIED.replace("NODE kind=test", "NODE kind=test parents=n1")
                                    + "FINAL ANSWER: 5")
     assert term and info[keys.GATED] == 1 and info[keys.CORRECT] is True

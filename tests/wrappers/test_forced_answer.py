@@ -51,7 +51,7 @@ def test_forced_step_runs_no_command_and_records_no_node(make):
     _, _, term, _, info = env.step(
         '<command>touch made.txt</command>\nNODE kind=load summary="x"\n'
         'CHECK range "r" :: echo True')
-    assert not term and info[keys.COMMAND_OUTPUT] == "" and info[keys.NODE] is None
+    assert not term and info[keys.COMMAND_OUTPUT] == "" and info[keys.NODE] == {}
     assert not (env.unwrapped.workspace.path / "made.txt").exists()
     assert "not usable" in info[keys.ERROR]
 

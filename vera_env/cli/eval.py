@@ -112,7 +112,7 @@ def make_judge(base_url: str | None, model: str | None, api_key_env: str) -> Any
     """The LLM judge of ``llm``-graded tasks, or None."""
     if not (base_url and model):
         return None
-    from vera_env.grading import RubricJudge  # noqa: PLC0415
+    from vera_env.verification.grading import RubricJudge  # noqa: PLC0415
 
     return RubricJudge.from_endpoint(base_url, model, api_key_env=api_key_env)
 

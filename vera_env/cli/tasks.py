@@ -243,7 +243,7 @@ def validate_tasks(tasks: Sequence[Any], source: Any, *, strength_ids: set[str],
         The verdicts, in the order of ``tasks``.
     """
     from vera_env.env import VeraEnv  # noqa: PLC0415
-    from vera_env.rewards import RewardConfig  # noqa: PLC0415
+    from vera_env.verification.rewards import RewardConfig  # noqa: PLC0415
 
     local = threading.local()
     envs: list[Any] = []
@@ -276,7 +276,7 @@ def validate_tasks(tasks: Sequence[Any], source: Any, *, strength_ids: set[str],
 def _judge(args: argparse.Namespace) -> Any:
     if not args.judge_url:
         return None
-    from vera_env.grading import RubricJudge  # noqa: PLC0415
+    from vera_env.verification.grading import RubricJudge  # noqa: PLC0415
 
     return RubricJudge.from_endpoint(args.judge_url, args.judge_model)
 

@@ -17,7 +17,7 @@ from vera_env.evaluation.graph_svg import FAIL_COLOUR, PASS_COLOUR, render_graph
 from vera_env.evaluation.metrics import (is_excluded, latest_attempts, outcome, summarise,
                                          summary_rows)
 from vera_env.evaluation.rundir import RunSettings
-from vera_env.protocol import parse_emission
+from vera_env.wire.protocol import parse_emission
 from vera_env.rollout import Attempt
 
 __all__ = ["build_report", "choose_episodes"]

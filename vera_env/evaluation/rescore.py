@@ -25,8 +25,8 @@ from typing import Any
 
 from vera_env.evaluation.metrics import EXCLUDED_STATUSES, latest_attempts, summarise
 from vera_env.evaluation.rundir import RunDir, write_atomic
-from vera_env.grading import Judge, grade
-from vera_env.rewards import RewardConfig
+from vera_env.verification.grading import Judge, grade
+from vera_env.verification.rewards import RewardConfig
 from vera_env.rollout import Attempt
 from vera_env.tasks import GraderSpec, TaskSource
 

@@ -1,6 +1,6 @@
 """Checks run without entropy, so a coin flip cannot pass for a discriminating check.
 
-Strength testing (``vera_env.strength``) calls a check discriminating when it passes on
+Strength testing (``vera_env.verification.strength``) calls a check discriminating when it passes on
 the data and says False on a mutant. A check that flips a coin —
 ``test $((RANDOM % 2)) -eq 0``, ``python3 -c "import random; print(random.random() <
 .7)"`` — would sometimes look like that by luck, and a policy would learn to farm the

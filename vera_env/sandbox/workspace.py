@@ -11,7 +11,7 @@ Two channels of failure, as everywhere in vera_env: model text that cannot run (
 NUL byte, a command longer than the kernel accepts as one argument) is a result
 with status ``error``; a sandbox that cannot start raises ``SandboxError``.
 
-Two extensions serve strength testing (``vera_env.strength``): ``run_check`` takes an
+Two extensions serve strength testing (``vera_env.verification.strength``): ``run_check`` takes an
 ``overlay`` (workspace name -> host file shown in its place, read-only), so a check
 can be re-run against a mutant of one file without copying the rest; and
 ``scratch_dir`` gives the harness a private directory for those files, outside what

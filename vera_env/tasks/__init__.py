@@ -11,8 +11,10 @@ from __future__ import annotations
 from vera_env.tasks.biomystery import load_biomystery
 from vera_env.tasks.cache import CACHE_ENV_VAR, cache_dir
 from vera_env.tasks.export import write_suite
-from vera_env.tasks.loaders import TaskSource, UnknownTaskError, load_folder, load_jsonl, load_tasks
-from vera_env.tasks.model import GraderSpec, Task, Trap
+from vera_env.tasks.loaders import load_folder, load_jsonl, load_tasks
+from vera_env.tasks.model import Task, Trap
+from vera_env.tasks.source import TaskSource, UnknownTaskError
+from vera_env.verification.grading import GraderSpec
 
 __all__ = [
     "CACHE_ENV_VAR", "GraderSpec", "Task", "TaskSource", "Trap", "UnknownTaskError",

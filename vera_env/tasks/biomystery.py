@@ -33,8 +33,8 @@ from pydantic import ValidationError
 
 from vera_env.errors import TaskFileError
 from vera_env.tasks.cache import UnsafeArchiveError, archive_members, extract_zip
-from vera_env.tasks.loaders import TaskSource, UnknownTaskError
 from vera_env.tasks.model import Task
+from vera_env.tasks.source import TaskSource, UnknownTaskError
 
 __all__ = ["PROBLEM_FILES", "REQUIRED_COLUMNS", "find_problems", "load_biomystery"]
 

@@ -21,97 +21,18 @@ Sources:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import ValidationError
 
 from vera_env.errors import TaskFileError
-from vera_env.tasks.model import GraderSpec, Task, Trap
+from vera_env.tasks.model import Task, Trap
+from vera_env.tasks.source import TaskSource, UnknownTaskError
+from vera_env.verification.grading import GraderSpec
 
 __all__ = ["TaskSource", "UnknownTaskError", "load_folder", "load_jsonl", "load_tasks"]
-
-
-class UnknownTaskError(KeyError):
-    """A task id that the source does not have (a caller's mistake, not a broken file)."""
-
-    def __str__(self) -> str:  # KeyError would print the message inside quotes
-        return str(self.args[0]) if self.args else "unknown task"
-
-
-class TaskSource:
-    """An ordered collection of tasks the env draws from.
-
-    Tasks may be held ready or made on demand by a ``factory`` (builtin families regenerate
-    any valid id, not only the listed ones).
-
-    Args:
-        tasks: Ready tasks, in order.
-        name: Where the tasks came from, for error messages.
-        ids: Ids listed in addition to ``tasks``, made by ``factory`` when first asked.
-        factory: Makes a task from an id, or raises `UnknownTaskError`.
-    """
-
-    def __init__(self, tasks: Iterable[Task] = (), *, name: str = "tasks",
-                 ids: Sequence[str] = (), factory: Callable[[str], Task] | None = None) -> None:
-        self.name = name
-        self._made: dict[str, Task] = {}
-        for task in tasks:
-            if not isinstance(task, Task):
-                raise TypeError(f"expected Task objects, got {type(task).__name__}")
-            if task.id in self._made:
-                raise ValueError(f"duplicate task id {task.id!r} in {name}")
-            self._made[task.id] = task
-        self._ids = tuple(self._made) + tuple(i for i in ids if i not in self._made)
-        if len(set(self._ids)) != len(self._ids):
-            raise ValueError(f"duplicate task ids in {name}")
-        if ids and factory is None:
-            raise ValueError("ids listed without a factory to make them")
-        self._factory = factory
-
-    def ids(self) -> tuple[str, ...]:
-        """The listed task ids, in order."""
-        return self._ids
-
-    def get(self, task_id: str) -> Task:
-        """The task with this id.
-
-        Raises:
-            UnknownTaskError: The id is neither listed nor one the factory can make; the
-                message shows a few ids that exist.
-        """
-        if task_id in self._made:
-            return self._made[task_id]
-        if self._factory is not None:
-            try:
-                task = self._factory(task_id)
-            except UnknownTaskError as exc:
-                raise UnknownTaskError(f"{exc} Known ids include: {self._preview()}") from None
-            self._made[task_id] = task
-            return task
-        raise UnknownTaskError(f"no task {task_id!r} in {self.name} "
-                               f"({len(self)} tasks); known ids include: {self._preview()}")
-
-    def pick(self, rng: np.random.Generator) -> Task:
-        """A listed task drawn uniformly with ``rng`` (reproducible for a seeded rng)."""
-        if not self._ids:
-            raise UnknownTaskError(f"{self.name} has no tasks to pick from")
-        return self.get(self._ids[int(rng.integers(len(self._ids)))])
-
-    def _preview(self, n: int = 5) -> str:
-        shown = ", ".join(repr(i) for i in self._ids[:n])
-        return shown + (", ..." if len(self._ids) > n else "")
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def __iter__(self) -> Iterator[Task]:
-        return (self.get(task_id) for task_id in self._ids)
-
-    def __repr__(self) -> str:
-        return f"TaskSource({self.name!r}, {len(self)} tasks)"
 
 
 def _field_name(loc: tuple[Any, ...]) -> str:

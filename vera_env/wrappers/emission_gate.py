@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from vera_env.state import AnalysisState
+from vera_env.observation.state import AnalysisState
 
 __all__ = ["GATE_NUDGE", "EmissionGate", "leaf_verified"]
 

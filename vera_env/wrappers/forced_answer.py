@@ -29,8 +29,8 @@ from typing import Any
 import gymnasium as gym
 
 from vera_env import info as keys
-from vera_env.answers import ANSWER_PREFIX
-from vera_env.prompts import render_forced_prompt
+from vera_env.wire.answers import ANSWER_PREFIX
+from vera_env.observation.prompts import render_forced_prompt
 
 __all__ = ["PREFILL", "ForcedAnswer"]
 

@@ -41,13 +41,23 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from vera_env.tasks.builtin import (
-    cohorts, doublets, expression, matrices, orfs, pedigrees, screens, sequences, substitutions,
-    survival, tables, variants,
+    cohorts,
+    doublets,
+    expression,
+    matrices,
+    orfs,
+    pedigrees,
+    screens,
+    sequences,
+    substitutions,
+    survival,
+    tables,
+    variants,
 )
 from vera_env.tasks.builtin.instance import Difficulty, Instance
 from vera_env.tasks.cache import materialise
-from vera_env.tasks.loaders import TaskSource, UnknownTaskError
 from vera_env.tasks.model import Task
+from vera_env.tasks.source import TaskSource, UnknownTaskError
 
 __all__ = [
     "ALL_DIFFICULTIES", "DIFFICULTIES", "FAMILIES", "TASK_TYPES", "builtin_ids",

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from vera_env.protocol import CHECK_KINDS, NODE_KINDS
 from vera_env.tasks.model import Trap
+from vera_env.wire.protocol import CHECK_KINDS, NODE_KINDS
 
 __all__ = ["Difficulty", "Instance", "check", "fill", "final", "gz", "node", "turn", "verdict"]
 

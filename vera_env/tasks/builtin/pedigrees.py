@@ -21,7 +21,15 @@ from __future__ import annotations
 import numpy as np
 
 from vera_env.tasks.builtin.instance import (
-    Difficulty, Instance, check, fill, final, gz, node, turn, verdict,
+    Difficulty,
+    Instance,
+    check,
+    fill,
+    final,
+    gz,
+    node,
+    turn,
+    verdict,
 )
 from vera_env.tasks.model import Trap
 

@@ -25,7 +25,15 @@ import re
 import numpy as np
 
 from vera_env.tasks.builtin.instance import (
-    Difficulty, Instance, check, fill, final, gz, node, turn, verdict,
+    Difficulty,
+    Instance,
+    check,
+    fill,
+    final,
+    gz,
+    node,
+    turn,
+    verdict,
 )
 from vera_env.tasks.model import Trap
 

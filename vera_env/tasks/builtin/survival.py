@@ -19,7 +19,14 @@ from __future__ import annotations
 import numpy as np
 
 from vera_env.tasks.builtin.instance import (
-    Difficulty, Instance, check, fill, final, node, turn, verdict,
+    Difficulty,
+    Instance,
+    check,
+    fill,
+    final,
+    node,
+    turn,
+    verdict,
 )
 from vera_env.tasks.model import Trap
 

@@ -1,0 +1,50 @@
+import pytest
+from pydantic import ValidationError
+
+from vera_env.verification.checks import CheckResult
+from vera_env.verification.rewards import RewardConfig, RewardParts, node_verification
+from vera_env.observation.state import Node
+
+
+def _node(n_pass, n_fail=0, discriminating=None):
+    checks = tuple(CheckResult(f"p{i}", "range", f"cmd{i}", True, discriminating=discriminating)
+                   for i in range(n_pass))
+    checks += tuple(CheckResult(f"f{i}", "range", f"bad{i}", False) for i in range(n_fail))
+    return Node(id="n1", kind="qc", summary="s", checks=checks)
+
+
+def test_node_value_counts_passing_checks_up_to_cap():
+    cfg = RewardConfig(verification_weight=1.0, checks_per_node=3, max_rewarded_nodes=4)
+    assert node_verification(_node(1), 0, cfg) == pytest.approx(1 / 3 / 4)
+    assert node_verification(_node(3), 0, cfg) == pytest.approx(1 / 4)
+    assert node_verification(_node(10), 0, cfg) == pytest.approx(1 / 4)
+    assert node_verification(_node(0, n_fail=3), 0, cfg) == 0.0
+
+
+def test_non_discriminating_checks_earn_nothing():
+    cfg = RewardConfig()
+    assert node_verification(_node(3, discriminating=False), 0, cfg) == 0.0
+    assert node_verification(_node(3, discriminating=True), 0, cfg) > 0.0
+
+
+def test_episode_bound_holds_for_many_nodes():
+    cfg = RewardConfig(verification_weight=0.5, max_rewarded_nodes=4)
+    total = sum(node_verification(_node(3), i, cfg) for i in range(100))
+    assert total == pytest.approx(0.5)
+
+
+def test_reward_parts_total_and_dict():
+    parts = RewardParts(verification=0.1, correctness=1.0, penalty=0.02)
+    assert parts.total == pytest.approx(1.08)
+    assert RewardParts(correctness=None).total == 0.0
+    assert parts.to_dict() == {"verification": 0.1, "correctness": 1.0, "penalty": 0.02}
+
+
+def test_reward_config_is_validated_and_frozen():
+    with pytest.raises(ValidationError):
+        RewardConfig(checks_per_node=0)
+    with pytest.raises(ValidationError):
+        RewardConfig(bogus=1)
+    cfg = RewardConfig()
+    with pytest.raises(ValidationError):
+        cfg.verification_weight = 3.0

@@ -1,0 +1,223 @@
+"""Recorded failures, kept as data so they can never happen twice.
+
+Every scenario under ``tests/golden/`` is a real incident from the reference runs (the
+seeds cite them) or a failure found while building this package. Adding a newly
+observed failure means dropping in a JSON file, not writing a bespoke test — otherwise
+the loop stops at "we noticed" and never reaches "it cannot recur".
+
+A scenario is a task (a builtin id, or an inline task whose files are given as text),
+a scripted sequence of raw model turns, and expectations about what the environment
+did with each turn and how the episode ended. The model is scripted, so a scenario does
+not test whether a real model behaves; it tests everything downstream of the model's
+text, which is where every recorded incident did its harm: a quoting slip scored as an
+analysis failure, an echoed template inflating a node's checks, a closing tag graded as
+part of the answer.
+
+Unknown keys are errors, not no-ops: a typo'd assertion that quietly passes is worse
+than no test, because it reads as coverage. A scenario that asserts nothing is an error
+for the same reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from vera_env import info as keys
+from vera_env.errors import VeraError
+
+__all__ = ["GoldenError", "load_scenarios", "run_scenario", "validate"]
+
+_REQUIRED = {"name", "incident", "source", "turns", "expect"}
+_OPTIONAL = {"task_id", "task", "max_steps", "wrappers", "note", "reward"}
+_TASK_KEYS = {"question", "answer", "grader", "files"}
+_EXPECT_KEYS = {"steps", "final"}
+_STEP_KEYS = {
+    "at", "error_contains", "error_empty", "nudge_contains", "nudge_lacks",
+    "node_recorded", "n_checks", "checks_passed", "checks_malformed", "reward",
+    "reward_max", "verification", "terminated", "truncated", "command_output_contains",
+    "answer", "forcing", "prefill", "gated",
+}
+_FINAL_KEYS = {
+    "answer", "correct", "terminated", "truncated", "verification_total",
+    "verification_total_max", "n_nodes", "unscorable", "answer_forced", "gated",
+    "steps_taken",
+}
+
+
+class GoldenError(VeraError, ValueError):
+    """A malformed scenario. Raised loudly: a broken fixture is not a skip."""
+
+
+def validate(scenario: dict[str, Any], source: str = "<memory>") -> None:
+    """Reject a scenario with missing or unknown keys, or one that asserts nothing.
+
+    Raises:
+        GoldenError: Naming ``source`` and the offending key.
+    """
+    if not isinstance(scenario, dict):
+        raise GoldenError(f"{source}: a scenario is a JSON object")
+    _keys(scenario, _REQUIRED, _OPTIONAL, source, "scenario")
+    if ("task_id" in scenario) == ("task" in scenario):
+        raise GoldenError(f"{source}: give exactly one of 'task_id' or 'task'")
+    if "task" in scenario:
+        _keys(scenario["task"], {"question", "answer", "files"}, _TASK_KEYS - {"question",
+              "answer", "files"}, source, "task")
+    turns = scenario["turns"]
+    if not isinstance(turns, list) or not turns or not all(isinstance(t, str) for t in turns):
+        raise GoldenError(f"{source}: turns must be a non-empty list of strings")
+    expect = scenario["expect"]
+    _keys(expect, set(), _EXPECT_KEYS, source, "expect")
+    steps = expect.get("steps", [])
+    for i, step in enumerate(steps):
+        _keys(step, {"at"}, _STEP_KEYS - {"at"}, source, f"expect.steps[{i}]")
+        if len(step) < 2:
+            raise GoldenError(f"{source}: expect.steps[{i}] asserts nothing")
+        if not 1 <= step["at"] <= len(turns):
+            raise GoldenError(f"{source}: expect.steps[{i}].at={step['at']} is outside "
+                              f"1..{len(turns)}")
+    _keys(expect.get("final", {}), set(), _FINAL_KEYS, source, "expect.final")
+    if not steps and not expect.get("final"):
+        raise GoldenError(f"{source}: no expectations — this asserts nothing")
+
+
+def _keys(obj: Any, required: set[str], optional: set[str], source: str, where: str) -> None:
+    if not isinstance(obj, dict):
+        raise GoldenError(f"{source}: {where} must be an object")
+    missing = required - set(obj)
+    if missing:
+        raise GoldenError(f"{source}: {where} is missing {sorted(missing)}")
+    unknown = set(obj) - required - optional
+    if unknown:
+        raise GoldenError(f"{source}: {where} has unknown key(s) {sorted(unknown)}")
+
+
+def load_scenarios(directory: str | Path) -> list[dict[str, Any]]:
+    """Every ``*.json`` scenario under ``directory``, validated, sorted by file name."""
+    out = []
+    for path in sorted(Path(directory).glob("*.json")):
+        try:
+            scenario = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise GoldenError(f"{path.name}: not valid JSON ({exc})") from exc
+        validate(scenario, source=path.name)
+        scenario["_file"] = path.name
+        out.append(scenario)
+    return out
+
+
+def run_scenario(scenario: dict[str, Any], *, sandbox: str = "auto",
+                 wrap: Callable[[Any, list[str]], Any] | None = None) -> list[str]:
+    """Play a scenario's turns through the real environment and check expectations.
+
+    Args:
+        scenario: A validated scenario.
+        sandbox: Sandbox backend for the environment.
+        wrap: ``wrap(env, names)`` applies the scenario's wrappers (given by the test
+            suite, so this module does not import the wrappers package).
+
+    Returns:
+        A list of failure messages; empty when every expectation held.
+    """
+    from vera_env.env import VeraEnv  # noqa: PLC0415 - golden runs after env is built
+    from vera_env.verification.rewards import RewardConfig  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="vera-golden-") as tmp:
+        tasks = _tasks_for(scenario, Path(tmp))
+        env = VeraEnv(tasks, max_steps=scenario.get("max_steps", len(scenario["turns"])),
+                      sandbox=sandbox, reward=RewardConfig(**scenario.get("reward", {})))
+        wrapped = wrap(env, scenario.get("wrappers", [])) if wrap else env
+        try:
+            return _play(scenario, wrapped, env)
+        finally:
+            wrapped.close()
+
+
+def _tasks_for(scenario: dict[str, Any], tmp: Path) -> Any:
+    from vera_env.tasks import Task, load_tasks  # noqa: PLC0415
+
+    if "task_id" in scenario:
+        source = load_tasks("builtin")
+        return [source.get(scenario["task_id"])]
+    spec = scenario["task"]
+    data = tmp / "data"
+    for name, text in spec["files"].items():
+        path = data / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    grader = spec.get("grader", {"kind": "exact"})
+    return [Task(id=scenario["name"], question=spec["question"], answer=spec["answer"],
+                 grader=grader, data_dir=data)]
+
+
+def _play(scenario: dict[str, Any], wrapped: Any, env: Any) -> list[str]:
+    failures: list[str] = []
+    by_step = {s["at"]: s for s in scenario["expect"].get("steps", [])}
+    wrapped.reset(seed=0)
+    info: dict[str, Any] = {}
+    terminated = truncated = False
+    for at, turn in enumerate(scenario["turns"], start=1):
+        if terminated or truncated:
+            failures.append(f"turn {at}: the episode had already ended")
+            break
+        _, reward, terminated, truncated, info = wrapped.step(turn)
+        if at in by_step:
+            failures += [f"turn {at}: {m}" for m in
+                         _check_step(by_step[at], reward, terminated, truncated, info)]
+    final = scenario["expect"].get("final", {})
+    failures += [f"final: {m}" for m in _check_final(final, env, info, terminated, truncated)]
+    return failures
+
+
+def _check_step(want: dict[str, Any], reward: float, terminated: bool, truncated: bool,
+                info: dict[str, Any]) -> list[str]:
+    got = {
+        "error_contains": info[keys.ERROR], "nudge_contains": info[keys.NUDGE],
+        "command_output_contains": info[keys.COMMAND_OUTPUT],
+    }
+    out = [f"{k}: {want[k]!r} not in {got[k]!r}" for k in got
+           if k in want and want[k].lower() not in got[k].lower()]
+    if "nudge_lacks" in want and want["nudge_lacks"].lower() in info[keys.NUDGE].lower():
+        out.append(f"nudge_lacks: {want['nudge_lacks']!r} in {info[keys.NUDGE]!r}")
+    checks = info[keys.CHECKS]
+    actual = {
+        "error_empty": info[keys.ERROR] == "", "node_recorded": bool(info[keys.NODE]),
+        "n_checks": len(checks), "checks_passed": [c["passed"] for c in checks],
+        "checks_malformed": [c["malformed"] for c in checks], "terminated": terminated,
+        "truncated": truncated, "answer": info[keys.ANSWER], "forcing": info[keys.FORCING],
+        "prefill": info[keys.PREFILL], "gated": info[keys.GATED],
+    }
+    out += [f"{k}: expected {want[k]!r}, got {actual[k]!r}" for k in actual
+            if k in want and want[k] != actual[k]]
+    if "reward" in want and not math.isclose(reward, want["reward"], abs_tol=1e-9):
+        out.append(f"reward: expected {want['reward']}, got {reward}")
+    if "reward_max" in want and reward > want["reward_max"] + 1e-12:
+        out.append(f"reward_max: {reward} > {want['reward_max']}")
+    verification = info[keys.REWARD_PARTS]["verification"]
+    if "verification" in want and not math.isclose(verification, want["verification"],
+                                                    abs_tol=1e-9):
+        out.append(f"verification: expected {want['verification']}, got {verification}")
+    return out
+
+
+def _check_final(want: dict[str, Any], env: Any, info: dict[str, Any], terminated: bool,
+                 truncated: bool) -> list[str]:
+    actual = {
+        "answer": info.get(keys.ANSWER), "correct": info.get(keys.CORRECT),
+        "terminated": terminated, "truncated": truncated,
+        "n_nodes": len(env.state), "unscorable": info.get(keys.UNSCORABLE),
+        "answer_forced": info.get(keys.ANSWER_FORCED), "gated": info.get(keys.GATED),
+        "steps_taken": env.steps_taken,
+    }
+    out = [f"{k}: expected {want[k]!r}, got {actual[k]!r}" for k in actual
+           if k in want and want[k] != actual[k]]
+    total = info.get(keys.VERIFICATION_TOTAL, 0.0)
+    if "verification_total" in want and not math.isclose(total, want["verification_total"],
+                                                          abs_tol=1e-9):
+        out.append(f"verification_total: expected {want['verification_total']}, got {total}")
+    if "verification_total_max" in want and total > want["verification_total_max"] + 1e-12:
+        out.append(f"verification_total_max: {total} > {want['verification_total_max']}")
+    return out

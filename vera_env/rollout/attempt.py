@@ -1,0 +1,207 @@
+"""The record of one episode, built by one lifecycle that every runner shares.
+
+The ``Attempt`` record and its status taxonomy come from the reference harness, so a run
+here and a baseline run stay comparable. Statuses attribute every ending to one
+boundary — "a bad rollout is data, not a crash":
+
+* ``ok``: an answer was released (right or wrong);
+* ``max_steps``: the budget ended with no usable answer;
+* ``format``: the budget ended and not one turn was well-formed (the model never
+  produced a parseable block);
+* ``provider``: the policy's transport failed (``PolicyError``) — an exclusion, never a
+  wrong answer;
+* ``sandbox``: the sandbox failed (staging or execution) — an exclusion;
+* ``error``: anything else raised; the message is kept.
+
+``score`` is ``None`` for exclusions and unscorable grades: an infrastructure fault must
+not become a reward of 0.
+
+The lifecycle is the same wherever an episode is played (``run_episode``, vector envs,
+Ray workers, training, task validation, golden replay)::
+
+    attempt = Attempt.start(seed=seed)
+    with attempt.capturing():            # a fault becomes the attempt's status
+        obs, info = env.reset(seed=seed)
+        attempt.begin(info)
+        while not attempt.add_step(action, *env.step(action)):
+            ...
+    attempt.finish()                     # summarised from the recorded steps alone
+
+Because ``finish`` reads only the steps, an Attempt is the same whoever played it, and
+a transcript stored as JSON can be summarised again without the environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Iterator, Literal, get_args
+
+from vera_env import info as keys
+from vera_env.errors import PolicyError, SandboxError
+
+__all__ = ["STATUSES", "STEP_FIELDS", "Attempt", "Status"]
+
+Status = Literal["ok", "max_steps", "format", "provider", "sandbox", "error"]
+STATUSES: tuple[str, ...] = get_args(Status)
+
+STEP_FIELDS: tuple[str, ...] = (
+    keys.STEP, keys.ERROR, keys.NUDGE, keys.COMMAND_OUTPUT, keys.NODE, keys.CHECKS,
+    keys.REWARD_PARTS, keys.FORCING, keys.ANSWER, keys.ANSWER_FORCED, keys.CORRECT,
+    keys.GRADE_DETAIL, keys.UNSCORABLE, keys.GATED, keys.VERIFICATION_TOTAL)
+"""The info keys kept for each step: enough to summarise the episode from its steps."""
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One episode: its transcript (``steps``) and the summary ``finish`` derives."""
+
+    task_id: str
+    status: Status = "ok"
+    answer: str = ""
+    correct: bool | None = None
+    score: float | None = None
+    verification_reward: float = 0.0
+    n_steps: int = 0
+    n_nodes: int = 0
+    n_checks: int = 0
+    n_discriminating: int = 0
+    mean_rho: float = 0.0
+    answer_forced: bool = False
+    gated: int = 0
+    unscorable: bool = False
+    wall_s: float = 0.0
+    error: str = ""
+    seed: int | None = None
+    attempt_index: int = 0                # which of the K attempts at this task (0-based)
+    prompt_tokens: int | None = None      # summed over the episode; None: not reported
+    completion_tokens: int | None = None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    _started: float = field(default=0.0, repr=False, compare=False)
+    _faulted: bool = field(default=False, repr=False, compare=False)
+
+    # ----- the lifecycle -----
+
+    @classmethod
+    def start(cls, task_id: str | None = None, *, seed: int | None = None,
+              attempt_index: int = 0) -> Attempt:
+        """A new, empty attempt; its clock starts now."""
+        return cls(task_id=task_id or "", seed=seed, attempt_index=attempt_index,
+                   _started=time.perf_counter())
+
+    def begin(self, info: dict[str, Any]) -> None:
+        """Take the task id from the reset's ``info``."""
+        self.task_id = info[keys.TASK_ID]
+
+    def add_step(self, action: str, obs: Any, reward: float, terminated: bool,
+                 truncated: bool, info: dict[str, Any]) -> bool:
+        """Record one step (the arguments of ``env.step``'s return, after the action).
+
+        Returns:
+            Whether the episode ended with this step.
+        """
+        del obs  # the observation is the env's, not the episode's record
+        self.steps.append({"action": action, "reward": float(reward),
+                           **{k: info.get(k) for k in STEP_FIELDS}})
+        return bool(terminated or truncated)
+
+    @contextlib.contextmanager
+    def capturing(self) -> Iterator[None]:
+        """Record what ended the episode early as its status, attributed to one boundary.
+
+        A policy fault is ``provider``, a sandbox fault ``sandbox`` (unscorable), anything
+        else ``error`` with its type and message: never raised, so one bad episode cannot
+        take down a batch.
+        """
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 - recorded as data with its type
+            self.fail(exc)
+
+    def fail(self, exc: BaseException) -> None:
+        """Mark the attempt as ended by ``exc`` (see ``capturing``)."""
+        self._faulted = True
+        if isinstance(exc, PolicyError):
+            self.status, self.error = "provider", str(exc)
+        elif isinstance(exc, SandboxError):
+            self.status, self.error, self.unscorable = "sandbox", str(exc), True
+        else:
+            self.status, self.error = "error", f"{type(exc).__name__}: {exc}"
+
+    def finish(self) -> Attempt:
+        """Summarise the recorded steps into the attempt's fields; returns ``self``."""
+        if self._started:
+            self.wall_s = time.perf_counter() - self._started
+        self._summarise_graph()
+        if self._faulted or not self.steps:
+            if not self._faulted:
+                self.status, self.error = "error", "the episode recorded no step"
+            self.score = None
+            return self
+        last = self.steps[-1]
+        self.answer = last[keys.ANSWER] or ""
+        self.correct = last[keys.CORRECT]
+        self.unscorable = bool(last[keys.UNSCORABLE])
+        self.answer_forced = any(step[keys.ANSWER_FORCED] for step in self.steps)
+        self.gated = last[keys.GATED] or 0
+        self.verification_reward = last[keys.VERIFICATION_TOTAL] or 0.0
+        self.score = None if self.unscorable else sum(s["reward"] for s in self.steps)
+        self.status, self.error = self._ending(last)
+        return self
+
+    def _ending(self, last: dict[str, Any]) -> tuple[Status, str]:
+        if self.unscorable and not self.answer:
+            return "sandbox", last[keys.ERROR] or last[keys.GRADE_DETAIL] or ""
+        if self.answer:
+            return "ok", ""
+        if all(step[keys.ERROR] for step in self.steps):
+            return "format", f"no well-formed turn: {last[keys.ERROR]}"
+        return "max_steps", "no usable answer within the budget"
+
+    def _summarise_graph(self) -> None:
+        nodes = [step[keys.NODE] for step in self.steps if step.get(keys.NODE)]
+        checks = [check for node in nodes for check in node["checks"]]
+        self.n_steps = max((s[keys.STEP] or 0 for s in self.steps), default=0)
+        self.n_nodes = len(nodes)
+        self.n_checks = len(checks)
+        self.n_discriminating = sum(bool(c["passed"]) and c["discriminating"] is not False
+                                    for c in checks)
+        self.mean_rho = round(sum(n["rho"] for n in nodes) / len(nodes), 4) if nodes else 0.0
+
+    # ----- usage and serialisation -----
+
+    def add_usage(self, prompt_tokens: int | None, completion_tokens: int | None) -> None:
+        """Add one model call's token counts (None: the server did not report them)."""
+        if prompt_tokens is not None:
+            self.prompt_tokens = (self.prompt_tokens or 0) + prompt_tokens
+        if completion_tokens is not None:
+            self.completion_tokens = (self.completion_tokens or 0) + completion_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public fields, JSON-ready."""
+        data = asdict(self)
+        return {f.name: data[f.name] for f in fields(self) if not f.name.startswith("_")}
+
+    def to_json(self) -> str:
+        """One JSON line."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, line: str) -> Attempt:
+        """Parse a line written by ``to_json``.
+
+        Raises:
+            ValueError: The line is not an Attempt (unknown fields or status).
+        """
+        data = json.loads(line)
+        if not isinstance(data, dict) or data.get("status") not in STATUSES:
+            status = data.get("status") if isinstance(data, dict) else None
+            raise ValueError(f"unknown attempt status {status!r}")
+        if any(str(name).startswith("_") for name in data):
+            raise ValueError("not an Attempt record: private fields in the line")
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise ValueError(f"not an Attempt record: {exc}") from exc

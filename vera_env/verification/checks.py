@@ -1,0 +1,151 @@
+"""Executing the checks a model declared: the harness decides, never the model.
+
+A verification score is a reward only if the model cannot set it. The model declares
+*what should be true* (a one-line command whose last output line is a verdict); the
+harness runs that command and reads the verdict. Three rules follow, each from a
+measured failure of self-report:
+
+* A check that errors, times out, or prints no boolean **fails**. It is never skipped:
+  if an unrunnable check could not hurt, the cheapest way to a high score would be
+  checks that cannot run.
+* Checks run against a **read-only** workspace (``Workspace.run_check``), so a check
+  cannot change what the next check reads: the workspace is byte-identical before and
+  after a node's checks.
+* A check that printed a measurement instead of a verdict is marked ``malformed``: the
+  environment asks once for a rewrite (a protocol slip is not evidence about the
+  analysis) and counts it failed the second time.
+* A node runs at most ``MAX_CHECKS_PER_NODE`` checks; the rest fail unrun. Only
+  ``checks_per_node`` can earn anyway, and a turn of two thousand ``sleep 29`` checks
+  would otherwise hold a rollout for hours.
+
+Whether a passing check *discriminates* (would fail on different data) is decided by
+``vera_env.verification.strength`` (on by default: ``RewardConfig.strength``); ``discriminating`` is
+None where it was not tested (the check failed, or strength is off).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from vera_env.wire.protocol import CheckSpec, verdict_from_output
+
+if TYPE_CHECKING:
+    from vera_env.sandbox import ExecResult, Workspace
+
+__all__ = ["MAX_CHECKS_PER_NODE", "CheckResult", "rho", "run_checks", "result_from_exec"]
+
+_DETAIL_CHARS = 200
+MAX_CHECKS_PER_NODE = 16
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The harness's verdict on one declared check.
+
+    Attributes:
+        name: What the model said is being checked.
+        kind: The check kind (conservation, range, invariance, type).
+        command: The command that was run, verbatim.
+        passed: The verdict the harness read. False for anything unrunnable.
+        detail: Why it failed (empty when it passed).
+        discriminating: Whether it failed on some mutant of its data; None when
+            strength was not tested.
+        killed_by: The mutants that made it fail.
+        malformed: It printed a measurement rather than a verdict.
+        duration_s: Wall seconds of the run on the original workspace (strength bounds
+            its mutant runs by it).
+    """
+
+    name: str
+    kind: str
+    command: str
+    passed: bool
+    detail: str = ""
+    discriminating: bool | None = None
+    killed_by: tuple[str, ...] = ()
+    malformed: bool = False
+    duration_s: float = 0.0
+
+    @property
+    def earns(self) -> bool:
+        """Whether this check counts towards verification reward."""
+        return self.passed and self.discriminating is not False
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        out = asdict(self)
+        out["killed_by"] = list(self.killed_by)
+        return out
+
+
+def rho(results: Iterable[CheckResult]) -> float:
+    """Pass fraction of ``results``; 0.0 when there are none (nothing verified)."""
+    items = list(results)
+    if not items:
+        return 0.0
+    return sum(r.passed for r in items) / len(items)
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def result_from_exec(spec: CheckSpec, res: "ExecResult") -> CheckResult:
+    """Read one check's verdict from its execution result.
+
+    Args:
+        spec: The declared check.
+        res: What running ``spec.command`` read-only produced.
+
+    Returns:
+        A passed result only when the command exited 0, did not time out, and its last
+        non-empty stdout line is a true literal.
+    """
+    def failed(detail: str, malformed: bool = False) -> CheckResult:
+        return CheckResult(spec.name, spec.kind, spec.command, False,
+                           detail[:_DETAIL_CHARS], malformed=malformed,
+                           duration_s=res.duration_s)
+
+    if res.timed_out:
+        return failed(f"check timed out after {res.duration_s:.1f}s")
+    if res.status not in ("ok",):
+        return failed(f"check stopped: {res.status}")
+    if res.exit_code != 0:
+        return failed(f"check exited {res.exit_code}: {_last_line(res.stderr)}")
+    verdict = verdict_from_output(res.stdout)
+    if verdict is None:
+        shown = _last_line(res.stdout)[-120:]
+        return failed(f"check printed no True/False verdict (last line: {shown!r})",
+                      malformed=True)
+    if not verdict:
+        return failed("check evaluated False")
+    return CheckResult(spec.name, spec.kind, spec.command, True, duration_s=res.duration_s)
+
+
+def run_checks(specs: Sequence[CheckSpec], workspace: "Workspace", *,
+               timeout_s: float | None = None,
+               max_checks: int = MAX_CHECKS_PER_NODE) -> tuple[CheckResult, ...]:
+    """Run declared checks read-only in ``workspace`` and return their verdicts.
+
+    Args:
+        specs: The checks a node declared.
+        workspace: The episode's workspace; checks go through ``run_check``, which
+            mounts it read-only.
+        timeout_s: Per-check wall clock; None uses the sandbox's default.
+        max_checks: Checks run; those after it fail without running.
+
+    Returns:
+        One ``CheckResult`` per spec, in order.
+
+    Raises:
+        SandboxError: The sandbox itself failed (an infrastructure fault: the caller
+            marks the episode unscorable rather than failing the check).
+    """
+    ran = tuple(result_from_exec(spec, workspace.run_check(spec.command, timeout_s=timeout_s))
+                for spec in specs[:max_checks])
+    unrun = tuple(CheckResult(spec.name, spec.kind, spec.command, False,
+                              f"not run: a node runs at most {max_checks} checks")
+                  for spec in specs[max_checks:])
+    return ran + unrun

@@ -1,0 +1,110 @@
+"""How a step's reward is composed, and the bounds that keep it from being farmed.
+
+The verification part is the harness-executed score: a node is worth the share of its
+checks that *passed and discriminated* (failed on some mutant of the data they read,
+``vera_env.verification.strength``), counted up to ``checks_per_node``, divided among at most
+``max_rewarded_nodes`` nodes. So an episode's verification reward lies in
+``[0, verification_weight]`` however many nodes are declared: one hundred nodes with
+cheap checks earn no more than the bound, and a re-declared or duplicate node earns
+nothing (the environment does not record it).
+
+The correctness part comes from the task's grader at the end. When the grader cannot
+decide (an LLM judge that is down), the part is ``None`` — an infrastructure fault is
+never scored as a wrong answer, since a fake 0 corrupts group-relative advantages.
+
+Formula (defaults in brackets)::
+
+    node_value   = min(#checks passed and discriminating, K) / K                   [K=3]
+                   (with strength off [on], "discriminating" is not tested)
+    verification = verification_weight [0.5] * node_value / max_rewarded_nodes [4]
+                   for each of the first max_rewarded_nodes new nodes
+    correctness  = correctness_weight [1.0] if the graded answer is correct else 0
+    penalty      = format_penalty [0.02] for a turn rejected as malformed
+    reward(step) = verification + correctness - penalty
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from vera_env.observation.state import Node
+
+__all__ = ["RewardConfig", "RewardParts", "node_verification"]
+
+
+class RewardConfig(BaseModel):
+    """Weights, bounds and penalties of the reward (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    verification_weight: float = Field(0.5, ge=0.0)
+    """Upper bound of an episode's total verification reward."""
+    correctness_weight: float = Field(1.0, ge=0.0)
+    """Reward for a correct final answer."""
+    checks_per_node: int = Field(3, ge=1)
+    """Passing checks beyond this many earn nothing more for one node."""
+    max_rewarded_nodes: int = Field(4, ge=1)
+    """Only the first this-many new nodes earn verification reward."""
+    format_penalty: float = Field(0.02, ge=0.0)
+    """Subtracted for each turn rejected as malformed."""
+    strength: bool = True
+    """Test passing checks against mutants of their data (``vera_env.verification.strength``); a
+    check that passes on every mutant earns nothing."""
+    strength_mutants: int = Field(4, ge=1)
+    """Mutants per file a check reads (one per operator: lines dropped, numbers
+    moved, rows shuffled, header removed)."""
+    strength_seed: int = 0
+    """Seed of the mutations, so strength verdicts are reproducible."""
+    strength_controls: int = Field(2, ge=1)
+    """Runs on the file's unchanged bytes, shown like a mutant, per file tested; a
+    check that fails one is flaky (clock, randomness, overlay detection)."""
+    strength_max_files: int = Field(4, ge=1)
+    """Files tested per check, in order of mention (the rest are not mutated)."""
+    strength_max_mb: int = Field(32, ge=1)
+    """Window per file (after decompression): larger files are judged on their first
+    this-many MiB, which bounds the time and disk strength costs."""
+
+
+@dataclass(frozen=True, slots=True)
+class RewardParts:
+    """One step's reward, by source.
+
+    Attributes:
+        verification: Reward from this step's new node.
+        correctness: Reward from grading, None when not graded (or unscorable).
+        penalty: Format penalty (non-negative; subtracted).
+    """
+
+    verification: float = 0.0
+    correctness: float | None = None
+    penalty: float = 0.0
+
+    @property
+    def total(self) -> float:
+        """The scalar the environment returns as the step's reward."""
+        return self.verification + (self.correctness or 0.0) - self.penalty
+
+    def to_dict(self) -> dict[str, float | None]:
+        """JSON-ready form."""
+        return {"verification": self.verification, "correctness": self.correctness,
+                "penalty": self.penalty}
+
+
+def node_verification(node: Node, rewarded_so_far: int, config: RewardConfig) -> float:
+    """Verification reward of a newly recorded node.
+
+    Args:
+        node: The node just recorded (not a duplicate).
+        rewarded_so_far: How many earlier nodes of the episode were counted.
+        config: The reward configuration.
+
+    Returns:
+        The node's share of the episode's bounded verification reward.
+    """
+    if rewarded_so_far >= config.max_rewarded_nodes:
+        return 0.0
+    earning = sum(c.earns for c in node.checks)
+    value = min(earning, config.checks_per_node) / config.checks_per_node
+    return config.verification_weight * value / config.max_rewarded_nodes
