@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from vera_env.tasks import Task, TaskSource
     from vera_env.verification.grading import Judge
 
-__all__ = ["NON_BINDING", "WRAPPER_NAMES", "EnvSpec", "JudgeEndpoint", "WrapperName"]
+__all__ = ["NON_BINDING", "WRAPPER_NAMES", "EnvSpec", "JudgeEndpoint", "SandboxName",
+           "WrapperName"]
 
 SandboxName = Literal["auto", "bwrap", "bwrap-server", "local"]
 
