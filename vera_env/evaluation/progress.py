@@ -84,6 +84,13 @@ class Progress:
             self._bar.update(1)
             self._log()
 
+    def tick(self) -> None:
+        """Redraw, so the clock moves while a slow model thinks (call about once a second)."""
+        with self._lock:
+            if self._tty and not self._bar.disable:
+                self._bar.refresh()
+            self._log()
+
     def line(self) -> str:
         """The bar's text now (what a terminal shows)."""
         return str(self._bar)
@@ -99,7 +106,7 @@ class Progress:
         self._log()
 
     def _log(self, *, final: bool = False) -> None:
-        if self._tty:
+        if self._tty or self._bar.disable:  # a terminal redraws itself; closed: nothing
             return
         now = time.monotonic()
         if final or now - self._logged >= self._interval_s:
