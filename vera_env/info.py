@@ -7,8 +7,8 @@ by one character silently reads ``None``. Every step's ``info`` carries every ke
 from __future__ import annotations
 
 __all__ = [
-    "ANSWER", "ANSWER_FORCED", "ANSWER_PHASE", "CHECKS", "COMMAND_OUTPUT", "CORRECT", "ERROR", "FORCING",
-    "GATED", "GRADE_DETAIL", "INFO_KEYS", "NODE", "NUDGE", "PREFILL", "QUESTION",
+    "ANSWER", "ANSWER_FORCED", "ANSWER_PHASE", "CHECKS", "COMMAND_OUTPUT", "CORRECT", "ERROR",
+    "FORCING", "GATED", "GRADE_DETAIL", "INFO_KEYS", "NODE", "NUDGE", "PREFILL", "QUESTION",
     "REWARD_PARTS", "STEP", "STEPS_LEFT", "TASK_ID", "UNSCORABLE", "VERIFICATION_TOTAL",
 ]
 

@@ -7,8 +7,13 @@ from pathlib import Path
 import pytest
 
 from vera_env.sandbox import ExecResult, SandboxLimits, make_sandbox
-from vera_env.verification.checks import (MAX_CHECKS_PER_NODE, CheckResult, result_from_exec,
-                                          rho, run_checks)
+from vera_env.verification.checks import (
+    MAX_CHECKS_PER_NODE,
+    CheckResult,
+    result_from_exec,
+    rho,
+    run_checks,
+)
 from vera_env.wire.protocol import CheckSpec
 
 SPEC = CheckSpec(kind="range", name="mean is 5", command="test 1 -eq 1 && echo True")

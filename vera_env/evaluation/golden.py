@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 import math
 import tempfile
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym

@@ -25,9 +25,9 @@ from typing import Any
 
 from vera_env.evaluation.metrics import EXCLUDED_STATUSES, latest_attempts, summarise
 from vera_env.evaluation.rundir import RunDir, write_atomic
-from vera_env.verification.grading import Judge, grade
 from vera_env.rollout import Attempt
 from vera_env.tasks import GraderSpec, TaskSource
+from vera_env.verification.grading import Judge, grade
 from vera_env.verification.rewards import RewardConfig, RewardLedger
 
 __all__ = ["TRUTH", "Change", "rescore_attempt", "rescore_run"]

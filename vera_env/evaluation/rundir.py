@@ -214,7 +214,7 @@ class RunDir:
                 handle.truncate(good_bytes)
         return self.results_path.open("a", encoding="utf-8")
 
-    def drop(self, keep: "set[tuple[str, int]]") -> None:
+    def drop(self, keep: set[tuple[str, int]]) -> None:
         """Rewrite ``results.jsonl`` keeping only the attempts whose key is in ``keep``."""
         kept = [a for a in self.attempts() if (a.task_id, a.attempt_index) in keep]
         write_atomic(self.results_path, "".join(a.to_json() + "\n" for a in kept))

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from vera_env.rollout.attempt import STATUSES, Attempt, Status
 from vera_env.rollout.pool import EnvPool, EnvSource, env_factory, map_episodes
-from vera_env.rollout.runner import (Job, arun_episode, arun_many, play_job, run_episode,
-                                     run_many)
+from vera_env.rollout.runner import Job, arun_episode, arun_many, play_job, run_episode, run_many
 
 __all__ = ["STATUSES", "Attempt", "EnvPool", "EnvSource", "Job", "Status", "arun_episode",
            "arun_many", "env_factory", "map_episodes", "play_job", "run_episode",

@@ -36,8 +36,9 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterator, Literal, get_args
+from typing import Any, Literal, SupportsFloat, get_args
 
 from vera_env import info as keys
 from vera_env.errors import PolicyError, SandboxError
@@ -102,7 +103,7 @@ class Attempt:
         if callable(begin_episode):
             begin_episode(info)
 
-    def add_step(self, action: str, obs: Any, reward: float, terminated: bool,
+    def add_step(self, action: str, obs: Any, reward: SupportsFloat, terminated: bool,
                  truncated: bool, info: dict[str, Any]) -> bool:
         """Record one step (the arguments of ``env.step``'s return, after the action).
 

@@ -136,7 +136,8 @@ class RolloutPool:
     """Rollout workers that stay up between collections (arguments as in ``collect``).
 
     Example:
-        >>> with RolloutPool(EnvSpec(max_steps=30), make_policy, num_workers=8) as pool:  # doctest: +SKIP
+        >>> spec = EnvSpec(max_steps=30)
+        >>> with RolloutPool(spec, make_policy, num_workers=8) as pool:  # doctest: +SKIP
         ...     for step in range(steps):
         ...         batch = pool.collect([(None, seed) for seed in seeds_for(step)])
     """
@@ -171,8 +172,8 @@ class RolloutPool:
         """Play ``episodes`` (as in ``collect``) on this pool's workers."""
         from ray.exceptions import RayActorError
 
-        jobs = ([(None, seed) for seed in range(episodes)] if isinstance(episodes, int)
-                else list(episodes))
+        jobs: list[Job] = ([(None, seed) for seed in range(episodes)]
+                           if isinstance(episodes, int) else list(episodes))
         replaced_before = self._replaced
         pending = deque(range(len(jobs)))
         tries = [0] * len(jobs)

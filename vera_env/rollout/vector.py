@@ -229,7 +229,9 @@ class _VectorPlay:
         self.infos: dict[str, Any] = {}
 
     def run(self) -> None:
-        self.obs, self.infos = self.envs.reset(seed=self._take(range(self.n)))
+        # Sync/AsyncVectorEnv take one seed per sub-env (VectorEnv's stub says int only).
+        self.obs, self.infos = self.envs.reset(
+            seed=self._take(range(self.n)))  # type: ignore[arg-type]
         self._begin(self.infos, range(self.n))
         while any(self.slots):
             actions = self._act()
@@ -273,7 +275,8 @@ class _VectorPlay:
         if not mask.any():
             return
         seeds = self._take(which)
-        self.obs, reset_infos = self.envs.reset(seed=seeds, options={"reset_mask": mask})
+        self.obs, reset_infos = self.envs.reset(
+            seed=seeds, options={"reset_mask": mask})  # type: ignore[arg-type]
         self._begin(reset_infos, [i for i in which if self.slots[i]])
         self.infos = _merge(self.infos, reset_infos, mask)
 
