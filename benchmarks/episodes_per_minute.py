@@ -94,7 +94,10 @@ def run_ray(n: int, seeds: list[int]) -> tuple[list[Attempt], float]:
     if not ray.is_initialized():
         ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
-    with RolloutPool("builtin", oracle, n, env_kwargs=ENV_KWARGS,
+    from vera_env.spec import EnvSpec
+
+    spec = EnvSpec(tasks="builtin", wrappers=(), **ENV_KWARGS)
+    with RolloutPool(spec, oracle, n,
                      num_cpus_per_worker=(os.cpu_count() or 1) / n) as pool:
         pool.collect([(None, 10_000 + i) for i in range(n)])  # every actor up and warm
         setup = time.perf_counter() - started

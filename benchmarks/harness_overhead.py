@@ -94,11 +94,11 @@ def node_turns(env: VeraEnv, size: int, n: int) -> list[float]:
     episode = env._episode
     samples = []
     for i in range(n + 5):
-        saved = copy.deepcopy((episode.state, episode.rewarded_nodes))
+        saved = copy.deepcopy((episode.state, episode.ledger))
         started = time.perf_counter()
         env.step(node_turn(size + i))
         samples.append(time.perf_counter() - started)
-        episode.state, episode.rewarded_nodes = saved
+        episode.state, episode.ledger = saved
     return samples[5:]
 
 

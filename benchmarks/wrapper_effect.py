@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from vera_env import info as keys
-from vera_env.env import VeraEnv
+from vera_env.spec import EnvSpec
 from vera_env.rollout import run_episode
 from vera_env.tasks import load_tasks
-from vera_env.wrappers import EmissionGate, ForcedAnswer
 
 IDLE = "<command>ls</command>"
 COMMAND_ANSWER = "FINAL ANSWER: awk -F'\\t' 'NR>1{print $2}' alcohol.txt | head -5"
@@ -60,9 +59,8 @@ def measure(max_steps: int, reserve: int) -> list[dict[str, Any]]:
     rows = []
     for ending in ("oracle", "procrastinator", "stub", "command", "hasty"):
         for wrappers in ((), ("forced",), ("gate",), ("gate", "forced")):
-            env: Any = VeraEnv(tasks, max_steps=max_steps)
-            for name in wrappers:
-                env = ForcedAnswer(env, reserve=reserve) if name == "forced" else EmissionGate(env)
+            spec = EnvSpec(max_steps=max_steps, wrappers=wrappers, reserve=reserve)
+            env = spec.build(tasks=tasks)
             attempts = [run_episode(env, Behaviour(tasks, ending), task_id=t.id, seed=0)
                         for t in tasks]
             env.close()

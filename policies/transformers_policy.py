@@ -65,16 +65,19 @@ class TransformersPolicy:
 
     @classmethod
     def from_pretrained(cls, path: str, *, device: str | None = None,
-                        **options: Any) -> "TransformersPolicy":
+                        dtype: str | None = None, **options: Any) -> "TransformersPolicy":
         """Load a model and tokenizer saved with ``save_pretrained`` (no hub access).
 
         Args:
             path: The folder (or a model id already in the local cache).
-            device: ``cpu``, ``cuda``, ...; None picks CUDA when available.
+            device: ``cpu``, ``cuda``, ``cuda:1``...; None picks CUDA when available.
+            dtype: ``float32``, ``bfloat16``, ``float16`` or ``auto`` (the checkpoint's);
+                None loads transformers' default (float32).
             **options: Forwarded to the constructor (``system_prompt``, ``temperature``...).
 
         Raises:
-            PolicyError: transformers is not installed or the folder cannot be loaded.
+            PolicyError: transformers is not installed, the dtype is unknown, or the
+                folder cannot be loaded.
         """
         try:
             import torch  # noqa: PLC0415 - optional dependency
@@ -83,9 +86,13 @@ class TransformersPolicy:
             raise PolicyError("TransformersPolicy needs torch and transformers: "
                               "pip install 'vera-env[training]'") from exc
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if dtype not in (None, "auto", "float32", "bfloat16", "float16"):
+            raise PolicyError(f"dtype must be float32, bfloat16, float16 or auto, got {dtype!r}")
+        loading = {} if dtype is None else {"dtype": dtype if dtype == "auto"
+                                            else getattr(torch, dtype)}
         try:
             tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path).to(device)
+            model = AutoModelForCausalLM.from_pretrained(path, **loading).to(device)
         except (OSError, ValueError) as exc:
             raise PolicyError(f"cannot load a causal LM from {path!r}: {exc}") from exc
         model.eval()

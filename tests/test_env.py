@@ -236,3 +236,55 @@ def test_survives_thousands_of_sampled_actions(alcohol_task):
             obs, info = env.reset()
     env.close()
     assert episodes > 0
+
+
+def test_refused_turns_are_penalised_only_when_free(alcohol_task):
+    """Penalised: a malformed free turn and an unusable free answer. Not penalised: an
+    answer withheld by the gate, and a refused reply to a forced prompt."""
+    from vera_env.wrappers import EmissionGate, ForcedAnswer
+
+    penalty = RewardConfig().format_penalty
+    env = ForcedAnswer(EmissionGate(VeraEnv([alcohol_task], max_steps=5)), reserve=2)
+    env.reset(seed=0)
+    rewards = [env.step(turn)[1] for turn in ("just thinking", "FINAL ANSWER: N/A",
+                                              "FINAL ANSWER: 5", "not an answer")]
+    assert rewards == pytest.approx([-penalty, -penalty, 0.0, 0.0])
+    env.close()
+
+
+def test_reasoning_is_stripped_once_per_turn(env):
+    """A reasoning block is dropped once; the text left is the model's visible turn and
+    is not re-read as reasoning (a second pass saw the tag that joining the two sides of
+    a dropped block formed, ``</thi`` + ``nk>``, and dropped the command before it)."""
+    env.reset(seed=0)
+    _, _, _, _, info = env.step("<command>wc -l alcohol.txt</command>\n"
+                                "</thi<think>draft</think>nk>")
+    assert info[keys.ERROR] == "" and "5 alcohol.txt" in info[keys.COMMAND_OUTPUT]
+
+
+def test_phase_api_refuses_impossible_turns(env):
+    env.reset(seed=0)
+    with pytest.raises(ResetNeeded, match="grant extra"):
+        env.grant_extra_ask()  # budget left: there is nothing to ask again
+    env.step("FINAL ANSWER: 5")
+    assert env.phase == "done"
+    with pytest.raises(ResetNeeded):
+        env.force_answer()
+    with pytest.raises(ResetNeeded):
+        env.step("FINAL ANSWER: 5")
+
+
+def test_budget_end_without_answer_leaves_the_episode_spent_until_reset(alcohol_task):
+    env = VeraEnv([alcohol_task], max_steps=1)
+    env.reset(seed=0)
+    _, _, term, trunc, info = env.step("<command>true</command>")
+    assert (term, trunc) == (False, True) and env.phase == "spent"
+    with pytest.raises(ResetNeeded):
+        env.step("FINAL ANSWER: 5")
+    env.grant_extra_ask()
+    _, _, term, trunc, info = env.step("FINAL ANSWER: 5")
+    assert term and info[keys.ANSWER_FORCED] and info[keys.ANSWER_PHASE] == "extra"
+    assert info[keys.STEP] == 1
+    env.reset(seed=0)
+    assert env.phase == "open"
+    env.close()

@@ -6,6 +6,11 @@ model can never set its own score. Parsing lives in ``protocol``/``answers``, sc
 ``checks``/``rewards``/``grading``, process spawning in ``sandbox``; this module only
 decides the order of things and what the model is told.
 
+What a turn may do depends on the episode's phase (``vera_env.phase``): a free turn,
+an answer-only turn demanded by ``ForcedAnswer`` (``force_answer``), or the one extra
+ask after the budget (``grant_extra_ask``); every reward number comes from the
+episode's ``RewardLedger`` (``vera_env.verification.rewards``).
+
 Model misbehaviour is a value: a malformed turn costs a step, earns a small format
 penalty, and comes back as ``info["error"]`` plus a nudge in the next observation —
 ``step()`` never raises because of model text. A broken setup raises; an infrastructure
@@ -15,21 +20,22 @@ because a fake 0 would be read as the model's failure.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import gymnasium as gym
 
 from vera_env import info as keys
-from vera_env.wire.answers import (ANSWER_PREFIX, answer_is_usable, extract_answer, strip_markup,
-                              strip_reasoning)
+from vera_env.wire.answers import ANSWER_PREFIX, answer_is_usable, extract_answer, strip_markup
 from vera_env.observation.budget import clip_middle
 from vera_env.verification.checks import CheckResult, run_checks
 from vera_env.episode import Episode, Turn
+from vera_env.phase import Event, Phase, advance
 from vera_env.errors import GraderError, ResetNeeded, SandboxError
 from vera_env.verification.grading import Judge, grade
 from vera_env.observation.prompts import render_step_prompt
 from vera_env.wire.protocol import Emission, parse_emission
-from vera_env.verification.rewards import RewardConfig, RewardParts, node_verification
+from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts
 from vera_env.sandbox import Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
 from vera_env.sandbox.reaper import RootLease
 from vera_env.observation.spaces import FreeText
@@ -102,7 +108,7 @@ class VeraEnv(gym.Env[str, str]):
         self._gates: list[AnswerGate] = []
         self._last_obs = ""
 
-    # ----- public read-only views (wrappers use these, never private state) -----
+    # ----- the public seams (wrappers use these, never private state) -----
 
     @property
     def task(self) -> Task:
@@ -138,6 +144,37 @@ class VeraEnv(gym.Env[str, str]):
         if gate in self._gates:
             self._gates.remove(gate)
 
+    @property
+    def phase(self) -> Phase:
+        """The current episode's phase (``vera_env.phase``)."""
+        return self._require().phase
+
+    def force_answer(self) -> None:
+        """Make the next ``step`` an answer-only turn (phase ``forced``; asked per turn).
+
+        Nothing runs and no node is recorded in it; a reply that is a command, a stub or
+        only the echoed prefix is refused with a nudge but no penalty; the answer gates
+        are not consulted. It takes a step of the budget.
+
+        Raises:
+            ResetNeeded: The episode has ended.
+        """
+        ep = self._require()
+        ep.phase = advance(ep.phase, Event.FORCE)
+
+    def grant_extra_ask(self) -> None:
+        """Grant the one extra answer-only turn after the budget ended without an answer.
+
+        It takes no step of the budget; an answer it brings is marked ``answer_forced``;
+        the episode ends after it whatever it brings.
+
+        Raises:
+            ResetNeeded: The episode is not in phase ``spent`` (it was answered or
+                faulted, budget is left, or the extra ask was used).
+        """
+        ep = self._require()
+        ep.phase = advance(ep.phase, Event.GRANT_EXTRA)
+
     # ----- gymnasium API -----
 
     def reset(self, *, seed: int | None = None,
@@ -158,69 +195,41 @@ class VeraEnv(gym.Env[str, str]):
         task_id = options.get("task_id")
         task = self.tasks.get(task_id) if task_id else self.tasks.pick(self.np_random)
         workspace = self.sandbox.stage(task.data_files())
-        self._episode = Episode(task=task, workspace=workspace)
+        self._episode = Episode(task=task, workspace=workspace,
+                                ledger=RewardLedger(self.reward_config))
         return self._observe(), self._info(RewardParts())
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Take one turn of raw model text.
+        """Take one turn of raw model text, played as the episode's phase allows.
 
         Raises:
             ResetNeeded: Called before ``reset`` or after the episode ended.
             TypeError: ``action`` is not a string.
         """
         ep = self._require()
-        mode, ep.answer_only = ep.answer_only, ""
-        if mode == "extra":
-            ep.done = False  # the one extra ask re-opens the truncated episode
-        ep = self._begin_step(action, count=mode != "extra")
+        if ep.phase.ended:
+            raise ResetNeeded("the episode has ended; call reset()")
+        if not isinstance(action, str):
+            raise TypeError(f"action must be str (the model's turn), got {type(action).__name__}")
+        turn = Turn(phase=ep.phase)
+        ep.steps += int(turn.phase.counts_step)
         ep.nudge = ""
-        turn = Turn(forced_extra=mode == "extra")
         try:
-            if mode:
+            if turn.phase.answer_only:
                 self._play_answer_only(ep, action, turn)
             else:
                 self._play(ep, action, turn)
         except SandboxError as exc:
-            ep.unscorable, ep.done = True, True
+            ep.unscorable = True
             turn.error = f"sandbox fault (not the model's): {exc}"
-        return self._finish_step(ep, turn, count_penalty=not mode)
-
-    def require_answer_next(self, *, extra: bool = False) -> None:
-        """Make the next ``step`` an answer-only turn: nothing runs, no node is recorded.
-
-        Used when answering is forced (``ForcedAnswer``). Going through ``step`` keeps
-        every wrapper in the chain informed. In an answer-only turn reasoning blocks are
-        stripped before extraction; a reply that is a command, a stub or only the echoed
-        prefix is refused with a nudge; answer gates are not consulted (a forced answer
-        is released).
-
-        Args:
-            extra: The next turn is the one extra ask after the budget ended without an
-                answer. Allowed once; it takes no step of the budget, and an answer
-                obtained this way is marked ``answer_forced``.
-
-        Raises:
-            ResetNeeded: ``extra`` asked when the episode did not end by running out of
-                budget without an answer, or asked twice.
-        """
-        ep = self._require()
-        if extra and not ep.truncated_without_answer:
-            raise ResetNeeded("an extra answer turn is allowed only once, after the budget "
-                              "ended without an answer")
-        if not extra and ep.done:
-            raise ResetNeeded("the episode has ended; call reset()")
-        if extra:
-            ep.truncated_without_answer = False
-        ep.answer_only = "extra" if extra else "forced"
+        ep.phase = advance(ep.phase, self._outcome(ep))
+        return self._finish_step(ep, turn)
 
     def render(self) -> str | None:
         """``ansi``: the last observation; ``human``: print it."""
         if self.render_mode == "human":
             print(self._last_obs)
-            return None
-        if self.render_mode == "ansi":
-            return self._last_obs
-        return None
+        return self._last_obs if self.render_mode == "ansi" else None
 
     def close(self) -> None:
         """Kill anything running and remove the workspace."""
@@ -239,19 +248,10 @@ class VeraEnv(gym.Env[str, str]):
             raise ResetNeeded("call reset() before using the environment")
         return self._episode
 
-    def _begin_step(self, action: Any, *, count: bool = True) -> Episode:
-        ep = self._require()
-        if ep.done:
-            raise ResetNeeded("the episode has ended; call reset()")
-        if not isinstance(action, str):
-            raise TypeError(f"action must be str (the model's turn), got {type(action).__name__}")
-        ep.steps += int(count)
-        return ep
-
     def _play_answer_only(self, ep: Episode, reply: str, turn: Turn) -> None:
         # Only text after the answer prefix counts: asked to commit, a model that keeps
         # acting ("I need to identify the bacterium ... <tool_call>") has not answered.
-        candidate = strip_markup(extract_answer(strip_reasoning(reply)))
+        candidate = strip_markup(extract_answer(reply))
         if answer_is_usable(candidate):
             self._release(ep, candidate, turn)
             return
@@ -265,18 +265,22 @@ class VeraEnv(gym.Env[str, str]):
                           f"{self.action_space.max_length}. Put long scripts in a file "
                           f"written by a short command")
             return
-        emission = parse_emission(strip_reasoning(action))
+        emission = parse_emission(action)  # drops reasoning blocks itself: once per turn
         if emission.error:
             turn.error = emission.error
             return
         if emission.command:
-            result = ep.workspace.run(emission.command)
-            turn.output = result.as_tool_output()
-            ep.recent.append((emission.command, turn.output))
+            self._run_command(ep, emission.command, turn)
         if emission.declares_node:
             self._declare(ep, emission, turn)
         if emission.answer:
             self._offer_answer(ep, emission.answer, turn)
+
+    def _run_command(self, ep: Episode, command: str, turn: Turn) -> None:
+        """The one place a model's command runs (checks run in ``_declare``)."""
+        result = ep.workspace.run(command)
+        turn.output = result.as_tool_output()
+        ep.recent.append((command, turn.output))
 
     def _declare(self, ep: Episode, emission: Emission, turn: Turn) -> None:
         commands = tuple(spec.command for spec in emission.checks)
@@ -305,10 +309,7 @@ class VeraEnv(gym.Env[str, str]):
                     command=emission.command, checks=results, step=ep.steps)
         ep.state.add(node)
         turn.node = node
-        value = node_verification(node, ep.rewarded_nodes, self.reward_config)
-        if value > 0:
-            ep.rewarded_nodes += 1
-        turn.verification = value
+        turn.verification = ep.ledger.node(node)
         if not emission.checks:
             turn.notes.append(f"{node.id} has no CHECK lines, so nothing verified it")
 
@@ -338,8 +339,8 @@ class VeraEnv(gym.Env[str, str]):
         self._release(ep, answer, turn)
 
     def _release(self, ep: Episode, answer: str, turn: Turn) -> None:
-        ep.answer, ep.done = answer, True
-        turn.answer_forced = turn.forced_extra
+        ep.answer, ep.answer_phase = answer, turn.phase.value
+        turn.answer_forced = turn.phase is Phase.EXTRA
         try:
             verdict = grade(ep.task, answer, self.judge)
         except GraderError as exc:
@@ -348,25 +349,28 @@ class VeraEnv(gym.Env[str, str]):
         ep.correct = verdict.correct
         ep.unscorable = ep.unscorable or verdict.unscorable
         turn.grade_detail = verdict.detail
-        if verdict.correct is not None and not verdict.unscorable:
-            turn.correctness = self.reward_config.correctness_weight * float(verdict.correct)
+        turn.correctness = ep.ledger.correctness(None if verdict.unscorable
+                                                 else verdict.correct)
 
-    def _finish_step(self, ep: Episode, turn: Turn, *, count_penalty: bool = True
+    def _outcome(self, ep: Episode) -> Event:
+        """What the turn just played did to the episode's phase."""
+        if ep.answer:
+            return Event.ANSWERED
+        if ep.unscorable:
+            return Event.FAULT
+        return Event.BUDGET_SPENT if ep.steps >= self.max_steps else Event.TURN_ENDED
+
+    def _finish_step(self, ep: Episode, turn: Turn
                      ) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if turn.error:
             ep.nudge = f"your last turn was rejected: {turn.error}"
         if turn.notes:
             ep.nudge = "; ".join(filter(None, [ep.nudge, *turn.notes]))
-        penalty = self.reward_config.format_penalty if turn.error and count_penalty else 0.0
-        parts = RewardParts(verification=turn.verification, correctness=turn.correctness,
-                            penalty=penalty if not ep.unscorable else 0.0)
-        ep.verification_total += turn.verification
+        parts = ep.ledger.step(verification=turn.verification, correctness=turn.correctness,
+                               rejected=bool(turn.error), penalised=turn.phase.penalised,
+                               unscorable=ep.unscorable)
         terminated = bool(ep.answer)
-        out_of_budget = ep.steps >= self.max_steps and not terminated
-        if out_of_budget and not ep.unscorable and not turn.forced_extra:
-            ep.truncated_without_answer = True
-        truncated = out_of_budget or (ep.unscorable and not terminated)
-        ep.done = ep.done or terminated or truncated
+        truncated = ep.phase.ended and not terminated
         obs = self._observe()
         return obs, parts.total, terminated, truncated, self._info(parts, turn)
 
@@ -378,7 +382,7 @@ class VeraEnv(gym.Env[str, str]):
         self._last_obs = clip_middle(obs, self.observation_space.max_length)
         return self._last_obs
 
-    def _info(self, parts: RewardParts, turn: "Turn | None" = None) -> dict[str, Any]:
+    def _info(self, parts: RewardParts, turn: Turn | None = None) -> dict[str, Any]:
         ep = self._require()
         turn = turn or Turn()
         return {
@@ -389,7 +393,8 @@ class VeraEnv(gym.Env[str, str]):
             keys.CHECKS: [c.to_dict() for c in turn.checks], keys.ANSWER: ep.answer,
             keys.ANSWER_FORCED: turn.answer_forced, keys.CORRECT: ep.correct,
             keys.GRADE_DETAIL: turn.grade_detail, keys.REWARD_PARTS: parts.to_dict(),
-            keys.VERIFICATION_TOTAL: ep.verification_total,
+            keys.ANSWER_PHASE: ep.answer_phase,
+            keys.VERIFICATION_TOTAL: ep.ledger.verification_total,
             keys.UNSCORABLE: ep.unscorable, keys.FORCING: False, keys.PREFILL: "",
             keys.GATED: ep.gated,
         }

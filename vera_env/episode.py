@@ -2,17 +2,22 @@
 
 ``VeraEnv`` holds exactly one ``Episode`` between ``reset`` and the end, and builds one
 ``Turn`` per ``step``; keeping them as plain records makes it visible what an episode
-owns (its task, workspace, graph and counters) and what a step reports.
+owns (its task, workspace, graph, phase and reward ledger) and what a step reports.
+Everything per-episode lives here, so a new episode can never inherit state from the
+last one (a wrapper flag that outlived ``reset`` once cost later episodes their extra
+ask).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vera_env.verification.checks import CheckResult
-from vera_env.sandbox import Workspace
 from vera_env.observation.state import AnalysisState, Node
+from vera_env.phase import Phase
+from vera_env.sandbox import Workspace
 from vera_env.tasks import Task
+from vera_env.verification.checks import CheckResult
+from vera_env.verification.rewards import RewardLedger
 
 __all__ = ["Episode", "Turn"]
 
@@ -25,16 +30,14 @@ class Episode:
     workspace: Workspace
     state: AnalysisState = field(default_factory=AnalysisState)
     recent: list[tuple[str, str]] = field(default_factory=list)
+    ledger: RewardLedger = field(default_factory=RewardLedger)
+    phase: Phase = Phase.OPEN
     steps: int = 0
     nudge: str = ""
-    done: bool = False
-    truncated_without_answer: bool = False
-    answer_only: str = ""  # "", "forced" or "extra": see VeraEnv.require_answer_next
-    rewarded_nodes: int = 0
-    verification_total: float = 0.0
     rewrite_asked: set[str] = field(default_factory=set)
     gated: int = 0
     answer: str = ""
+    answer_phase: str = ""  # the phase whose turn released the answer ("" none yet)
     correct: bool | None = None
     unscorable: bool = False
 
@@ -43,6 +46,7 @@ class Episode:
 class Turn:
     """What one step produced, gathered while it runs."""
 
+    phase: Phase = Phase.OPEN  # the phase the turn was played in
     error: str = ""
     output: str = ""
     notes: list[str] = field(default_factory=list)
@@ -51,5 +55,4 @@ class Turn:
     verification: float = 0.0
     correctness: float | None = None
     grade_detail: str = ""
-    forced_extra: bool = False
-    answer_forced: bool = False
+    answer_forced: bool = False  # released an answer in the extra ask

@@ -7,8 +7,8 @@ by one character silently reads ``None``. Every step's ``info`` carries every ke
 from __future__ import annotations
 
 __all__ = [
-    "ANSWER", "ANSWER_FORCED", "CHECKS", "COMMAND_OUTPUT", "CORRECT", "ERROR", "FORCING",
-    "GATED", "GRADE_DETAIL", "INFO_KEYS", "NODE", "NUDGE", "PREFILL", "QUESTION",
+    "ANSWER", "ANSWER_FORCED", "ANSWER_PHASE", "CHECKS", "COMMAND_OUTPUT", "CORRECT", "ERROR",
+    "FORCING", "GATED", "GRADE_DETAIL", "INFO_KEYS", "NODE", "NUDGE", "PREFILL", "QUESTION",
     "REWARD_PARTS", "STEP", "STEPS_LEFT", "TASK_ID", "UNSCORABLE", "VERIFICATION_TOTAL",
 ]
 
@@ -22,7 +22,9 @@ COMMAND_OUTPUT = "command_output"    # str: what the model sees of this turn's c
 NODE = "node"                        # dict: the node recorded this turn, {} if none
 CHECKS = "checks"                    # list[dict]: this turn's executed checks
 ANSWER = "answer"                    # str: the released final answer, "" if none
-ANSWER_FORCED = "answer_forced"      # bool: obtained by asking after the budget ended
+ANSWER_FORCED = "answer_forced"      # bool: this turn released an answer in the extra ask
+ANSWER_PHASE = "answer_phase"        # str: phase whose turn released the answer: "open",
+                                     # "forced" (ForcedAnswer's reserve), "extra"; "" none
 CORRECT = "correct"                  # bool | None: None until graded or when unscorable
 GRADE_DETAIL = "grade_detail"        # str
 REWARD_PARTS = "reward_parts"        # dict: verification, correctness, penalty
@@ -33,5 +35,5 @@ PREFILL = "prefill"                  # str: assistant prefill to use for the nex
 GATED = "gated"                      # int: answers withheld so far by the emission gate
 
 INFO_KEYS = (TASK_ID, QUESTION, STEP, STEPS_LEFT, ERROR, NUDGE, COMMAND_OUTPUT, NODE,
-             CHECKS, ANSWER, ANSWER_FORCED, CORRECT, GRADE_DETAIL, REWARD_PARTS,
+             CHECKS, ANSWER, ANSWER_FORCED, ANSWER_PHASE, CORRECT, GRADE_DETAIL, REWARD_PARTS,
              VERIFICATION_TOTAL, UNSCORABLE, FORCING, PREFILL, GATED)

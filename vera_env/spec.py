@@ -4,6 +4,8 @@ The CLI, training scripts, Ray workers and ``vera-env serve`` all need "a VeraEn
 these tasks, with these wrappers, limits and reward": written once as a frozen pydantic
 model it is validated once, compared (``--resume`` refuses a run made with another
 spec), serialised (sent to a Ray worker or a server) and built the same way everywhere.
+Before it, env-plus-wrappers was built in three places with two tables of wrapper names,
+and ``--resume`` compared a hand-picked subset of the settings.
 
 Example:
     >>> from vera_env.spec import EnvSpec
@@ -23,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from vera_env.sandbox import SandboxLimits
 from vera_env.sandbox.config import SandboxConfig
 from vera_env.verification.rewards import RewardConfig
+from vera_env.wrappers import WRAPPER_NAMES, WrapperName, apply_wrappers
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -30,11 +33,33 @@ if TYPE_CHECKING:
     from vera_env.tasks import Task, TaskSource
     from vera_env.verification.grading import Judge
 
-__all__ = ["WRAPPER_NAMES", "EnvSpec", "WrapperName"]
+__all__ = ["NON_BINDING", "WRAPPER_NAMES", "EnvSpec", "JudgeEndpoint", "SandboxName",
+           "WrapperName"]
 
-WrapperName = Literal["forced", "gate"]
-WRAPPER_NAMES: tuple[WrapperName, ...] = ("forced", "gate")
 SandboxName = Literal["auto", "bwrap", "bwrap-server", "local"]
+
+NON_BINDING: tuple[str, ...] = ("sandbox", "judge.base_url", "judge.api_key_env")
+"""Fields that cannot change an episode's outcome: a resumed run may change them."""
+
+
+class JudgeEndpoint(BaseModel):
+    """The LLM judge of ``llm``-graded tasks, as an OpenAI-compatible endpoint."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str
+    """The endpoint, e.g. ``http://127.0.0.1:8000/v1``."""
+    model: str
+    """The judge's served model id."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the API key."""
+
+    def build(self) -> Judge:
+        """A ``RubricJudge`` over the endpoint (its own HTTP client)."""
+        from vera_env.verification.grading import RubricJudge  # noqa: PLC0415 - httpx on use
+
+        return RubricJudge.from_endpoint(self.base_url, self.model,
+                                         api_key_env=self.api_key_env)
 
 
 class EnvSpec(BaseModel):
@@ -67,6 +92,12 @@ class EnvSpec(BaseModel):
     """The agent's toolbox and the sandbox's identity (None: the defaults)."""
     state_budget: int = Field(4000, ge=1)
     """Tokens allowed for the rendered analysis graph in an observation."""
+    max_observation_chars: int = Field(100_000, ge=1)
+    """Observations are middle-clipped to this length."""
+    max_action_chars: int = Field(50_000, ge=1)
+    """Longer turns are rejected with an error."""
+    judge: JudgeEndpoint | None = None
+    """The judge of ``llm``-graded tasks (None: their answers are unscorable)."""
 
     @model_validator(mode="after")
     def _distinct_wrappers(self) -> EnvSpec:
@@ -78,7 +109,21 @@ class EnvSpec(BaseModel):
         """The ``VeraEnv`` keyword arguments this spec sets (tasks and judge aside)."""
         return {"max_steps": self.max_steps, "reward": self.reward, "sandbox": self.sandbox,
                 "limits": self.limits, "sandbox_config": self.sandbox_config,
-                "state_budget": self.state_budget}
+                "state_budget": self.state_budget,
+                "max_observation_chars": self.max_observation_chars,
+                "max_action_chars": self.max_action_chars}
+
+    def differences(self, other: EnvSpec) -> list[str]:
+        """Fields that differ and could change an outcome (not ``NON_BINDING``), as
+        ``name: was X, now Y`` with dotted names (``reward.strength``)."""
+        mine, theirs = _flat(self.model_dump(mode="json")), _flat(other.model_dump(mode="json"))
+        out = []
+        for name in sorted(set(mine) | set(theirs)):
+            if name in NON_BINDING or name.split(".")[0] in NON_BINDING:
+                continue
+            if mine.get(name) != theirs.get(name):
+                out.append(f"{name}: was {mine.get(name)!r}, now {theirs.get(name)!r}")
+        return out
 
     def build(self, *, tasks: str | TaskSource | list[Task] | None = None,
               judge: Judge | None = None) -> gym.Env:
@@ -87,14 +132,25 @@ class EnvSpec(BaseModel):
         Args:
             tasks: Overrides ``self.tasks`` (e.g. a source already loaded, shared by many
                 environments of one process).
-            judge: Grades ``llm`` tasks (``vera_env.verification.grading.RubricJudge``).
+            judge: Grades ``llm`` tasks (``vera_env.verification.grading.RubricJudge``);
+                None builds one from ``self.judge`` when set. Pass one to share a judge
+                (and its connection pool) between environments.
         """
         from vera_env.env import VeraEnv  # noqa: PLC0415 - the spec is data first
-        from vera_env.wrappers import EmissionGate, ForcedAnswer  # noqa: PLC0415
 
-        env: gym.Env = VeraEnv(self.tasks if tasks is None else tasks, judge=judge,
-                               **self.env_kwargs())
-        for name in self.wrappers:
-            env = (ForcedAnswer(env, reserve=min(self.reserve, self.max_steps))
-                   if name == "forced" else EmissionGate(env))
-        return env
+        if judge is None and self.judge is not None:
+            judge = self.judge.build()
+        env = VeraEnv(self.tasks if tasks is None else tasks, judge=judge,
+                      **self.env_kwargs())
+        return apply_wrappers(env, self.wrappers,
+                              {"forced": {"reserve": min(self.reserve, self.max_steps)}})
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out

@@ -13,15 +13,19 @@ GOLDEN = Path(__file__).parent.parent / "golden"
 SCENARIOS = load_scenarios(GOLDEN)
 
 
-def _wrap(env, names):
-    from vera_env.wrappers import apply_wrappers  # noqa: PLC0415
-
-    return apply_wrappers(env, names)
-
-
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
 def test_golden_scenario_holds(scenario):
-    assert run_scenario(scenario, wrap=_wrap) == []
+    assert run_scenario(scenario) == []
+
+
+def test_run_scenario_reports_turns_left_after_the_end_and_wrong_expectations():
+    scenario = _base()
+    scenario["turns"] = scenario["turns"] + ["FINAL ANSWER: again"] * 30
+    scenario["max_steps"] = len(scenario["turns"])
+    scenario["expect"] = {"final": {"answer": "certainly not this"}}
+    failures = run_scenario(scenario)
+    assert any("the episode had already ended" in f for f in failures)
+    assert any(f.startswith("final: answer: expected 'certainly not this'") for f in failures)
 
 
 def test_golden_corpus_is_not_empty():
@@ -68,5 +72,5 @@ def test_validate_rejects_typo_in_step_assertion():
 def test_a_wrong_expectation_is_reported_not_passed():
     scenario = _base()
     scenario["expect"] = {"final": {"n_nodes": 42}}
-    failures = run_scenario(scenario, wrap=_wrap)
+    failures = run_scenario(scenario)
     assert failures and "n_nodes" in failures[0]

@@ -8,6 +8,7 @@ import pytest
 
 from vera_env.evaluation.metrics import format_summary, latest_attempts, pass_at_k, summarise
 from vera_env.evaluation.rundir import RunDir, RunSettings, RunSettingsMismatch, append
+from vera_env.spec import EnvSpec, JudgeEndpoint
 from vera_env.rollout import Attempt
 
 
@@ -67,9 +68,9 @@ def test_latest_attempt_per_key_wins():
 
 
 def settings(**kw):
-    base = dict(policy="openai", model="m", tasks="builtin", task_ids=("a",), attempts=1,
-                max_steps=10, wrappers=("forced",), reserve=3, seed=0, temperature=0.0,
-                max_tokens=64)
+    base = dict(policy="openai", model="m", task_ids=("a",), attempts=1, seed=0,
+                temperature=0.0, max_tokens=64,
+                env=EnvSpec(tasks="builtin", max_steps=10, wrappers=("forced",), reserve=3))
     return RunSettings(**{**base, **kw})
 
 
@@ -104,3 +105,57 @@ def test_resume_checks_binding_settings_only(tmp_path):
         run.start(settings(), resume=False)
     with pytest.raises(FileNotFoundError):
         RunDir(tmp_path / "none").start(settings(), resume=True)
+
+
+def test_resume_compares_the_whole_env_spec_but_not_the_sandbox_backend(tmp_path):
+    run = RunDir(tmp_path)
+    spec = EnvSpec(tasks="builtin", max_steps=10, wrappers=("forced",),
+                   judge=JudgeEndpoint(base_url="http://a/v1", model="judge"))
+    run.start(settings(env=spec), resume=False)
+    moved = spec.model_copy(update={"sandbox": "local", "judge": JudgeEndpoint(
+        base_url="http://b/v1", model="judge")})
+    run.start(settings(env=moved), resume=True)
+    stricter = spec.model_copy(update={"reward": spec.reward.model_copy(
+        update={"strength": False})})
+    with pytest.raises(RunSettingsMismatch, match="env.reward.strength: was True, now False"):
+        run.start(settings(env=stricter), resume=True)
+
+
+def test_settings_written_before_the_env_spec_are_read(tmp_path):
+    legacy = {"policy": "openai", "model": "m", "tasks": "suite", "task_ids": ["a"],
+              "attempts": 2, "max_steps": 12, "wrappers": ["gate"], "reserve": 2, "seed": 0,
+              "temperature": 0.7, "max_tokens": 64, "judge_model": "j", "base_url": "",
+              "concurrency": 4, "extra": {}}
+    read = RunSettings.from_dict(legacy)
+    assert (read.tasks, read.max_steps, read.wrappers, read.reserve, read.judge_model) == (
+        "suite", 12, ("gate",), 2, "j")
+    assert RunSettings.from_dict(read.to_dict()) == read
+    with pytest.raises(ValueError, match="unknown settings"):
+        RunSettings.from_dict({**legacy, "colour": "red"})
+
+
+def test_accuracy_interval_is_wilson_and_not_zero_width_at_three_attempts():
+    """REAL_MODEL.md: three wrong attempts printed "0.0% ± 0.0"."""
+    from vera_env.evaluation.metrics import wilson_interval
+
+    summary = summarise([att("a", k, correct=False) for k in range(3)], 3)
+    low, high = summary["accuracy_ci95"]
+    assert low == 0.0 and high == pytest.approx(0.5615, abs=1e-3)
+    assert "0.0% [0.0–56.2]" in format_summary(summary)
+    assert wilson_interval(10, 10)[1] == 1.0 and wilson_interval(5, 10)[0] == pytest.approx(
+        0.2366, abs=1e-3)
+    with pytest.raises(ValueError):
+        wilson_interval(4, 3)
+
+
+def test_answers_are_counted_by_the_phase_that_released_them():
+    """REAL_MODEL.md: every answer came through the forced prompt and the summary said
+    ``answers_forced: 0`` (it counted only the extra ask)."""
+    attempts = [att("a", 0, answer_phase="forced"), att("a", 1, answer_phase="forced"),
+                att("b", 0, answer_phase="open"),
+                att("c", 0, answer_phase="extra", answer_forced=True),
+                att("d", 0, "max_steps")]
+    summary = summarise(attempts, 2)
+    assert (summary["answers_free"], summary["answers_under_forcing"],
+            summary["answers_extra_ask"]) == (1, 2, 1)
+    assert "answers free / forced / extra ask  1 / 2 / 1" in format_summary(summary)

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -92,3 +94,24 @@ def test_to_dict_round_trips_structure():
     data = state.to_dict()
     assert data["nodes"][0]["id"] == "n1"
     assert data["nodes"][0]["checks"][0]["passed"] is True
+
+
+def test_checks_that_passed_without_discriminating_are_rendered_as_such():
+    """The render must not say "(checks 2/2 passed)" for checks the gate refuses."""
+    weak = (_check(name="echo"), _check(name="exists"))
+    weak = tuple(replace(c, discriminating=False) for c in weak)
+    node = _node(1, checks=weak + (replace(_check(name="mean"), discriminating=True),))
+    assert node.n_weak == 2
+    text = node.render_full()
+    assert "(checks 3/3 passed, 1 discriminating)" in text
+    assert "NOT DISCRIMINATING range 'echo'" in text and "verifies nothing" in text
+    assert "1 discriminating" in node.render_short()
+    state = AnalysisState()
+    state.add(node)
+    assert "3/3 checks passed (2 of them not discriminating)" in state.render(500)
+
+
+def test_render_unchanged_when_strength_was_not_tested():
+    node = _node(1, checks=(_check(), _check()))
+    assert "(checks 2/2 passed)" in node.render_full()
+    assert "DISCRIMINATING" not in node.render_full()

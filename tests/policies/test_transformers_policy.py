@@ -100,3 +100,28 @@ def test_eval_cli_runs_a_local_checkpoint(tiny, tmp_path):
     assert attempt.status in ("ok", "max_steps", "format") and attempt.prompt_tokens > 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["settings"]["policy"] == "transformers" and summary["tokens_in"] > 0
+
+
+def test_dtype_and_device_reach_the_loaded_model(tiny):
+    """REAL_MODEL.md: ``--policy transformers`` had no device or dtype flag."""
+    _, _, folder = tiny
+    policy = TransformersPolicy.from_pretrained(str(folder), device="cpu", dtype="bfloat16",
+                                                max_new_tokens=2)
+    assert policy.model.dtype == torch.bfloat16 and policy.model.device.type == "cpu"
+    policy.act("QUESTION: Mean drinks?", {})  # bf16 weights generate on the device
+    assert 1 <= policy.last_usage()[1] <= 2
+    with pytest.raises(PolicyError, match="dtype must be"):
+        TransformersPolicy.from_pretrained(str(folder), device="cpu", dtype="float8")
+
+
+def test_eval_cli_passes_device_and_dtype(tiny, tmp_path):
+    from vera_env.cli import main
+    from vera_env.evaluation.rundir import RunDir
+
+    _, _, folder = tiny
+    out = tmp_path / "run"
+    assert main(["eval", "--policy", "transformers", "--model", str(folder), "--limit", "1",
+                 "--max-steps", "1", "--reserve", "1", "--max-tokens", "2", "--device", "cpu",
+                 "--dtype", "bfloat16", "--concurrency", "1", "--out", str(out)]) == 0
+    (attempt,) = RunDir(out).attempts()
+    assert attempt.completion_tokens is not None and attempt.completion_tokens > 0

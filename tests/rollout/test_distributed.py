@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+from functools import partial
 import os
 import sys
 from pathlib import Path
@@ -11,8 +11,11 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from vera_env.rollout.distributed import RolloutPool, RolloutWorker, collect
 from vera_env.rollout import run_many
+from vera_env.rollout.distributed import RolloutPool, RolloutWorker, collect
+from vera_env.spec import EnvSpec
+
+SPEC = EnvSpec(max_steps=4, wrappers=())
 
 NODE = ("<command>wc -l alcohol.txt</command>\n"
         'NODE kind=load summary="5 lines" artifact=alcohol.txt\n'
@@ -84,20 +87,19 @@ def comparable(attempt) -> dict:
     return strip(attempt.to_dict())
 
 
+def built(tasks):
+    """The spec's env on in-memory tasks (picklable: Ray sends it to each worker)."""
+    return partial(SPEC.build, tasks=tasks)
+
+
 def local_attempts(tasks, policy, jobs):
-    import gymnasium as gym
-
-    import vera_env
-
-    return run_many(lambda: gym.make(vera_env.ENV_ID, tasks=tasks, max_steps=4), policy,
-                    jobs, concurrency=1)
+    return run_many(built(tasks), policy, jobs, concurrency=1)
 
 
 def test_two_workers_collect_the_attempts_local_collection_records(local_ray, tasks, tmp_path):
     jobs = [(t.id, seed) for seed, t in enumerate(tasks)]
     policy = Scripted()
-    result = collect(tasks, Scripted, jobs, num_workers=2,
-                     env_kwargs={"max_steps": 4}, num_cpus_per_worker=0.5,
+    result = collect(built(tasks), Scripted, jobs, num_workers=2, num_cpus_per_worker=0.5,
                      to_record=lambda a: {"task_id": a.task_id, "score": a.score})
     local = local_attempts(tasks, policy, jobs)
     assert [comparable(a) for a in result.attempts] == [comparable(a) for a in local]
@@ -108,8 +110,8 @@ def test_two_workers_collect_the_attempts_local_collection_records(local_ray, ta
 
 def test_pool_keeps_its_workers_between_collections(local_ray, tasks):
     jobs = [(t.id, seed) for seed, t in enumerate(tasks)]
-    with RolloutPool(tasks, Scripted, num_workers=1, envs_per_worker=2,
-                     env_kwargs={"max_steps": 4}, num_cpus_per_worker=0.5) as pool:
+    with RolloutPool(built(tasks), Scripted, num_workers=1, envs_per_worker=2,
+                     num_cpus_per_worker=0.5) as pool:
         first, second = pool.collect(jobs[:2]), pool.collect(jobs[2:])
         workers = list(pool._workers)
         assert ray.get([w.pid.remote() for w in workers]) == ray.get(
@@ -120,8 +122,8 @@ def test_pool_keeps_its_workers_between_collections(local_ray, tasks):
 
 def test_killed_worker_is_replaced_and_its_episode_retried_once(local_ray, tasks, tmp_path):
     jobs = [(t.id, seed) for seed, t in enumerate(tasks)]
-    result = collect(tasks, lambda: Dying(str(tmp_path), die_on=("t1",)), jobs,
-                     num_workers=2, env_kwargs={"max_steps": 4}, num_cpus_per_worker=0.5)
+    result = collect(built(tasks), lambda: Dying(str(tmp_path), die_on=("t1",)), jobs,
+                     num_workers=2, num_cpus_per_worker=0.5)
     local = local_attempts(tasks, Scripted(), jobs)
     assert (tmp_path / "died-t1").exists()  # the worker really died mid-episode
     assert 1 in result.retried and result.workers_replaced >= 1
@@ -131,8 +133,8 @@ def test_killed_worker_is_replaced_and_its_episode_retried_once(local_ray, tasks
 def test_episode_whose_retry_dies_too_is_an_error_attempt_not_dropped(local_ray, tasks,
                                                                        tmp_path):
     jobs = [(tasks[0].id, 0), (tasks[2].id, 2)]
-    result = collect(tasks, lambda: Dying(str(tmp_path), die_on=("t2",), always=True), jobs,
-                     num_workers=1, env_kwargs={"max_steps": 4}, num_cpus_per_worker=0.5)
+    result = collect(built(tasks), lambda: Dying(str(tmp_path), die_on=("t2",), always=True),
+                     jobs, num_workers=1, num_cpus_per_worker=0.5)
     ok, lost = result.attempts
     assert ok.status == "ok" and ok.correct is True
     assert (lost.task_id, lost.seed, lost.status, lost.unscorable, lost.score) == (
@@ -142,7 +144,7 @@ def test_episode_whose_retry_dies_too_is_an_error_attempt_not_dropped(local_ray,
 
 
 def test_rollout_worker_runs_in_process_and_closes_its_envs(tasks, tmp_path):
-    worker = RolloutWorker(tasks, Scripted, {"max_steps": 4})
+    worker = RolloutWorker(built(tasks), Scripted)
     index, attempt, record = worker.play(7, "t3", 3)
     assert (index, attempt.task_id, attempt.status, record) == (7, "t3", "ok", None)
     worker.close()
@@ -150,4 +152,22 @@ def test_rollout_worker_runs_in_process_and_closes_its_envs(tasks, tmp_path):
 
 def test_collect_rejects_zero_workers(tasks, tmp_path):
     with pytest.raises(ValueError, match="num_workers"):
-        collect(tasks, Scripted, 1, num_workers=0)
+        collect(built(tasks), Scripted, 1, num_workers=0)
+
+
+def oracle_on_builtin():
+    from vera_env.policy import OraclePolicy
+    from vera_env.tasks import load_tasks
+
+    return OraclePolicy(load_tasks("builtin"))
+
+
+def test_workers_build_their_envs_from_a_spec_sent_as_data(local_ray):
+    from vera_env.tasks import load_tasks
+
+    task_id = load_tasks("builtin").ids()[0]
+    spec = EnvSpec(tasks="builtin", max_steps=10, reward={"strength": False})
+    result = collect(spec, oracle_on_builtin, [(task_id, 0)], num_workers=1,
+                     num_cpus_per_worker=0.5)
+    (attempt,) = result.attempts
+    assert (attempt.task_id, attempt.status, attempt.correct) == (task_id, "ok", True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import gymnasium as gym
@@ -16,6 +16,7 @@ from gymnasium.spaces.utils import flatten, unflatten
 from gymnasium.vector import AutoresetMode
 
 import vera_env
+from vera_env.env import VeraEnv
 from vera_env import info as keys
 from vera_env.rollout import run_episode
 from vera_env.sandbox.reaper import reap_orphans
@@ -252,3 +253,105 @@ def test_rewards_are_float64_and_flags_bool(alcohol_task):
         assert rewards[0] == rewards[1] > 0
     finally:
         envs.close()
+
+
+class _FailsOn:
+    """Scripted turns, but raises for the episode started with one seed's task draw."""
+
+    def __init__(self, turns, bad_seed_marker, exc):
+        self.turns, self.bad, self.exc = turns, bad_seed_marker, exc
+        self.bad_tasks: set[str] = set()
+
+    def begin_episode(self, info):
+        self.bad_tasks.discard(info["task_id"])
+
+    def act(self, observation, info):
+        if info["task_id"] == self.bad and info["step"] == 1:
+            raise self.exc
+        step = info["step"]
+        return self.turns[step] if step < len(self.turns) else ""
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_policy_fault_ends_its_attempt_not_the_batch(tmp_path, mode):
+    """A policy that raised for one sub-env used to take the whole ``play_vector`` batch
+    down; now that attempt records the fault and its sub-env plays the next seed."""
+    from vera_env.errors import PolicyError
+    from vera_env.rollout.vector import make_vector_env
+    from vera_env.spec import EnvSpec
+    from vera_env.tasks import Task
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "alcohol.txt").write_text("id\tgroup\tdrinks\n1\ta\t3\n2\tb\t5\n3\ta\t7\n4\tb\t-999\n")
+    tasks = [Task(id=f"t{i}", question="Mean drinks, ignoring -999? One decimal.",
+                  answer="5.0", grader={"kind": "numeric", "abs_tol": 0.05}, data_dir=data)
+             for i in range(2)]
+    policy = _FailsOn([NODE, "<command>ls</command>", ANSWER_RIGHT], "t1",
+                      PolicyError("endpoint down"))
+    spec = EnvSpec(max_steps=4, wrappers=())
+    envs = make_vector_env(partial(spec.build, tasks=tasks), 2, mode=mode)
+    try:
+        attempts = play_vector(envs, policy, list(range(6)))
+    finally:
+        close_vector_env(envs)
+    by_task = {a.task_id for a in attempts}
+    assert by_task == {"t0", "t1"} and len(attempts) == 6
+    for attempt in attempts:
+        if attempt.task_id == "t1":
+            assert (attempt.status, attempt.score) == ("provider", None)
+            assert "endpoint down" in attempt.error and len(attempt.steps) == 1
+        else:
+            assert attempt.status == "ok" and attempt.correct is True
+
+
+def test_vector_env_fault_is_recorded_on_every_unfinished_attempt(alcohol_task):
+    """A sub-env whose sandbox fails at reset raises out of the vector env; the attempts
+    in flight and the ones not yet played record it (unscorable), none is dropped."""
+    from vera_env.errors import SandboxError
+    from vera_env.policy import ScriptedPolicy
+    from vera_env.rollout.vector import make_vector_env
+    from vera_env.sandbox import make_sandbox
+
+    class Flaky:
+        """Stages twice, then the disk is full (a ``Sandbox``: ``name``, ``stage``)."""
+
+        def __init__(self):
+            self.inner, self.name, self.calls = make_sandbox("auto"), "flaky", 0
+
+        def stage(self, files):
+            self.calls += 1
+            if self.calls > 2:
+                raise SandboxError("disk full while staging")
+            return self.inner.stage(files)
+
+        def close(self):
+            self.inner.close()
+
+    flaky = Flaky()  # shared: the third staging of the batch fails
+    envs = make_vector_env(lambda: VeraEnv([alcohol_task], max_steps=4, sandbox=flaky), 2)
+    try:
+        attempts = play_vector(envs, ScriptedPolicy([ANSWER_RIGHT]), [0, 1, 2, 3, 4])
+    finally:
+        close_vector_env(envs)
+    assert [a.status for a in attempts[:2]] == ["ok", "ok"]
+    assert all(a.status == "sandbox" and a.unscorable and a.score is None
+               for a in attempts[2:4])
+    assert attempts[4].status == "error" and "not played" in attempts[4].error
+    assert attempts[4].unscorable and attempts[4].seed == 4
+
+
+def test_make_vector_env_builds_from_a_spec_with_env_info(alcohol_task):
+    from vera_env.rollout.vector import make_vector_env
+    from vera_env.spec import EnvSpec
+
+    spec = EnvSpec(max_steps=3, wrappers=("gate",))
+    envs = make_vector_env(partial(spec.build, tasks=[alcohol_task]), 2)
+    try:
+        _, infos = envs.reset(seed=0)
+        assert env_info(infos, 1)[keys.TASK_ID] == "alcohol-mean"
+        assert envs.envs[0].unwrapped.max_steps == 3
+    finally:
+        envs.close()
+    with pytest.raises(ValueError, match="mode"):
+        make_vector_env(spec, 1, mode="threads")  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from solution_replay import STRENGTH_TESTED
 
-from vera_env.cli.tasks import Verdict, validate_tasks
+from vera_env.evaluation.validation import Verdict, validate_tasks
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin import DIFFICULTIES, TASK_TYPES, task_id
 

@@ -2,7 +2,8 @@ import pytest
 from pydantic import ValidationError
 
 from vera_env.verification.checks import CheckResult
-from vera_env.verification.rewards import RewardConfig, RewardParts, node_verification
+from vera_env.verification.rewards import (RewardConfig, RewardLedger, RewardParts,
+                                           node_verification)
 from vera_env.observation.state import Node
 
 
@@ -48,3 +49,29 @@ def test_reward_config_is_validated_and_frozen():
     cfg = RewardConfig()
     with pytest.raises(ValidationError):
         cfg.verification_weight = 3.0
+
+
+def test_ledger_counts_rewarded_nodes_and_totals_verification():
+    cfg = RewardConfig(max_rewarded_nodes=2)
+    ledger = RewardLedger(cfg)
+    earning = Node("n1", "qc", "s", checks=(CheckResult("a", "range", "x", True),))
+    values = [ledger.node(earning) for _ in range(3)]
+    assert values[2] == 0.0 and values[0] == values[1] > 0
+    assert ledger.rewarded_nodes == 2
+    parts = [ledger.step(verification=v) for v in values]
+    assert ledger.verification_total == pytest.approx(sum(values))
+    assert [p.total for p in parts] == pytest.approx(values)
+
+
+def test_ledger_penalises_only_rejected_free_turns_of_scorable_episodes():
+    ledger = RewardLedger(RewardConfig(format_penalty=0.1))
+    assert ledger.step(rejected=True).penalty == 0.1
+    assert ledger.step(rejected=True, penalised=False).penalty == 0.0
+    assert ledger.step(rejected=True, unscorable=True).penalty == 0.0
+    assert ledger.step(rejected=False).penalty == 0.0
+
+
+def test_ledger_correctness_is_none_when_ungraded():
+    ledger = RewardLedger(RewardConfig(correctness_weight=2.0))
+    assert ledger.correctness(True) == 2.0 and ledger.correctness(False) == 0.0
+    assert ledger.correctness(None) is None

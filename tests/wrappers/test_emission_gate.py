@@ -63,3 +63,35 @@ def test_forced_answer_is_released_with_gate_closed(alcohol_task):
         _, _, term, _, info = env.step(PREFILL + "5")
         assert term and info[keys.ANSWER] == "5"
         env.close()
+
+
+NON_DISCRIMINATING = ('<command>true</command>\nNODE kind=test summary="the mean is 5"\n'
+                      'CHECK range "mean 5" :: echo True\n'
+                      'CHECK type "file there" :: test -f alcohol.txt && echo True || echo False\n')
+
+
+def test_leaf_whose_checks_pass_but_do_not_discriminate_does_not_open_the_gate(env):
+    """A check that passes on every mutant of its data (``echo True``) verifies nothing,
+    so it cannot release an answer either: otherwise the cheapest way past the gate is
+    the check that earns no reward."""
+    env.reset(seed=0)
+    _, _, term, _, info = env.step(NON_DISCRIMINATING + "FINAL ANSWER: 5")
+    assert [c["passed"] for c in info[keys.CHECKS]] == [True, True]
+    assert [c["discriminating"] for c in info[keys.CHECKS]] == [False, False]
+    assert not term and info[keys.GATED] == 1 and info[keys.ANSWER] == ""
+    assert "withheld" in info[keys.NUDGE]
+
+
+def test_leaf_verified_reads_discrimination_not_only_the_verdict():
+    from vera_env.observation.state import AnalysisState, Node
+    from vera_env.verification.checks import CheckResult
+    from vera_env.wrappers.emission_gate import leaf_verified
+
+    def state_with(discriminating):
+        state = AnalysisState()
+        check = CheckResult("c", "range", "cmd", True, discriminating=discriminating)
+        state.add(Node(id="n1", kind="test", summary="s", checks=(check,)))
+        return state
+
+    assert leaf_verified(state_with(True)) and leaf_verified(state_with(None))
+    assert not leaf_verified(state_with(False))

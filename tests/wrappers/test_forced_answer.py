@@ -108,3 +108,16 @@ def test_reset_clears_the_extra_ask(make):
     env.reset(seed=0)
     _, info = env.reset(seed=0)
     assert info[keys.FORCING]
+
+
+def test_extra_ask_is_offered_again_in_the_next_episode(make):
+    """The one extra ask belongs to an episode: the next episode on the same env gets its
+    own (a flag that outlived ``reset`` left every later episode of a long-lived env —
+    a vector or Ray worker — without it)."""
+    env = make(max_steps=1, reserve=1)
+    for _ in range(2):
+        env.reset(seed=0)
+        obs, _, term, trunc, info = env.step("no idea")
+        assert (term, trunc) == (False, False) and "budget is exhausted" in obs
+        _, _, term, trunc, info = env.step(PREFILL + "5")
+        assert term and info[keys.ANSWER_FORCED] is True and info[keys.CORRECT] is True

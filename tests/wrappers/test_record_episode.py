@@ -37,3 +37,25 @@ def test_unfinished_episode_is_written_on_reset_and_close(alcohol_task, tmp_path
     second = env.episode_dir
     env.close()
     assert second != first and (second / "graph.txt").read_text() == "(no nodes yet)\n"
+
+
+def test_record_inside_forced_answer_keeps_the_extra_ask_answer(alcohol_task, tmp_path):
+    """Inside ``ForcedAnswer`` the record sees the budget end as truncation, then the
+    extra ask's answer: ``final_answer.txt`` was left empty and the answer's step lost."""
+    from vera_env.wrappers import ForcedAnswer
+    from vera_env.wrappers.forced_answer import PREFILL
+
+    env = ForcedAnswer(RecordEpisode(VeraEnv([alcohol_task], max_steps=1), tmp_path),
+                       reserve=1)
+    env.reset(seed=0)
+    _, _, term, trunc, _ = env.step("no idea yet")
+    assert (term, trunc) == (False, False)
+    _, _, term, _, info = env.step(PREFILL + "5")
+    assert term and info["answer_forced"] is True
+    folder = env.env.episode_dir
+    assert (folder / "final_answer.txt").read_text() == "5"
+    lines = [json.loads(x) for x in (folder / "transcript.jsonl").read_text().splitlines()]
+    assert [x["event"] for x in lines] == ["reset", "step", "step"]
+    assert lines[1]["truncated"] is True and lines[2]["answer"] == "5"
+    env.close()
+    assert (folder / "final_answer.txt").read_text() == "5"

@@ -11,20 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
-from vera_env.rollout import Attempt, run_episode
+from vera_env.evaluation.progress import Progress
+from vera_env.rollout import Attempt, EnvPool, play_job
 
 __all__ = ["add_parser", "cmd_demo", "format_table"]
-
-
-def _progress(done: int, total: int, label: str) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<40}")
-    sys.stderr.flush()
-    if done == total:
-        sys.stderr.write("\n")
 
 
 def format_table(rows: Sequence[tuple[str, Attempt]]) -> str:
@@ -49,24 +41,25 @@ def format_table(rows: Sequence[tuple[str, Attempt]]) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Play the oracle and the careless policy on every builtin task."""
-    from policies import OraclePolicy, careless_policy  # noqa: PLC0415
-    from vera_env.env import VeraEnv  # noqa: PLC0415
+    from vera_env.policy import OraclePolicy, careless_policy  # noqa: PLC0415
+    from vera_env.spec import EnvSpec  # noqa: PLC0415
     from vera_env.tasks import load_tasks  # noqa: PLC0415
 
     tasks = load_tasks("builtin")
     plan = [("oracle", OraclePolicy(tasks), t.id) for t in tasks]
     careless = careless_policy(tasks)
     plan += [("careless", careless, t.id) for t in tasks if t.trap]
-    env = VeraEnv(tasks, max_steps=args.max_steps, sandbox=args.sandbox)
-    print(f"sandbox backend: {env.sandbox.name}", file=sys.stderr)
+    spec = EnvSpec(tasks="builtin", max_steps=args.max_steps, sandbox=args.sandbox,
+                   wrappers=())
     rows: list[tuple[str, Attempt]] = []
-    try:
-        for i, (name, policy, task_id) in enumerate(plan):
-            _progress(i, len(plan), f"{name} {task_id}")
-            rows.append((name, run_episode(env, policy, task_id=task_id, seed=0)))
-        _progress(len(plan), len(plan), "done")
-    finally:
-        env.close()
+    with EnvPool(lambda: spec.build(tasks=tasks)) as pool:
+        with pool.lease() as env:
+            print(f"sandbox backend: {env.unwrapped.sandbox.name}", file=sys.stderr)
+        with Progress(len(plan), unit="episode") as progress:
+            for name, policy, task_id in plan:
+                attempt = play_job(pool, policy, (task_id, 0), on_step=progress.step)
+                progress.update(attempt)
+                rows.append((name, attempt))
     print(format_table(rows))
     oracle_ok = all(a.correct for n, a in rows if n == "oracle")
     careless_wrong = all(a.correct is False for n, a in rows if n == "careless")

@@ -21,15 +21,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vera_env.cli.policy_loader import POLICY_NAMES, add_model_arguments, make_policy
 from vera_env.errors import PolicyError, TaskFileError
 from vera_env.evaluation.metrics import format_summary, is_excluded, latest_attempts, summarise
 from vera_env.evaluation.progress import Progress
 from vera_env.evaluation.rundir import RunDir, RunSettings, RunSettingsMismatch, append
 from vera_env.rollout import Attempt, arun_many
+from vera_env.spec import EnvSpec, JudgeEndpoint
+from vera_env.tasks import TaskSource
+from vera_env.wrappers import parse_wrapper_names
 
-__all__ = ["add_parser", "cmd_eval", "parse_wrappers"]
+__all__ = ["add_parser", "cmd_eval", "env_spec", "parse_wrappers"]
 
-POLICIES = ("openai", "oracle", "transformers")
+POLICIES = tuple(name for name in POLICY_NAMES if name != "human")
 EXIT_SETUP = 2            # bad arguments, unreachable endpoint, mismatched --resume
 EXIT_ALL_PROVIDER = 3     # every attempt of this invocation was a provider fault
 EXIT_INTERRUPTED = 130
@@ -39,57 +43,32 @@ def parse_wrappers(text: str) -> tuple[str, ...]:
     """``"forced,gate"`` -> ``("forced", "gate")``; ``""`` or ``"none"`` -> ``()``.
 
     Raises:
-        argparse.ArgumentTypeError: An unknown wrapper name.
+        argparse.ArgumentTypeError: An unknown or repeated wrapper name.
     """
-    from vera_env.wrappers import WRAPPER_NAMES  # noqa: PLC0415
-
-    if text.strip().lower() in ("", "none"):
-        return ()
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
-    unknown = [n for n in names if n not in WRAPPER_NAMES]
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown wrapper(s) {unknown}; expected a comma list of {list(WRAPPER_NAMES)}")
-    return names
+    try:
+        return parse_wrapper_names(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def build_env(source: Any, *, max_steps: int, wrappers: tuple[str, ...], reserve: int,
-              sandbox: str, judge: Any = None) -> Any:
-    """A ``VeraEnv`` with the named wrappers, innermost first (``forced`` gets ``reserve``)."""
-    from vera_env.env import VeraEnv  # noqa: PLC0415
-    from vera_env.wrappers import EmissionGate, ForcedAnswer  # noqa: PLC0415
-
-    env = VeraEnv(source, max_steps=max_steps, sandbox=sandbox, judge=judge)
-    for name in wrappers:
-        env = ForcedAnswer(env, reserve=min(reserve, max_steps)) if name == "forced" \
-            else EmissionGate(env)
-    return env
-
-
-def _make_policy(args: argparse.Namespace, source: Any) -> Any:
-    if args.policy == "oracle":
-        from policies import OraclePolicy  # noqa: PLC0415
-        return OraclePolicy(source)
-    if args.policy == "transformers":
-        from policies import TransformersPolicy  # noqa: PLC0415
-        return TransformersPolicy.from_pretrained(
-            args.model, system_prompt=args.system_prompt, temperature=args.temperature,
-            max_new_tokens=args.max_tokens)
-    from policies import OpenAIChatPolicy  # noqa: PLC0415
-    return OpenAIChatPolicy(args.base_url, args.model, system_prompt=args.system_prompt,
-                            prefill=args.prefill, api_key_env=args.api_key_env,
-                            temperature=args.temperature, max_tokens=args.max_tokens,
-                            timeout_s=args.timeout_s, max_retries=args.max_retries)
+def env_spec(args: argparse.Namespace) -> EnvSpec:
+    """The environment the command line describes (``--tasks``, ``--max-steps``,
+    ``--wrappers``, ``--reserve``, ``--sandbox``, and the judge when given)."""
+    judge_url, judge_model = getattr(args, "judge_base_url", None), getattr(args, "judge_model",
+                                                                            None)
+    judge = (JudgeEndpoint(base_url=judge_url, model=judge_model,
+                           api_key_env=args.judge_api_key_env)
+             if judge_url and judge_model else None)
+    return EnvSpec(tasks=str(args.tasks), max_steps=args.max_steps, wrappers=args.wrappers,
+                   reserve=args.reserve, sandbox=args.sandbox, judge=judge)
 
 
-def _settings(args: argparse.Namespace, task_ids: list[str]) -> RunSettings:
+def _settings(args: argparse.Namespace, spec: EnvSpec, task_ids: list[str]) -> RunSettings:
     return RunSettings(
-        policy=args.policy, model=args.model or args.policy, tasks=str(args.tasks),
-        task_ids=tuple(task_ids), attempts=args.attempts, max_steps=args.max_steps,
-        wrappers=args.wrappers, reserve=args.reserve, seed=args.seed,
-        temperature=args.temperature, max_tokens=args.max_tokens,
-        system_prompt=args.system_prompt, prefill=args.prefill, base_url=args.base_url or "",
-        concurrency=args.concurrency, judge_model=args.judge_model or "")
+        policy=args.policy, model=args.model or args.policy, task_ids=tuple(task_ids),
+        attempts=args.attempts, seed=args.seed, temperature=args.temperature,
+        max_tokens=args.max_tokens, env=spec, system_prompt=args.system_prompt,
+        prefill=args.prefill, base_url=args.base_url or "", concurrency=args.concurrency)
 
 
 def _check_args(args: argparse.Namespace) -> str:
@@ -112,9 +91,7 @@ def make_judge(base_url: str | None, model: str | None, api_key_env: str) -> Any
     """The LLM judge of ``llm``-graded tasks, or None."""
     if not (base_url and model):
         return None
-    from vera_env.verification.grading import RubricJudge  # noqa: PLC0415
-
-    return RubricJudge.from_endpoint(base_url, model, api_key_env=api_key_env)
+    return JudgeEndpoint(base_url=base_url, model=model, api_key_env=api_key_env).build()
 
 
 def _preflight(policy: Any) -> None:
@@ -130,17 +107,16 @@ def _jobs(task_ids: list[str], attempts: int, seed: int,
     return [(t, seed + k) for k in range(attempts) for t in task_ids if (t, k) not in done]
 
 
-async def _run(args: argparse.Namespace, run: RunDir, source: Any, policy: Any,
-               jobs: list[tuple[str, int]], progress: Progress) -> list[Attempt]:
+async def _run(args: argparse.Namespace, run: RunDir, spec: EnvSpec, source: TaskSource,
+               policy: Any, jobs: list[tuple[str, int]], progress: Progress) -> list[Attempt]:
     from vera_env.wrappers import RecordEpisode  # noqa: PLC0415
 
     seed = args.seed
-    judge = make_judge(args.judge_base_url, args.judge_model, args.judge_api_key_env)
+    judge = spec.judge.build() if spec.judge else None  # one judge, shared by every env
 
     def make_env() -> Any:
-        env = build_env(source, max_steps=args.max_steps, wrappers=args.wrappers,
-                        reserve=args.reserve, sandbox=args.sandbox, judge=judge)
-        return RecordEpisode(env, run.transcripts, folder_for=lambda task_id, s:
+        return RecordEpisode(spec.build(tasks=source, judge=judge), run.transcripts,
+                             folder_for=lambda task_id, s:
                              run.transcript_dir(task_id, (s or 0) - seed))
 
     finished: list[Attempt] = []
@@ -159,7 +135,7 @@ async def _run(args: argparse.Namespace, run: RunDir, source: Any, policy: Any,
         clock = asyncio.create_task(ticker())
         try:
             await arun_many(make_env, policy, jobs, concurrency=args.concurrency,
-                            on_done=on_done)
+                            on_done=on_done, on_step=progress.step)
         finally:
             clock.cancel()
             closer = getattr(policy, "aclose", None)
@@ -182,9 +158,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"vera-env eval: {exc}", file=sys.stderr)
         return EXIT_SETUP
     task_ids = list(source.ids())[: args.limit]
+    spec = env_spec(args)
     run = RunDir(args.out)
     try:
-        run.start(_settings(args, task_ids), resume=args.resume)
+        run.start(_settings(args, spec, task_ids), resume=args.resume)
     except (FileExistsError, FileNotFoundError, RunSettingsMismatch) as exc:
         print(f"vera-env eval: {exc}", file=sys.stderr)
         return EXIT_SETUP
@@ -198,7 +175,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("note: --attempts > 1 at --temperature 0 samples the same reply K times; "
               "pass@k needs sampling (e.g. --temperature 0.7)", file=sys.stderr)
     try:
-        policy = _make_policy(args, source)
+        policy = make_policy(args.policy, args, source)
         if jobs and args.preflight:
             _preflight(policy)
     except PolicyError as exc:
@@ -210,11 +187,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     code = 0
     try:
-        finished = asyncio.run(_run(args, run, source, policy, jobs, progress))
+        finished = asyncio.run(_run(args, run, spec, source, policy, jobs, progress))
     except KeyboardInterrupt:
+        progress.close()
         print(f"\ninterrupted: every finished attempt is in {run.results_path}; "
               "rerun with --resume to continue", file=sys.stderr)
         finished, code = [], EXIT_INTERRUPTED
+    progress.close()
     wall_s = time.perf_counter() - started
     summary = _write_summary(run, args, task_ids, wall_s, finished)
     print(format_summary(summary))
@@ -245,14 +224,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``eval`` on the ``vera-env`` parser."""
     p = sub.add_parser("eval", help="evaluate a model endpoint on a task suite",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--model", help="served model id (or a checkpoint folder with "
-                                   "--policy transformers)")
+    add_model_arguments(p)
     p.add_argument("--policy", choices=POLICIES, default="openai",
                    help="openai: the endpoint; oracle: replay reference solutions (no "
                         "model); transformers: a local checkpoint")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                   help="environment variable holding the API key (default %(default)s)")
     p.add_argument("--tasks", default="builtin", help="builtin, a suite folder or a .jsonl")
     p.add_argument("--attempts", type=int, default=1, help="attempts per task (K of pass@k)")
     p.add_argument("--concurrency", type=int, default=4, help="episodes in flight at once")
@@ -269,13 +244,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="steps at the end of the budget that demand an answer (forced)")
     p.add_argument("--limit", type=int, help="only the first N tasks of the source")
     p.add_argument("--seed", type=int, default=0, help="attempt k of a task resets with seed+k")
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--max-tokens", type=int, default=2048, help="completion cap per turn")
-    p.add_argument("--timeout-s", type=float, default=600.0, help="per request")
-    p.add_argument("--max-retries", type=int, default=4, help="on 429, 5xx, dropped connections")
-    p.add_argument("--system-prompt", default="", help="optional system message")
-    p.add_argument("--no-prefill", dest="prefill", action="store_false",
-                   help="for servers without continue_final_message (hosted APIs)")
     p.add_argument("--no-preflight", dest="preflight", action="store_false",
                    help="skip the one-token endpoint check before the run")
     p.add_argument("--judge-base-url", help="endpoint of the LLM judge for llm-graded tasks "

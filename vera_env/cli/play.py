@@ -17,9 +17,9 @@ __all__ = ["add_parser", "cmd_play"]
 
 def cmd_play(args: argparse.Namespace) -> int:
     """Play one episode at the terminal."""
-    from policies import HumanPolicy  # noqa: PLC0415
     from vera_env.cli.demo import format_table  # noqa: PLC0415
-    from vera_env.cli.eval import build_env  # noqa: PLC0415
+    from vera_env.cli.eval import env_spec  # noqa: PLC0415
+    from vera_env.cli.policy_loader import make_policy  # noqa: PLC0415
     from vera_env.errors import TaskFileError  # noqa: PLC0415
     from vera_env.rollout import run_episode  # noqa: PLC0415
     from vera_env.tasks import load_tasks  # noqa: PLC0415
@@ -35,12 +35,12 @@ def cmd_play(args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(source.ids()))
         return 0
-    env = build_env(source, max_steps=args.max_steps, wrappers=args.wrappers,
-                    reserve=args.reserve, sandbox=args.sandbox)
+    env = env_spec(args).build(tasks=source)
     if args.record:
         env = RecordEpisode(env, args.record)
     try:
-        attempt = run_episode(env, HumanPolicy(), task_id=args.task_id, seed=args.seed)
+        attempt = run_episode(env, make_policy("human", args, source), task_id=args.task_id,
+                              seed=args.seed)
     finally:
         env.close()
     print()

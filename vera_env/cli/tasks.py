@@ -1,16 +1,10 @@
 """``vera-env tasks``: list, show, validate and export task sources.
 
-Why ``validate`` runs the real environment. A task is only as good as its reference
-solution and its trap, and both can rot silently: a generator change that shifts a
-column, a check that passes on any data, a trap whose careless answer is accidentally
-right. Reading the task file cannot catch those; replaying it can. So every task's
-reference solution is played by ``policies.OraclePolicy`` through `VeraEnv` and the
-sandbox, exactly as a model's turns would be, and the task fails unless the answer
-grades correct, every check passes and -- with strength testing -- every check
-discriminates (fails on some mutant of its data); the trap's careless solution is played
-too and must be graded wrong. Strength testing re-runs every check against mutants, so
-by default it covers the first seed of each type and difficulty (a check's structure is
-the same for every seed of a type); ``--strength all`` covers every task.
+``validate`` replays every task's reference and careless solutions through the real
+environment (``vera_env.evaluation.validation`` says why). Strength testing re-runs
+every check against mutants, so by default it covers the first seed of each type and
+difficulty (a check's structure is the same for every seed of a type); ``--strength
+all`` covers every task.
 
 Builtin generation runs in ``--jobs`` processes and episodes in ``--jobs`` threads (the
 work of an episode is in sandboxed subprocesses), so the standard sample of 5 seeds x 13
@@ -22,14 +16,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Verdict", "add_parser", "format_rows", "validate_task", "validate_tasks"]
+__all__ = ["add_parser", "format_rows"]
 
 _BUILTIN = "builtin"
 
@@ -130,171 +122,22 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 # ----- validate -----
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """What validating one task found.
-
-    Attributes:
-        task_id: The task.
-        status: ``ok``, ``FAIL`` or ``skip`` (nothing to replay, or no judge for it).
-        checks: ``passed/total`` of the oracle's checks.
-        discriminating: ``n/total`` of checks shown to discriminate, ``-`` if not tested.
-        careless: The careless solution's answer and verdict, ``-`` without a trap.
-        note: Why it failed or was skipped.
-    """
-
-    task_id: str
-    status: str
-    checks: str = "-"
-    discriminating: str = "-"
-    careless: str = "-"
-    note: str = ""
-
-
-def validate_task(task: Any, oracle_env: Any, careless_env: Any, source: Any) -> Verdict:
-    """Replay a task's reference solution (and careless solution) through the env.
-
-    Args:
-        task: The task.
-        oracle_env: A `VeraEnv` on ``source`` (with strength testing when wanted).
-        careless_env: A `VeraEnv` on ``source`` for the trap's careless solution.
-        source: The task source the envs draw from.
-
-    Returns:
-        The `Verdict`.
-    """
-    from policies import OraclePolicy, ScriptedPolicy  # noqa: PLC0415
-    from vera_env.rollout import run_episode  # noqa: PLC0415
-
-    if not task.solution:
-        return Verdict(task.id, "skip", note="no reference solution to replay")
-    attempt = run_episode(oracle_env, OraclePolicy(source), task_id=task.id)
-    checks = [c for step in attempt.steps for c in step["checks"]]
-    tested = [c for c in checks if c["discriminating"] is not None]
-    shown = dict(checks=f"{sum(c['passed'] for c in checks)}/{len(checks)}",
-                 discriminating=f"{sum(c['discriminating'] for c in tested)}/{len(tested)}"
-                 if tested else "-")
-    if attempt.unscorable and task.grader.kind == "llm" and oracle_env.judge is None:
-        return Verdict(task.id, "skip", **shown, note="llm-graded: pass --judge-url to grade it")
-    problems = _oracle_problems(task, attempt, checks)
-    careless = "-"
-    if task.trap and not problems:
-        wrong = run_episode(careless_env, ScriptedPolicy({task.id: task.trap.careless_solution}),
-                            task_id=task.id)
-        verdict = "wrong" if wrong.correct is False else "NOT WRONG"
-        careless = f"{wrong.answer or '(none)'} ({verdict})"
-        if wrong.correct is not False:
-            problems.append(f"the trap does not bite: careless answer {wrong.answer!r} graded "
-                            f"{wrong.correct}")
-        elif wrong.answer != task.trap.wrong_answer:
-            problems.append(f"careless answer {wrong.answer!r} is not the trap's "
-                            f"{task.trap.wrong_answer!r}")
-    return Verdict(task.id, "FAIL" if problems else "ok", **shown, careless=careless,
-                   note="; ".join(problems))
-
-
-def _oracle_problems(task: Any, attempt: Any, checks: list[dict[str, Any]]) -> list[str]:
-    if attempt.status != "ok":
-        return [f"oracle ended {attempt.status}: {attempt.error[:160]}"]
-    if attempt.unscorable:
-        problems = ["unscorable: the grader could not decide (is the judge reachable?)"]
-    elif not attempt.correct:
-        problems = [f"oracle answer {attempt.answer!r} graded wrong (truth {task.answer!r})"]
-    else:
-        problems = []
-    problems += [f"check {c['name']!r} failed: {c['detail'][:120]}"
-                 for c in checks if not c["passed"]]
-    problems += [f"check {c['name']!r} does not discriminate (passes on every mutant)"
-                 for c in checks if c["passed"] and c["discriminating"] is False]
-    if not checks:
-        problems.append("the reference solution declares no checks")
-    return problems
-
-
-def _strength_for(tasks: Sequence[Any], mode: str) -> set[str]:
-    """Ids to strength-test: all, none, or the first seed of each type x difficulty."""
-    if mode == "all":
-        return {t.id for t in tasks}
-    if mode == "off":
-        return set()
-    firsts: dict[str, str] = {}
-    for task in tasks:
-        firsts.setdefault(task.id.rsplit(".", 1)[0] if task.id.count(".") == 3 else task.id,
-                          task.id)
-    return set(firsts.values())
-
-
-def validate_tasks(tasks: Sequence[Any], source: Any, *, strength_ids: set[str], jobs: int = 1,
-                   max_steps: int = 20, sandbox: str = "auto", judge: Any = None,
-                   progress: Callable[[Verdict], None] | None = None) -> list[Verdict]:
-    """`validate_task` over many tasks, ``jobs`` at a time, each thread with its own envs.
-
-    Args:
-        tasks: The tasks, all in ``source``.
-        source: The task source.
-        strength_ids: Tasks whose oracle checks are strength-tested.
-        jobs: Episodes in flight at once.
-        max_steps: Step budget of each episode.
-        sandbox: Sandbox backend.
-        judge: Grades ``llm`` tasks (None: they are skipped).
-        progress: Called with each verdict as it is reached.
-
-    Returns:
-        The verdicts, in the order of ``tasks``.
-    """
-    from vera_env.env import VeraEnv  # noqa: PLC0415
-    from vera_env.verification.rewards import RewardConfig  # noqa: PLC0415
-
-    local = threading.local()
-    envs: list[Any] = []
-    lock = threading.Lock()
-
-    def env(strength: bool) -> Any:
-        key = f"env_{strength}"
-        if not hasattr(local, key):
-            made = VeraEnv(source, max_steps=max_steps, sandbox=sandbox, judge=judge,
-                           reward=RewardConfig(strength=strength))
-            setattr(local, key, made)
-            with lock:
-                envs.append(made)
-        return getattr(local, key)
-
-    def one(task: Any) -> Verdict:
-        verdict = validate_task(task, env(task.id in strength_ids), env(False), source)
-        if progress is not None:
-            progress(verdict)
-        return verdict
-
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            return list(pool.map(one, tasks))
-    finally:
-        for made in envs:
-            made.close()
-
-
-def _judge(args: argparse.Namespace) -> Any:
-    if not args.judge_url:
-        return None
-    from vera_env.verification.grading import RubricJudge  # noqa: PLC0415
-
-    return RubricJudge.from_endpoint(args.judge_url, args.judge_model)
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
     """Replay every task's reference and careless solutions; exit 1 on any failure."""
+    from vera_env.evaluation.progress import Progress  # noqa: PLC0415
+    from vera_env.evaluation.validation import strength_sample, validate_tasks  # noqa: PLC0415
+    from vera_env.spec import EnvSpec, JudgeEndpoint  # noqa: PLC0415
+
     source, tasks = _tasks(args)
-    done = [0]
-
-    def progress(verdict: Verdict) -> None:
-        done[0] += 1
-        sys.stderr.write(f"\r[{done[0]}/{len(tasks)}] {verdict.status:<4} {verdict.task_id:<44}")
-        sys.stderr.flush()
-
-    verdicts = validate_tasks(tasks, source, strength_ids=_strength_for(tasks, args.strength),
-                              jobs=args.jobs, max_steps=args.max_steps, sandbox=args.sandbox,
-                              judge=_judge(args), progress=progress)
-    sys.stderr.write("\n")
+    judge = (JudgeEndpoint(base_url=args.judge_url, model=args.judge_model).build()
+             if args.judge_url else None)
+    spec = EnvSpec(tasks=args.source, max_steps=args.max_steps, sandbox=args.sandbox,
+                   wrappers=())
+    strong = strength_sample(tasks, args.strength)
+    with Progress(len(tasks), unit="task") as progress:
+        verdicts = validate_tasks(tasks, source, strength_ids=strong, jobs=args.jobs,
+                                  spec=spec, judge=judge,
+                                  progress=lambda v: progress.advance(f"{v.status} {v.task_id}"))
     print(format_rows(("task", "status", "checks", "discriminating", "careless", "note"),
                       [(v.task_id, v.status, v.checks, v.discriminating, v.careless, v.note)
                        for v in verdicts]))

@@ -23,11 +23,17 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+import gymnasium as gym
 
 from vera_env import info as keys
 from vera_env.errors import VeraError
+from vera_env.rollout import Attempt, run_episode
+from vera_env.spec import EnvSpec, SandboxName
+from vera_env.verification.rewards import RewardConfig
 
 __all__ = ["GoldenError", "load_scenarios", "run_scenario", "validate"]
 
@@ -109,31 +115,62 @@ def load_scenarios(directory: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def run_scenario(scenario: dict[str, Any], *, sandbox: str = "auto",
-                 wrap: Callable[[Any, list[str]], Any] | None = None) -> list[str]:
+def run_scenario(scenario: dict[str, Any], *, sandbox: SandboxName = "auto",
+                 wrap: Callable[[gym.Env, list[str]], gym.Env] | None = None) -> list[str]:
     """Play a scenario's turns through the real environment and check expectations.
+
+    The turns are played through the same lifecycle as every episode
+    (``vera_env.rollout.run_episode``), and the expectations are read from the
+    ``Attempt`` it records, so a scenario checks what a run would store.
 
     Args:
         scenario: A validated scenario.
         sandbox: Sandbox backend for the environment.
-        wrap: ``wrap(env, names)`` applies the scenario's wrappers (given by the test
-            suite, so this module does not import the wrappers package).
+        wrap: ``wrap(env, names)`` applies the scenario's wrappers itself (a test that
+            wants to observe every step); None builds them from the ``EnvSpec``.
 
     Returns:
         A list of failure messages; empty when every expectation held.
     """
-    from vera_env.env import VeraEnv  # noqa: PLC0415 - golden runs after env is built
-    from vera_env.verification.rewards import RewardConfig  # noqa: PLC0415
-
+    turns = scenario["turns"]
+    names = list(scenario.get("wrappers", []))
+    spec = EnvSpec(max_steps=scenario.get("max_steps", len(turns)), sandbox=sandbox,
+                   reward=RewardConfig(**scenario.get("reward", {})),
+                   wrappers=() if wrap else tuple(names))
     with tempfile.TemporaryDirectory(prefix="vera-golden-") as tmp:
-        tasks = _tasks_for(scenario, Path(tmp))
-        env = VeraEnv(tasks, max_steps=scenario.get("max_steps", len(scenario["turns"])),
-                      sandbox=sandbox, reward=RewardConfig(**scenario.get("reward", {})))
-        wrapped = wrap(env, scenario.get("wrappers", [])) if wrap else env
+        env = spec.build(tasks=_tasks_for(scenario, Path(tmp)))
+        env = wrap(env, names) if wrap else env
         try:
-            return _play(scenario, wrapped, env)
+            attempt = run_episode(env, _InOrder(turns), seed=0, max_turns=len(turns))
         finally:
-            wrapped.close()
+            env.close()
+    return _failures(scenario, attempt)
+
+
+class _InOrder:
+    """Replays the scenario's turns in order, whatever the step counter says."""
+
+    def __init__(self, turns: list[str]) -> None:
+        self._turns = iter(turns)
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        return next(self._turns)
+
+
+def _failures(scenario: dict[str, Any], attempt: Attempt) -> list[str]:
+    if attempt.status in ("error", "provider") or not attempt.steps:
+        return [f"the episode raised instead of playing: {attempt.error}"]
+    failures: list[str] = []
+    steps = attempt.steps
+    if len(steps) < len(scenario["turns"]):
+        failures.append(f"turn {len(steps) + 1}: the episode had already ended")
+    for want in scenario["expect"].get("steps", []):
+        if want["at"] <= len(steps):
+            failures += [f"turn {want['at']}: {m}"
+                         for m in _check_step(want, steps[want["at"] - 1])]
+    final = scenario["expect"].get("final", {})
+    failures += [f"final: {m}" for m in _check_final(final, attempt)]
+    return failures
 
 
 def _tasks_for(scenario: dict[str, Any], tmp: Path) -> Any:
@@ -153,27 +190,9 @@ def _tasks_for(scenario: dict[str, Any], tmp: Path) -> Any:
                  grader=grader, data_dir=data)]
 
 
-def _play(scenario: dict[str, Any], wrapped: Any, env: Any) -> list[str]:
-    failures: list[str] = []
-    by_step = {s["at"]: s for s in scenario["expect"].get("steps", [])}
-    wrapped.reset(seed=0)
-    info: dict[str, Any] = {}
-    terminated = truncated = False
-    for at, turn in enumerate(scenario["turns"], start=1):
-        if terminated or truncated:
-            failures.append(f"turn {at}: the episode had already ended")
-            break
-        _, reward, terminated, truncated, info = wrapped.step(turn)
-        if at in by_step:
-            failures += [f"turn {at}: {m}" for m in
-                         _check_step(by_step[at], reward, terminated, truncated, info)]
-    final = scenario["expect"].get("final", {})
-    failures += [f"final: {m}" for m in _check_final(final, env, info, terminated, truncated)]
-    return failures
-
-
-def _check_step(want: dict[str, Any], reward: float, terminated: bool, truncated: bool,
-                info: dict[str, Any]) -> list[str]:
+def _check_step(want: dict[str, Any], info: dict[str, Any]) -> list[str]:
+    """``info``: one recorded step of an Attempt (its info fields, reward, ending)."""
+    reward, terminated, truncated = info["reward"], info["terminated"], info["truncated"]
     got = {
         "error_contains": info[keys.ERROR], "nudge_contains": info[keys.NUDGE],
         "command_output_contains": info[keys.COMMAND_OUTPUT],
@@ -203,14 +222,14 @@ def _check_step(want: dict[str, Any], reward: float, terminated: bool, truncated
     return out
 
 
-def _check_final(want: dict[str, Any], env: Any, info: dict[str, Any], terminated: bool,
-                 truncated: bool) -> list[str]:
+def _check_final(want: dict[str, Any], attempt: Attempt) -> list[str]:
+    info = attempt.steps[-1]
     actual = {
         "answer": info.get(keys.ANSWER), "correct": info.get(keys.CORRECT),
-        "terminated": terminated, "truncated": truncated,
-        "n_nodes": len(env.state), "unscorable": info.get(keys.UNSCORABLE),
+        "terminated": info["terminated"], "truncated": info["truncated"],
+        "n_nodes": attempt.n_nodes, "unscorable": info.get(keys.UNSCORABLE),
         "answer_forced": info.get(keys.ANSWER_FORCED), "gated": info.get(keys.GATED),
-        "steps_taken": env.steps_taken,
+        "steps_taken": info.get(keys.STEP),
     }
     out = [f"{k}: expected {want[k]!r}, got {actual[k]!r}" for k in actual
            if k in want and want[k] != actual[k]]

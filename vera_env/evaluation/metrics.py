@@ -15,6 +15,15 @@ task with ``n`` scored attempts of which ``c`` are correct, averaged over the ta
 with at least ``k`` scored attempts — not "any of the first k was right", whose value
 depends on the order the attempts happened to finish in.
 
+The accuracy interval is Wilson's score interval (95%), not the normal approximation:
+at 3 attempts with none right the normal interval is "0.0% ± 0.0" — certainty from three
+samples — where Wilson's says 0–56%.
+
+How answers came is counted by the phase that released them (``Attempt.answer_phase``):
+free turns, under forcing (``ForcedAnswer``'s last steps), and the extra ask after the
+budget. ``answer_forced`` alone counts only the extra ask, so a run whose every answer
+came through the forced prompt reported "answers_forced: 0".
+
 Consistency follows BioMysteryBench, which runs each problem five times and also reports
 how often a model is right in at least four of five: a task counts as consistent when
 at least ``ceil(0.8 K)`` of its ``K`` attempts are right, over the tasks whose ``K``
@@ -29,8 +38,9 @@ from typing import Any, Iterable, Sequence
 
 from vera_env.rollout import STATUSES, Attempt
 
-__all__ = ["EXCLUDED_STATUSES", "CONSISTENCY_SHARE", "format_summary", "is_excluded",
-           "latest_attempts", "outcome", "pass_at_k", "per_task", "summarise", "summary_rows"]
+__all__ = ["CONSISTENCY_SHARE", "EXCLUDED_STATUSES", "format_summary", "is_excluded",
+           "latest_attempts", "outcome", "pass_at_k", "per_task", "summarise", "summary_rows",
+           "wilson_interval"]
 
 EXCLUDED_STATUSES = frozenset({"provider", "sandbox", "error"})
 CONSISTENCY_SHARE = 0.8   # right in at least 4 of 5
@@ -51,6 +61,24 @@ def pass_at_k(n: int, c: int, k: int) -> float:
         return 1.0
     # 1 - C(n-c, k)/C(n, k) as a product, stable for large n.
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson's score interval of a proportion (95% at the default ``z``).
+
+    Example:
+        >>> tuple(round(x, 3) for x in wilson_interval(0, 3))
+        (0.0, 0.562)
+
+    Raises:
+        ValueError: ``n`` < 1 or ``successes`` outside ``0..n``.
+    """
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n and n >= 1, got {successes} of {n}")
+    p, z2 = successes / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def is_excluded(attempt: Attempt) -> bool:
@@ -130,6 +158,7 @@ def summarise(attempts: Sequence[Attempt], k: int) -> dict[str, Any]:
         "accuracy": accuracy,
         "accuracy_stderr": (math.sqrt(accuracy * (1 - accuracy) / n_scored)
                             if accuracy is not None else None),
+        "accuracy_ci95": list(wilson_interval(correct, n_scored)) if n_scored else None,
         **pass_k,
         "pass@k_tasks": sum(t["scored"] >= k for t in tasks.values()),
         "consistency": consistency,
@@ -145,12 +174,20 @@ def summarise(attempts: Sequence[Attempt], k: int) -> dict[str, Any]:
         "mean_checks": _mean(a.n_checks for a in scored),
         "mean_nodes": _mean(a.n_nodes for a in scored),
         "mean_steps": _mean(a.n_steps for a in scored),
-        "answers_forced": sum(a.answer_forced for a in scored),
+        **_answers_by_phase(scored),
         "tokens_in": sum(tokens_in) if tokens_in else None,
         "tokens_out": sum(tokens_out) if tokens_out else None,
         "episode_wall_s": round(sum(a.wall_s for a in attempts), 3),
         "per_task": tasks,
     }
+
+
+def _answers_by_phase(scored: Sequence[Attempt]) -> dict[str, int]:
+    answered = [a for a in scored if a.answer]
+    phase = [a.answer_phase or ("extra" if a.answer_forced else "") for a in answered]
+    return {"answers_free": phase.count("open"), "answers_under_forcing": phase.count("forced"),
+            "answers_extra_ask": phase.count("extra"),
+            "answers_phase_unknown": phase.count("")}
 
 
 def _mean(values: Iterable[float]) -> float | None:
@@ -172,8 +209,9 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The summary as (metric, value) rows, in the order the table prints them."""
     k = summary["k"]
     acc = _fmt(summary["accuracy"])
-    if summary["accuracy_stderr"] is not None:
-        acc += f" ± {100 * 1.96 * summary['accuracy_stderr']:.1f}"
+    if summary.get("accuracy_ci95"):
+        low, high = summary["accuracy_ci95"]
+        acc += f" [{100 * low:.1f}–{100 * high:.1f}]"
     statuses = " ".join(f"{s}={n}" for s, n in summary["statuses"].items() if n)
     rows = [
         ("tasks x attempts", f"{summary['tasks']} x {k} = {summary['attempts']} "
@@ -189,6 +227,9 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
                      f"(over {summary['consistency_tasks']} tasks)"))
     rows += [
         ("no usable answer", _fmt(summary["no_answer_share"])),
+        ("answers free / forced / extra ask",
+         " / ".join(str(summary.get(k, "-")) for k in
+                    ("answers_free", "answers_under_forcing", "answers_extra_ask"))),
         ("status", statuses or "-"),
         ("mean verification reward", _fmt(summary["mean_verification_reward"], "float")),
         ("mean discriminating checks", _fmt(summary["mean_discriminating_checks"], "float")),

@@ -1,15 +1,25 @@
-"""A live progress line for long evaluations (no dependency, safe in CI logs).
+"""The progress bar of long runs (``vera-env eval``, ``tasks validate``), drawn by tqdm.
 
-On a terminal the line is redrawn in place, also between completions (elapsed time and
-ETA keep moving while a slow model thinks). In a log file it prints a plain line at
-most every 5% of the run, so a thousand attempts do not make a thousand lines.
+It used to be a hand-written line: a dozen lines of ANSI codes and ETA arithmetic that
+a well-kept library already does (terminal width, rates, non-terminal output). And it
+moved only when an episode ended: on a CPU model, where one turn takes minutes, an eval
+sat for ten minutes at "0 recorded" looking dead. So the bar also counts turns
+(``step``) and names the latest one, and the tally of right / wrong / excluded moves as
+attempts finish.
+
+On a terminal it redraws in place; in a log file it writes a whole line (tqdm's text)
+at most every ``log_interval_s`` seconds and at the end, so a thousand attempts do not
+make a thousand lines and a log holds no carriage returns.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TextIO
+
+from tqdm import tqdm
 
 from vera_env.evaluation.metrics import is_excluded
 from vera_env.rollout import Attempt
@@ -18,69 +28,111 @@ __all__ = ["Progress"]
 
 
 class Progress:
-    """Counts finished attempts and draws ``[####....] 12/40 right 7 ...``.
+    """A bar over attempts (or tasks) with the tally and a live turn counter.
 
     Args:
-        total: Attempts this invocation will run.
-        already: Attempts recorded before (a resumed run), shown in the count.
+        total: Items this invocation will run.
+        already: Items recorded before (a resumed run), shown in the count.
+        unit: What is counted (``attempt``, ``task``).
         stream: Where to draw (default stderr).
+        log_interval_s: Least seconds between lines when ``stream`` is not a terminal.
     """
 
-    def __init__(self, total: int, *, already: int = 0, stream: TextIO | None = None) -> None:
-        self.total, self.already = total, already
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self.done = self.right = self.wrong = self.excluded = 0
-        self.started = time.perf_counter()
-        self._last_pct = -1
+    def __init__(self, total: int, *, already: int = 0, unit: str = "attempt",
+                 stream: TextIO | None = None, log_interval_s: float = 30.0) -> None:
+        self._stream = stream or sys.stderr
+        self._tty = self._stream.isatty()
+        self._interval_s, self._logged = log_interval_s, time.monotonic()
+        self.right = self.wrong = self.excluded = self.turns = 0
+        self._lock = threading.Lock()  # validation reports from worker threads
+        self._bar = tqdm(total=already + total, initial=already, unit=unit,
+                         file=self._stream if self._tty else _Discard(),
+                         dynamic_ncols=self._tty, ncols=None if self._tty else 100,
+                         ascii=not self._tty, disable=False, mininterval=0.1,
+                         bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} "
+                                    "[{elapsed}<{remaining}, {rate_fmt}]{postfix}")
+
+    @property
+    def done(self) -> int:
+        """Items finished, those recorded before included."""
+        return int(self._bar.n)
 
     def update(self, attempt: Attempt) -> None:
-        """Count one finished attempt and redraw."""
-        self.done += 1
+        """Count one finished attempt in the tally."""
+        with self._lock:
+            self._tally(attempt)
+            self._show(f"{attempt.task_id} {attempt.status}", advance=True)
+
+    def _tally(self, attempt: Attempt) -> None:
         if is_excluded(attempt):
             self.excluded += 1
         elif attempt.correct:
             self.right += 1
         else:
             self.wrong += 1
-        self.draw()
 
-    def line(self) -> str:
-        """The progress text."""
-        width = 24
-        filled = width * self.done // max(self.total, 1)
-        elapsed = time.perf_counter() - self.started
-        rate = self.done / elapsed * 60 if elapsed > 0 and self.done else 0.0
-        eta = (self.total - self.done) / (rate / 60) if rate else None
-        done = self.already + self.done
-        return (f"[{'#' * filled}{'.' * (width - filled)}] {done}/{self.already + self.total}"
-                f"  right {self.right}  wrong {self.wrong}  excluded {self.excluded}"
-                f"  {rate:.1f} ep/min  elapsed {_clock(elapsed)}"
-                f"  eta {_clock(eta) if eta is not None else '?'}")
+    def step(self, attempt: Attempt) -> None:
+        """Count one turn played (called after every step of every attempt)."""
+        with self._lock:
+            self.turns += 1
+            self._show(f"{attempt.task_id} turn {len(attempt.steps)}")
 
-    def draw(self) -> None:
-        """Redraw (terminal) or print a line when another 5% is done (log)."""
-        if self.tty:
-            self.stream.write("\r" + self.line() + "\x1b[K")
-            if self.done >= self.total:
-                self.stream.write("\n")
-        else:
-            pct = 100 * self.done // max(self.total, 1)
-            if pct // 5 == self._last_pct // 5 and self.done < self.total:
-                return
-            self._last_pct = pct
-            self.stream.write(self.line() + "\n")
-        self.stream.flush()
+    def advance(self, label: str = "") -> None:
+        """Count one finished item that is not an attempt (a validated task)."""
+        with self._lock:
+            self._bar.set_postfix_str(label, refresh=False)
+            self._bar.update(1)
+            self._log()
 
     def tick(self) -> None:
-        """Redraw the clock on a terminal (call about once a second)."""
-        if self.tty and self.done < self.total:
-            self.stream.write("\r" + self.line() + "\x1b[K")
-            self.stream.flush()
+        """Redraw, so the clock moves while a slow model thinks (call about once a second)."""
+        with self._lock:
+            if self._tty and not self._bar.disable:
+                self._bar.refresh()
+            self._log()
+
+    def line(self) -> str:
+        """The bar's text now (what a terminal shows)."""
+        return str(self._bar)
+
+    def _show(self, latest: str, *, advance: bool = False) -> None:
+        self._bar.set_postfix_str(f"right {self.right} wrong {self.wrong} excluded "
+                                  f"{self.excluded} turns {self.turns} | {latest}",
+                                  refresh=False)
+        if advance:
+            self._bar.update(1)
+        elif self._tty:
+            self._bar.refresh()
+        self._log()
+
+    def _log(self, *, final: bool = False) -> None:
+        if self._tty or self._bar.disable:  # a terminal redraws itself; closed: nothing
+            return
+        now = time.monotonic()
+        if final or now - self._logged >= self._interval_s:
+            self._logged = now
+            self._stream.write(self.line() + "\n")
+            self._stream.flush()
+
+    def close(self) -> None:
+        """Draw the last state and release the line. Idempotent."""
+        with self._lock:
+            if not self._bar.disable:
+                self._log(final=True)
+            self._bar.close()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-def _clock(seconds: float) -> str:
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+class _Discard:
+    """Where tqdm draws when the stream is a log: ``Progress`` writes whole lines there."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        return None

@@ -25,10 +25,10 @@ from typing import Any
 
 from vera_env.evaluation.metrics import EXCLUDED_STATUSES, latest_attempts, summarise
 from vera_env.evaluation.rundir import RunDir, write_atomic
-from vera_env.verification.grading import Judge, grade
-from vera_env.verification.rewards import RewardConfig
 from vera_env.rollout import Attempt
 from vera_env.tasks import GraderSpec, TaskSource
+from vera_env.verification.grading import Judge, grade
+from vera_env.verification.rewards import RewardConfig, RewardLedger
 
 __all__ = ["TRUTH", "Change", "rescore_attempt", "rescore_run"]
 
@@ -66,8 +66,8 @@ def rescore_attempt(attempt: Attempt, source: TaskSource, *, grader: GraderSpec 
         task = task.model_copy(update={"grader": grader})
     verdict = grade(task, attempt.answer, judge)
     old_part = _correctness_part(attempt)
-    new_part = (None if verdict.correct is None or verdict.unscorable
-                else correctness_weight * float(verdict.correct))
+    ledger = RewardLedger(RewardConfig(correctness_weight=correctness_weight))
+    new_part = ledger.correctness(None if verdict.unscorable else verdict.correct)
     measured = sum(float(step.get("reward", 0.0)) for step in attempt.steps) - (old_part or 0.0)
     new = dataclasses.replace(attempt, correct=verdict.correct, unscorable=verdict.unscorable,
                               score=None if new_part is None else measured + new_part)
@@ -91,7 +91,7 @@ def rescore_run(run: RunDir, source: TaskSource, out: Path, *,
         The new summary and the verdicts that moved.
     """
     settings = run.settings()
-    weight = RewardConfig().correctness_weight
+    weight = settings.env.reward.correctness_weight  # the run's reward, not the default
     rescored: list[Attempt] = []
     changes: list[Change] = []
     for attempt in latest_attempts(run.attempts()):

@@ -16,18 +16,21 @@ line.
 
 ``--resume`` refuses a folder made with different settings (another model, another
 task set, another step budget...): mixing them would produce a table that describes no
-run. Settings that cannot change the outcome (the URL, concurrency, timeouts) may differ.
+run. The environment is compared as a whole (``EnvSpec``: step budget, wrappers, reward,
+sandbox limits, judge...); settings that cannot change the outcome (the URL,
+concurrency, the sandbox backend) may differ.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
 from vera_env.rollout import Attempt
+from vera_env.spec import EnvSpec
 
 __all__ = ["RunDir", "RunSettings", "RunSettingsMismatch", "append", "write_atomic"]
 
@@ -43,56 +46,101 @@ class RunSettingsMismatch(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class RunSettings:
-    """What an evaluation run was asked to do.
+    """What an evaluation run was asked to do: the policy and its sampling, the tasks,
+    the attempts, and the environment as an ``EnvSpec``.
 
-    Fields listed in ``NON_BINDING`` may change between a run and its resumption.
+    Fields listed in ``NON_BINDING`` may change between a run and its resumption, and so
+    may the spec's ``vera_env.spec.NON_BINDING`` fields (the sandbox backend, the
+    judge's URL); everything else in the spec is compared.
     """
 
     policy: str
     model: str
-    tasks: str
     task_ids: tuple[str, ...]
     attempts: int
-    max_steps: int
-    wrappers: tuple[str, ...]
-    reserve: int
     seed: int
     temperature: float
     max_tokens: int
+    env: EnvSpec = field(default_factory=EnvSpec)
     system_prompt: str = ""
     prefill: bool = True
-    judge_model: str = ""          # the LLM judge of ``llm``-graded tasks ("" none)
     base_url: str = ""
     concurrency: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
 
     NON_BINDING = ("base_url", "concurrency", "extra")
 
+    @property
+    def tasks(self) -> str:
+        """The task source (``env.tasks``)."""
+        return self.env.tasks
+
+    @property
+    def max_steps(self) -> int:
+        """The step budget (``env.max_steps``)."""
+        return self.env.max_steps
+
+    @property
+    def wrappers(self) -> tuple[str, ...]:
+        """The wrappers, innermost first (``env.wrappers``)."""
+        return tuple(self.env.wrappers)
+
+    @property
+    def reserve(self) -> int:
+        """``ForcedAnswer``'s reserve (``env.reserve``)."""
+        return self.env.reserve
+
+    @property
+    def judge_model(self) -> str:
+        """The LLM judge's model ("" none)."""
+        return self.env.judge.model if self.env.judge else ""
+
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["task_ids"], data["wrappers"] = list(self.task_ids), list(self.wrappers)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["task_ids"] = list(self.task_ids)
+        data["env"] = self.env.model_dump(mode="json")
+        data["extra"] = dict(self.extra)
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunSettings":
+    def from_dict(cls, data: dict[str, Any]) -> RunSettings:
+        """Read ``to_dict``'s form; a folder written before the spec (``max_steps``,
+        ``wrappers``, ``reserve``, ``tasks``, ``judge_model`` at the top) is read too.
+
+        Raises:
+            ValueError: Unknown settings, or an invalid environment spec.
+        """
+        data = _migrated(dict(data))
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown settings {sorted(unknown)} in {SETTINGS}")
-        data = {**data, "task_ids": tuple(data["task_ids"]),
-                "wrappers": tuple(data["wrappers"])}
-        return cls(**data)
+        env = EnvSpec.model_validate(data.pop("env", {}))
+        return cls(**{**data, "task_ids": tuple(data["task_ids"])}, env=env)
 
-    def differences(self, other: "RunSettings") -> list[str]:
+    def differences(self, other: RunSettings) -> list[str]:
         """Binding settings that differ, as ``name: was X, now Y``."""
         out = []
         for f in fields(self):
-            if f.name in self.NON_BINDING:
+            if f.name in self.NON_BINDING or f.name == "env":
                 continue
             mine, theirs = getattr(self, f.name), getattr(other, f.name)
             if mine != theirs:
                 out.append(f"{f.name}: was {_short(mine)}, now {_short(theirs)}")
-        return out
+        return out + [f"env.{line}" for line in self.env.differences(other.env)]
+
+
+def _migrated(data: dict[str, Any]) -> dict[str, Any]:
+    """Settings written before the ``EnvSpec``, in today's form."""
+    legacy = {k: data.pop(k) for k in ("tasks", "max_steps", "wrappers", "reserve",
+                                       "judge_model") if k in data}
+    if "env" in data or not legacy:
+        return data
+    env: dict[str, Any] = {k: legacy[k] for k in ("tasks", "max_steps", "wrappers", "reserve")
+                           if k in legacy}
+    if legacy.get("judge_model"):
+        env["judge"] = {"base_url": "", "model": legacy["judge_model"]}
+    return {**data, "env": env}
 
 
 def _short(value: Any) -> str:
@@ -166,7 +214,7 @@ class RunDir:
                 handle.truncate(good_bytes)
         return self.results_path.open("a", encoding="utf-8")
 
-    def drop(self, keep: "set[tuple[str, int]]") -> None:
+    def drop(self, keep: set[tuple[str, int]]) -> None:
         """Rewrite ``results.jsonl`` keeping only the attempts whose key is in ``keep``."""
         kept = [a for a in self.attempts() if (a.task_id, a.attempt_index) in keep]
         write_atomic(self.results_path, "".join(a.to_json() + "\n" for a in kept))

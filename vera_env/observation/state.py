@@ -12,6 +12,12 @@ nodes, in full with their failing checks; (2) older nodes as one line each with 
 shortened summary; (3) for what still does not fit, one line naming the omitted ids, so
 the model knows they exist and can cite them as parents. The result never exceeds its
 token budget, for any number of nodes.
+
+A node tells the model the harness's whole verdict on its checks. A check that passed
+but also passed on mutated data (``discriminating`` False) earns nothing and cannot open
+the emission gate; it used to render as "(checks 2/2 passed)" next to a gate nudge
+saying no leaf had a passing check, so the model was told two contradictory things.
+Such checks are now counted apart and named (``NOT DISCRIMINATING``) with the fix.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from vera_env.verification.checks import CheckResult, rho
 __all__ = ["AnalysisState", "Node"]
 
 _SHORT_SUMMARY_CHARS = 80
+_WEAK = "passed on mutated data too, so it verifies nothing; check a value the data determines"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +69,11 @@ class Node:
         """Number of checks that passed."""
         return sum(c.passed for c in self.checks)
 
+    @property
+    def n_weak(self) -> int:
+        """Checks that passed but were shown not to discriminate (they verify nothing)."""
+        return sum(c.passed and c.discriminating is False for c in self.checks)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"id": self.id, "kind": self.kind, "summary": self.summary,
@@ -72,8 +84,12 @@ class Node:
     def render_full(self) -> str:
         """The node as the model sees it when there is room."""
         head = self._head(self.summary)
-        failing = [c for c in self.checks if not c.passed]
-        lines = [head] + [f"    FAILED {c.kind} {c.name!r}: {c.detail}" for c in failing]
+        lines = [head]
+        for c in self.checks:
+            if not c.passed:
+                lines.append(f"    FAILED {c.kind} {c.name!r}: {c.detail}")
+            elif c.discriminating is False:
+                lines.append(f"    NOT DISCRIMINATING {c.kind} {c.name!r}: {_WEAK}")
         return "\n".join(lines)
 
     def render_short(self) -> str:
@@ -86,8 +102,10 @@ class Node:
     def _head(self, summary: str) -> str:
         parents = f" <- {','.join(self.parents)}" if self.parents else ""
         artifact = f" [{self.artifact}]" if self.artifact else ""
+        weak = self.n_weak
+        tail = f", {self.n_passed - weak} discriminating" if weak else ""
         return (f"{self.id} {self.kind}{parents}: {summary}{artifact} "
-                f"(checks {self.n_passed}/{len(self.checks)} passed)")
+                f"(checks {self.n_passed}/{len(self.checks)} passed{tail})")
 
 
 def _normal(text: str) -> str:
@@ -184,7 +202,10 @@ class AnalysisState:
         nodes = self.nodes
         n_checks = sum(len(n.checks) for n in nodes)
         n_pass = sum(n.n_passed for n in nodes)
+        n_weak = sum(n.n_weak for n in nodes)
         header = f"{len(nodes)} nodes, {n_pass}/{n_checks} checks passed"
+        if n_weak:
+            header += f" ({n_weak} of them not discriminating)"
         left = budget_tokens - count_tokens(header) - 1
         if left <= 0:
             return fit_tokens(header, budget_tokens)

@@ -22,7 +22,7 @@ Ray workers, training, task validation, golden replay)::
     attempt = Attempt.start(seed=seed)
     with attempt.capturing():            # a fault becomes the attempt's status
         obs, info = env.reset(seed=seed)
-        attempt.begin(info)
+        attempt.begin(info, policy)
         while not attempt.add_step(action, *env.step(action)):
             ...
     attempt.finish()                     # summarised from the recorded steps alone
@@ -36,8 +36,9 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterator, Literal, get_args
+from typing import Any, Literal, SupportsFloat, get_args
 
 from vera_env import info as keys
 from vera_env.errors import PolicyError, SandboxError
@@ -49,9 +50,11 @@ STATUSES: tuple[str, ...] = get_args(Status)
 
 STEP_FIELDS: tuple[str, ...] = (
     keys.STEP, keys.ERROR, keys.NUDGE, keys.COMMAND_OUTPUT, keys.NODE, keys.CHECKS,
-    keys.REWARD_PARTS, keys.FORCING, keys.ANSWER, keys.ANSWER_FORCED, keys.CORRECT,
-    keys.GRADE_DETAIL, keys.UNSCORABLE, keys.GATED, keys.VERIFICATION_TOTAL)
-"""The info keys kept for each step: enough to summarise the episode from its steps."""
+    keys.REWARD_PARTS, keys.FORCING, keys.PREFILL, keys.ANSWER, keys.ANSWER_FORCED,
+    keys.ANSWER_PHASE, keys.CORRECT, keys.GRADE_DETAIL, keys.UNSCORABLE, keys.GATED,
+    keys.VERIFICATION_TOTAL)
+"""The info keys kept for each step: enough to summarise the episode from its steps.
+Each step also keeps ``action``, ``reward``, ``terminated`` and ``truncated``."""
 
 
 @dataclass(slots=True)
@@ -69,7 +72,8 @@ class Attempt:
     n_checks: int = 0
     n_discriminating: int = 0
     mean_rho: float = 0.0
-    answer_forced: bool = False
+    answer_forced: bool = False           # the answer came from the extra ask
+    answer_phase: str = ""                # "open", "forced" (under forcing), "extra"; ""
     gated: int = 0
     unscorable: bool = False
     wall_s: float = 0.0
@@ -91,11 +95,15 @@ class Attempt:
         return cls(task_id=task_id or "", seed=seed, attempt_index=attempt_index,
                    _started=time.perf_counter())
 
-    def begin(self, info: dict[str, Any]) -> None:
-        """Take the task id from the reset's ``info``."""
+    def begin(self, info: dict[str, Any], policy: Any = None) -> None:
+        """The episode started: take the task id from the reset's ``info``, and tell
+        ``policy`` (its optional ``begin_episode(info)`` hook)."""
         self.task_id = info[keys.TASK_ID]
+        begin_episode = getattr(policy, "begin_episode", None)
+        if callable(begin_episode):
+            begin_episode(info)
 
-    def add_step(self, action: str, obs: Any, reward: float, terminated: bool,
+    def add_step(self, action: str, obs: Any, reward: SupportsFloat, terminated: bool,
                  truncated: bool, info: dict[str, Any]) -> bool:
         """Record one step (the arguments of ``env.step``'s return, after the action).
 
@@ -104,6 +112,7 @@ class Attempt:
         """
         del obs  # the observation is the env's, not the episode's record
         self.steps.append({"action": action, "reward": float(reward),
+                           "terminated": bool(terminated), "truncated": bool(truncated),
                            **{k: info.get(k) for k in STEP_FIELDS}})
         return bool(terminated or truncated)
 
@@ -145,6 +154,7 @@ class Attempt:
         self.correct = last[keys.CORRECT]
         self.unscorable = bool(last[keys.UNSCORABLE])
         self.answer_forced = any(step[keys.ANSWER_FORCED] for step in self.steps)
+        self.answer_phase = last.get(keys.ANSWER_PHASE) or ""
         self.gated = last[keys.GATED] or 0
         self.verification_reward = last[keys.VERIFICATION_TOTAL] or 0.0
         self.score = None if self.unscorable else sum(s["reward"] for s in self.steps)
@@ -156,6 +166,8 @@ class Attempt:
             return "sandbox", last[keys.ERROR] or last[keys.GRADE_DETAIL] or ""
         if self.answer:
             return "ok", ""
+        if last.get("terminated") is False and last.get("truncated") is False:
+            return "max_steps", f"stopped after {len(self.steps)} turns; the episode went on"
         if all(step[keys.ERROR] for step in self.steps):
             return "format", f"no well-formed turn: {last[keys.ERROR]}"
         return "max_steps", "no usable answer within the budget"
@@ -171,6 +183,15 @@ class Attempt:
         self.mean_rho = round(sum(n["rho"] for n in nodes) / len(nodes), 4) if nodes else 0.0
 
     # ----- usage and serialisation -----
+
+    def count_usage(self, policy: Any) -> None:
+        """Add what ``policy``'s last call cost, if it reports it (``last_usage()``).
+
+        Call it in the thread (or task) that made the call: policies keep it per thread.
+        """
+        last_usage = getattr(policy, "last_usage", None)
+        if callable(last_usage):
+            self.add_usage(*last_usage())
 
     def add_usage(self, prompt_tokens: int | None, completion_tokens: int | None) -> None:
         """Add one model call's token counts (None: the server did not report them)."""

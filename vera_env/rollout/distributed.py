@@ -4,11 +4,12 @@ Why Ray. It is what verl, OpenRLHF and SkyRL already schedule their rollout and 
 workers on, so a trainer built on them can run vera_env workers beside its own; and one
 machine's cores run out long before a training step has its thousands of episodes.
 
-What a worker is. A Ray actor that owns ``envs_per_worker`` environments and one
-policy, built on the worker by ``policy_factory`` (an HTTP client for a model server
-is made there, never pickled with its connection pool). It plays one episode per call
-with ``run_episode``, so an Attempt collected here equals the one ``run_many`` records
-locally for the same task and seed (timings aside).
+What a worker is. A Ray actor that owns an ``EnvPool`` (at most ``envs_per_worker``
+environments, built on the worker from the ``EnvSpec`` it was sent) and one policy,
+built on the worker by ``policy_factory`` (an HTTP client for a model server is made
+there, never pickled with its connection pool). It plays one episode per call through
+the same lifecycle as ``run_many`` (``play_job``), so an Attempt collected here equals
+the one ``run_many`` records locally for the same task and seed (timings aside).
 
 What happens when a worker dies. Every episode it had in flight fails with a Ray actor
 error; the worker is replaced by a fresh actor and each of those episodes is played once
@@ -31,17 +32,17 @@ Every node needs vera_env (and bubblewrap) installed, or pass
 from __future__ import annotations
 
 import os
-import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vera_env.rollout import Attempt, run_episode
+from vera_env.policy import Policy
+from vera_env.rollout.attempt import Attempt
+from vera_env.rollout.pool import EnvPool, EnvSource, env_factory
+from vera_env.rollout.runner import Job, play_job
 
 __all__ = ["Collection", "RolloutPool", "RolloutWorker", "collect"]
-
-Job = tuple[str | None, int | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,38 +66,21 @@ class RolloutWorker:
     """Plays episodes; run as a Ray actor by ``collect`` (usable in-process too).
 
     Args:
-        tasks: What ``VeraEnv(tasks=...)`` takes.
+        env: An ``EnvSpec`` (sent as data, built on the worker) or a picklable factory.
         policy_factory: Builds the policy in this process.
-        env_kwargs: More ``VeraEnv`` keyword arguments (``max_steps``, ``reward``...).
-        wrap: Applied to each new env (e.g. ``lambda e: ForcedAnswer(EmissionGate(e))``).
         to_record: Turns each Attempt into a training record, on the worker.
     """
 
-    def __init__(self, tasks: Any, policy_factory: Callable[[], Any],
-                 env_kwargs: Mapping[str, Any] | None = None,
-                 wrap: Callable[[Any], Any] | None = None,
+    def __init__(self, env: EnvSource, policy_factory: Callable[[], Policy],
                  to_record: Callable[[Attempt], Any] | None = None) -> None:
-        self._make = lambda: _make_env(tasks, dict(env_kwargs or {}), wrap)
+        self._pool = EnvPool(env)
         self._policy = policy_factory()
         self._to_record = to_record
-        self._idle: list[Any] = []
-        self._all: list[Any] = []
-        self._lock = threading.Lock()
 
     def play(self, index: int, task_id: str | None, seed: int | None
              ) -> tuple[int, Attempt, Any]:
         """Play one episode; returns (index, attempt, record or None)."""
-        with self._lock:
-            env = self._idle.pop() if self._idle else None
-        if env is None:
-            env = self._make()
-            with self._lock:
-                self._all.append(env)
-        try:
-            attempt = run_episode(env, self._policy, task_id=task_id, seed=seed)
-        finally:
-            with self._lock:
-                self._idle.append(env)
+        attempt = play_job(self._pool, self._policy, (task_id, seed))
         record = self._to_record(attempt) if self._to_record else None
         return index, attempt, record
 
@@ -106,26 +90,12 @@ class RolloutWorker:
 
     def close(self) -> None:
         """Close every environment (kills commands, removes workspaces)."""
-        with self._lock:
-            envs, self._all, self._idle = self._all, [], []
-        for env in envs:
-            env.close()
+        self._pool.close()
 
 
-def _make_env(tasks: Any, env_kwargs: dict[str, Any],
-              wrap: Callable[[Any], Any] | None) -> Any:
-    import gymnasium as gym
-
-    import vera_env
-
-    env = gym.make(vera_env.ENV_ID, tasks=tasks, **env_kwargs)
-    return wrap(env) if wrap else env
-
-
-def collect(tasks: Any, policy_factory: Callable[[], Any],
+def collect(env: EnvSource, policy_factory: Callable[[], Policy],
             episodes: int | Sequence[Job], num_workers: int = 2, *,
-            envs_per_worker: int = 1, env_kwargs: Mapping[str, Any] | None = None,
-            wrap: Callable[[Any], Any] | None = None,
+            envs_per_worker: int = 1,
             to_record: Callable[[Attempt], Any] | None = None,
             num_cpus_per_worker: float = 1.0,
             ray_init: Mapping[str, Any] | None = None) -> Collection:
@@ -135,7 +105,9 @@ def collect(tasks: Any, policy_factory: Callable[[], Any],
     every step keeps a ``RolloutPool`` instead, so its workers start once.
 
     Args:
-        tasks: What ``VeraEnv(tasks=...)`` takes; sent to every worker.
+        env: An ``EnvSpec`` (validated data: every worker builds the same env from it)
+            or a picklable factory (e.g. ``functools.partial(spec.build, tasks=tasks)``
+            for tasks given as objects).
         policy_factory: Builds one policy per worker, on the worker (must pickle).
         episodes: ``(task_id, seed)`` pairs (``task_id`` None draws the task with the
             seed), or a count ``n`` meaning seeds ``0..n-1``.
@@ -143,8 +115,6 @@ def collect(tasks: Any, policy_factory: Callable[[], Any],
         envs_per_worker: Episodes each actor plays at once (one env each, in threads of
             the actor; its one policy then serves them concurrently, as scripted and
             HTTP policies can).
-        env_kwargs: More ``VeraEnv`` keyword arguments.
-        wrap: Applied to each env on the worker.
         to_record: Turns each Attempt into a training record, on the worker.
         num_cpus_per_worker: Ray CPU resource each actor holds.
         ray_init: Keyword arguments for ``ray.init`` when Ray is not yet initialised.
@@ -156,9 +126,9 @@ def collect(tasks: Any, policy_factory: Callable[[], Any],
         ValueError: ``num_workers`` or ``envs_per_worker`` < 1.
         ImportError: Ray is not installed (``pip install 'vera-env[ray]'``).
     """
-    with RolloutPool(tasks, policy_factory, num_workers, envs_per_worker=envs_per_worker,
-                     env_kwargs=env_kwargs, wrap=wrap, to_record=to_record,
-                     num_cpus_per_worker=num_cpus_per_worker, ray_init=ray_init) as pool:
+    with RolloutPool(env, policy_factory, num_workers, envs_per_worker=envs_per_worker,
+                     to_record=to_record, num_cpus_per_worker=num_cpus_per_worker,
+                     ray_init=ray_init) as pool:
         return pool.collect(episodes)
 
 
@@ -166,14 +136,14 @@ class RolloutPool:
     """Rollout workers that stay up between collections (arguments as in ``collect``).
 
     Example:
-        >>> with RolloutPool("builtin", make_policy, num_workers=8) as pool:  # doctest: +SKIP
+        >>> spec = EnvSpec(max_steps=30)
+        >>> with RolloutPool(spec, make_policy, num_workers=8) as pool:  # doctest: +SKIP
         ...     for step in range(steps):
         ...         batch = pool.collect([(None, seed) for seed in seeds_for(step)])
     """
 
-    def __init__(self, tasks: Any, policy_factory: Callable[[], Any], num_workers: int = 2,
-                 *, envs_per_worker: int = 1, env_kwargs: Mapping[str, Any] | None = None,
-                 wrap: Callable[[Any], Any] | None = None,
+    def __init__(self, env: EnvSource, policy_factory: Callable[[], Policy],
+                 num_workers: int = 2, *, envs_per_worker: int = 1,
                  to_record: Callable[[Attempt], Any] | None = None,
                  num_cpus_per_worker: float = 1.0,
                  ray_init: Mapping[str, Any] | None = None) -> None:
@@ -187,7 +157,8 @@ class RolloutPool:
         self._ray = ray
         self._actor = ray.remote(RolloutWorker).options(num_cpus=num_cpus_per_worker,
                                                         max_concurrency=envs_per_worker)
-        self._args = (tasks, policy_factory, env_kwargs, wrap, to_record)
+        env_factory(env)  # a wrong type fails here, not on every worker
+        self._args = (env, policy_factory, to_record)
         self._slots = envs_per_worker
         self._workers = [self._spawn() for _ in range(num_workers)]
         self._busy = [0] * num_workers
@@ -201,8 +172,8 @@ class RolloutPool:
         """Play ``episodes`` (as in ``collect``) on this pool's workers."""
         from ray.exceptions import RayActorError
 
-        jobs = ([(None, seed) for seed in range(episodes)] if isinstance(episodes, int)
-                else list(episodes))
+        jobs: list[Job] = ([(None, seed) for seed in range(episodes)]
+                           if isinstance(episodes, int) else list(episodes))
         replaced_before = self._replaced
         pending = deque(range(len(jobs)))
         tries = [0] * len(jobs)

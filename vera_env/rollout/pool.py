@@ -1,27 +1,168 @@
-"""Environments for many episodes: built on demand per worker, reused, always closed.
+"""Environments for many episodes: built from one spec, reused, always closed.
 
-``map_episodes`` is the one place that decides how many environments a batch of
-episodes gets and when they are closed; ``run_many`` and training's collection use it.
+Env pools used to be built in five places (``run_many``, ``arun_many``, Ray workers,
+training, task validation), each with its own idle list, its own lock and its own idea
+of when to close; a fault in one of them leaked workspaces or killed the batch. Here is
+the one pool every runner leases from:
+
+* built from an ``EnvSpec`` (validated data, the same everywhere) or any factory;
+* an environment is built on first need and reused by later episodes, at most as many
+  as were in use at once;
+* an environment whose episode raised something other than a policy fault is closed
+  and dropped, never handed to the next episode in an unknown state;
+* ``close`` closes every environment the pool ever built, also after an interrupt.
+
+``map_episodes`` runs a function over jobs in threads, one leased environment per job;
+``run_many`` and training's collection use it.
+
+Example:
+    >>> from vera_env.spec import EnvSpec
+    >>> from vera_env.rollout.pool import EnvPool
+    >>> with EnvPool(EnvSpec(max_steps=10)) as pool:     # doctest: +SKIP
+    ...     with pool.lease() as env:
+    ...         obs, info = env.reset(seed=0)
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TypeVar
 
-__all__ = ["map_episodes"]
+import gymnasium as gym
+
+from vera_env.errors import PolicyError
+from vera_env.spec import EnvSpec
+
+__all__ = ["EnvPool", "EnvSource", "env_factory", "map_episodes"]
 
 J = TypeVar("J")
 R = TypeVar("R")
 
+EnvSource = EnvSpec | Callable[[], gym.Env]
+"""What a pool builds environments from: an ``EnvSpec``, or a factory (for tasks given
+as objects: ``functools.partial(spec.build, tasks=my_tasks)``)."""
 
-def map_episodes(make_env: Callable[[], Any], jobs: Sequence[J],
-                 play: Callable[[Any, J], R], *, concurrency: int = 4) -> list[R]:
+
+def env_factory(source: EnvSource) -> Callable[[], gym.Env]:
+    """A zero-argument builder for ``source``.
+
+    Raises:
+        TypeError: ``source`` is neither an ``EnvSpec`` nor callable.
+    """
+    if isinstance(source, EnvSpec):
+        return source.build
+    if not callable(source):
+        raise TypeError(f"expected an EnvSpec or a factory returning an env, got "
+                        f"{type(source).__name__}")
+    return source
+
+
+class EnvPool:
+    """Environments leased to episodes, one episode per environment at a time.
+
+    Thread-safe. Not a cap on concurrency: the caller bounds how many leases are out.
+
+    Args:
+        source: An ``EnvSpec`` or a factory.
+    """
+
+    def __init__(self, source: EnvSource) -> None:
+        self._make = env_factory(source)
+        self._idle: list[gym.Env] = []
+        self._built: list[gym.Env] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def built(self) -> int:
+        """Environments built so far (dropped ones included)."""
+        with self._lock:
+            return len(self._built)
+
+    def acquire(self) -> gym.Env:
+        """An idle environment, or a new one.
+
+        Raises:
+            RuntimeError: The pool is closed.
+            Exception: Whatever building an environment raises (a bad spec, no sandbox).
+        """
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the env pool is closed")
+            if self._idle:
+                return self._idle.pop()
+        env = self._make()
+        with self._lock:
+            self._built.append(env)
+            closed = self._closed
+        if closed:  # closed while building: do not leak it
+            env.close()
+            raise RuntimeError("the env pool is closed")
+        return env
+
+    def release(self, env: gym.Env, *, broken: bool = False) -> None:
+        """Give ``env`` back; a ``broken`` one is closed and not reused."""
+        with self._lock:
+            reuse = not broken and not self._closed
+            if reuse:
+                self._idle.append(env)
+        if not reuse:
+            env.close()
+
+    @contextlib.contextmanager
+    def lease(self, env: gym.Env | None = None) -> Iterator[gym.Env]:
+        """An environment for one episode, given back at the end.
+
+        If the body raises anything but a ``PolicyError`` (the policy's fault, not the
+        env's), the environment is dropped.
+
+        Args:
+            env: One already ``acquire``d (e.g. built in a worker thread by an async
+                runner); None acquires one now.
+        """
+        env = self.acquire() if env is None else env
+        try:
+            yield env
+        except PolicyError:
+            self.release(env)
+            raise
+        except BaseException:
+            self.release(env, broken=True)
+            raise
+        self.release(env)
+
+    def prime(self) -> None:
+        """Build one environment now, so a broken setup raises before any episode."""
+        self.release(self.acquire())
+
+    def close(self) -> None:
+        """Close every environment built. Idempotent."""
+        with self._lock:
+            self._closed = True
+            envs, self._built, self._idle = self._built, [], []
+        for env in envs:
+            env.close()
+
+    def __enter__(self) -> EnvPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def map_episodes(envs: EnvSource | EnvPool, jobs: Sequence[J],
+                 play: Callable[[gym.Env, J], R], *, concurrency: int = 4) -> list[R]:
     """Call ``play(env, job)`` for every job, at most ``concurrency`` at once.
 
-    Each worker thread builds its own environment on first use and reuses it for its
-    later jobs; every environment is closed at the end, also when a job raised.
+    Args:
+        envs: A pool (owned by the caller, left open), or what to build one from
+            (closed at the end, also when a job raised).
+        jobs: The jobs.
+        play: Plays one job in a leased environment.
+        concurrency: Jobs in flight at once (so at most this many environments).
 
     Returns:
         ``play``'s results, in the order of ``jobs``.
@@ -31,20 +172,15 @@ def map_episodes(make_env: Callable[[], Any], jobs: Sequence[J],
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-    local = threading.local()
-    envs: list[Any] = []
-    lock = threading.Lock()
+    pool = envs if isinstance(envs, EnvPool) else EnvPool(envs)
 
     def one(job: J) -> R:
-        if not hasattr(local, "env"):
-            local.env = make_env()
-            with lock:
-                envs.append(local.env)
-        return play(local.env, job)
+        with pool.lease() as env:
+            return play(env, job)
 
     try:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            return list(pool.map(one, jobs))
+        with ThreadPoolExecutor(max_workers=concurrency) as executor:
+            return list(executor.map(one, jobs))
     finally:
-        for env in envs:
-            env.close()
+        if pool is not envs:
+            pool.close()

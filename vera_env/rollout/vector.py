@@ -47,18 +47,22 @@ one ``Attempt`` per seed, equal to what ``run_episode`` records for the same see
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
 
+from vera_env.policy import Policy
 from vera_env.rollout.attempt import Attempt
+from vera_env.rollout.pool import EnvSource, env_factory
 from vera_env.sandbox.reaper import reap_orphans
 
-__all__ = ["ENV_INFO", "EnvInfo", "close_vector_env", "env_info", "play_vector"]
+__all__ = ["ENV_INFO", "EnvInfo", "close_vector_env", "env_info", "make_vector_env",
+           "play_vector"]
 
 ENV_INFO = "env_info"
 """The info key under which ``EnvInfo`` keeps a sub-env's info, unbatched."""
@@ -142,13 +146,45 @@ def env_info(infos: dict[str, Any], index: int) -> dict[str, Any]:
     return infos[ENV_INFO][index].info
 
 
+def make_vector_env(source: EnvSource, num_envs: int, *,
+                    mode: Literal["sync", "async"] = "sync",
+                    autoreset_mode: gym.vector.AutoresetMode = gym.vector.AutoresetMode.NEXT_STEP,
+                    shared_memory: bool = True) -> gym.vector.VectorEnv:
+    """A vector env of ``num_envs`` environments built from ``source``, each with
+    ``EnvInfo`` (what ``play_vector`` needs).
+
+    Args:
+        source: An ``EnvSpec`` or a factory (picklable for ``async``).
+        num_envs: Sub-envs.
+        mode: ``sync`` (one process) or ``async`` (one process per sub-env).
+        autoreset_mode: Gymnasium's autoreset mode (``play_vector`` works with each).
+        shared_memory: ``async`` only: observations through shared memory.
+
+    Raises:
+        ValueError: ``num_envs`` < 1 or an unknown ``mode``.
+    """
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    fns = [partial(_with_env_info, env_factory(source))] * num_envs
+    if mode == "sync":
+        return gym.vector.SyncVectorEnv(fns, autoreset_mode=autoreset_mode)
+    if mode == "async":
+        return gym.vector.AsyncVectorEnv(fns, autoreset_mode=autoreset_mode,
+                                         shared_memory=shared_memory)
+    raise ValueError(f"mode must be 'sync' or 'async', got {mode!r}")
+
+
+def _with_env_info(make: Callable[[], gym.Env]) -> gym.Env:
+    return EnvInfo(make())
+
+
 @dataclass(slots=True)
 class _Slot:
     job: int
     attempt: Attempt
 
 
-def play_vector(envs: gym.vector.VectorEnv, policy: Any,
+def play_vector(envs: gym.vector.VectorEnv, policy: Policy,
                 seeds: Sequence[int | None]) -> list[Attempt]:
     """Play one episode per seed with ``policy``, ``envs.num_envs`` at a time.
 
@@ -157,8 +193,14 @@ def play_vector(envs: gym.vector.VectorEnv, policy: Any,
     called once per live sub-env per step, in order; a policy that keeps per-episode
     state must key it by ``info["task_id"]`` (scripted and model policies do).
 
+    Faults are the attempt's, never the batch's: a policy that raises for one sub-env
+    ends that attempt (``provider`` for a ``PolicyError``, else ``error``) and the
+    sub-env starts the next seed. A vector env that raises (a sub-env's sandbox could
+    not be staged, a worker died) cannot be stepped on: every unfinished attempt then
+    records that fault, unscorable, and the call returns.
+
     Args:
-        envs: Made with ``wrappers=[EnvInfo]``.
+        envs: Made with ``wrappers=[EnvInfo]`` (``make_vector_env`` does).
         policy: ``act(observation, info) -> str``; ``begin_episode(info)`` if present.
         seeds: One episode per seed; the task is drawn by the seed.
 
@@ -166,33 +208,109 @@ def play_vector(envs: gym.vector.VectorEnv, policy: Any,
         The Attempts in the order of ``seeds`` (their ``wall_s`` is the episode's span
         inside the batch, so it includes waiting for slower sub-envs).
     """
-    n = envs.num_envs
-    pending = list(enumerate(seeds))[::-1]
-    done: dict[int, Attempt] = {}
-    slots: list[_Slot | None] = [None] * n
-    obs, infos = envs.reset(seed=_take(pending, slots, range(n)))
-    _begin(policy, slots, infos, range(n))
-    while any(slots):
-        actions = tuple(policy.act(obs[i], env_info(infos, i)) if slot else ""
-                        for i, slot in enumerate(slots))
-        obs, rewards, terminated, truncated, infos = envs.step(actions)
-        finished = []
-        for i, slot in enumerate(slots):
-            if slot is None:
-                continue
-            last_obs, info = _outcome(obs, infos, i, terminated[i] or truncated[i])
-            if slot.attempt.add_step(actions[i], last_obs, rewards[i].item(), terminated[i],
-                                     truncated[i], info):
-                done[slot.job] = slot.attempt.finish()
-                finished.append(i)
-        ended = np.logical_or(terminated, truncated)
-        if ended.any():  # reset every ended sub-env: stepping one that ended would raise
-            seeds_now = _take(pending, slots, finished)
-            mask = np.asarray(ended, dtype=np.bool_)
-            obs, reset_infos = envs.reset(seed=seeds_now, options={"reset_mask": mask})
-            _begin(policy, slots, reset_infos, [i for i in finished if slots[i]])
-            infos = _merge(infos, reset_infos, mask)
-    return [done[j] for j in range(len(seeds))]
+    play = _VectorPlay(envs, policy, seeds)
+    try:
+        play.run()
+    except Exception as exc:  # noqa: BLE001 - the vector env's fault, recorded per attempt
+        play.abandon(exc)
+    return [play.done[j] for j in range(len(seeds))]
+
+
+class _VectorPlay:
+    """The state of one ``play_vector`` call."""
+
+    def __init__(self, envs: gym.vector.VectorEnv, policy: Policy,
+                 seeds: Sequence[int | None]) -> None:
+        self.envs, self.policy, self.n = envs, policy, envs.num_envs
+        self.pending = list(enumerate(seeds))[::-1]
+        self.done: dict[int, Attempt] = {}
+        self.slots: list[_Slot | None] = [None] * self.n
+        self.obs: Any = ()
+        self.infos: dict[str, Any] = {}
+
+    def run(self) -> None:
+        # Sync/AsyncVectorEnv take one seed per sub-env (VectorEnv's stub says int only).
+        self.obs, self.infos = self.envs.reset(
+            seed=self._take(range(self.n)))  # type: ignore[arg-type]
+        self._begin(self.infos, range(self.n))
+        while any(self.slots):
+            actions = self._act()
+            obs, rewards, terminated, truncated, infos = self.envs.step(actions)
+            finished = []
+            for i, slot in enumerate(self.slots):
+                if slot is None:
+                    continue
+                last_obs, info = _outcome(obs, infos, i, terminated[i] or truncated[i])
+                if slot.attempt.add_step(actions[i], last_obs, rewards[i].item(),
+                                         terminated[i], truncated[i], info):
+                    self.done[slot.job] = slot.attempt.finish()
+                    finished.append(i)
+            self.obs, self.infos = obs, infos
+            # Reset every ended sub-env: stepping one that ended would raise.
+            self._restart(finished, np.logical_or(terminated, truncated))
+
+    def _act(self) -> tuple[str, ...]:
+        """One action per sub-env; a slot whose policy call raised is finished and its
+        sub-env restarted with the next job, whose action is then asked for."""
+        actions: list[str | None] = [None] * self.n
+        while True:
+            faulted = []
+            for i, slot in enumerate(self.slots):
+                if slot is None or actions[i] is not None:
+                    continue
+                try:
+                    actions[i] = self.policy.act(self.obs[i], env_info(self.infos, i))
+                    slot.attempt.count_usage(self.policy)
+                except Exception as exc:  # noqa: BLE001 - this attempt's fault, as data
+                    slot.attempt.fail(exc)
+                    self.done[slot.job] = slot.attempt.finish()
+                    faulted.append(i)
+            if not faulted:
+                return tuple(a or "" for a in actions)
+            mask = np.zeros(self.n, dtype=np.bool_)
+            mask[faulted] = True
+            self._restart(faulted, mask)
+
+    def _restart(self, which: list[int], mask: np.ndarray) -> None:
+        if not mask.any():
+            return
+        seeds = self._take(which)
+        self.obs, reset_infos = self.envs.reset(
+            seed=seeds, options={"reset_mask": mask})  # type: ignore[arg-type]
+        self._begin(reset_infos, [i for i in which if self.slots[i]])
+        self.infos = _merge(self.infos, reset_infos, mask)
+
+    def _take(self, free: Any) -> list[int | None]:
+        """Give the next jobs to the ``free`` sub-envs; the seeds to reset all with."""
+        seeds: list[int | None] = [None] * self.n
+        for i in free:
+            self.slots[i] = None
+            if self.pending:
+                job, seed = self.pending.pop()
+                self.slots[i] = _Slot(job, Attempt.start(seed=seed))
+                seeds[i] = seed
+        return seeds
+
+    def _begin(self, infos: dict[str, Any], which: Any) -> None:
+        for i in which:
+            slot = self.slots[i]
+            if slot is not None:
+                slot.attempt.begin(env_info(infos, i), self.policy)
+
+    def abandon(self, exc: BaseException) -> None:
+        """The vector env failed: every unfinished attempt records ``exc``."""
+        for slot in self.slots:
+            if slot is not None and slot.job not in self.done:
+                slot.attempt.fail(exc)
+                slot.attempt.unscorable = True
+                self.done[slot.job] = slot.attempt.finish()
+        for job, seed in self.pending:
+            lost = Attempt.start(seed=seed)
+            lost.fail(RuntimeError(f"not played: the vector env failed first "
+                                   f"({type(exc).__name__}: {exc})"))
+            lost.unscorable = True
+            self.done[job] = lost.finish()
+        self.pending.clear()
 
 
 def _outcome(obs: Any, infos: dict[str, Any], i: int, ended: bool
@@ -203,34 +321,10 @@ def _outcome(obs: Any, infos: dict[str, Any], i: int, ended: bool
     return obs[i], env_info(infos, i)
 
 
-def _take(pending: list[tuple[int, int | None]], slots: list[_Slot | None],
-          free: Any) -> list[int | None]:
-    """Give the next jobs to the ``free`` sub-envs; the seeds to reset all with."""
-    seeds: list[int | None] = [None] * len(slots)
-    for i in free:
-        slots[i] = None
-        if pending:
-            job, seed = pending.pop()
-            slots[i] = _Slot(job, Attempt.start(seed=seed))
-            seeds[i] = seed
-    return seeds
-
-
-def _begin(policy: Any, slots: list[_Slot | None], infos: dict[str, Any], which: Any) -> None:
-    for i in which:
-        slot = slots[i]
-        if slot is None:
-            continue
-        info = env_info(infos, i)
-        slot.attempt.begin(info)
-        if hasattr(policy, "begin_episode"):
-            policy.begin_episode(info)
-
-
 def _merge(infos: dict[str, Any], reset_infos: dict[str, Any], mask: np.ndarray
            ) -> dict[str, Any]:
     """Step infos where a sub-env went on, reset infos where it started again."""
-    boxes = np.array(infos[ENV_INFO], dtype=object)
+    boxes = np.array(infos.get(ENV_INFO, [None] * len(mask)), dtype=object)
     boxes[mask] = np.asarray(reset_infos[ENV_INFO], dtype=object)[mask]
-    present = np.logical_or(infos[f"_{ENV_INFO}"], mask)
+    present = np.logical_or(infos.get(f"_{ENV_INFO}", np.zeros(len(mask), np.bool_)), mask)
     return {ENV_INFO: boxes, f"_{ENV_INFO}": present}

@@ -19,19 +19,31 @@ Formula (defaults in brackets)::
     verification = verification_weight [0.5] * node_value / max_rewarded_nodes [4]
                    for each of the first max_rewarded_nodes new nodes
     correctness  = correctness_weight [1.0] if the graded answer is correct else 0
-    penalty      = format_penalty [0.02] for a turn rejected as malformed
+                   (None when not graded, or the grade is unscorable)
+    penalty      = format_penalty [0.02] for a rejected free turn (see below)
     reward(step) = verification + correctness - penalty
+
+Which refused turns are penalised. Only a rejected *free* turn: a malformed wire format,
+a turn longer than the action limit, or an unusable ``FINAL ANSWER`` (a command, a stub,
+a placeholder). Not penalised: a refused reply to a forced prompt (``ForcedAnswer``'s
+reserve or its extra ask: losing the step is the price), an answer withheld by
+``EmissionGate`` (a nudge, not an error), a node not recorded (a duplicate, or a
+measurement check sent back for a rewrite), and every turn of an unscorable episode
+(an infrastructure fault is not the model's).
+
+``RewardLedger`` is the one place that does this arithmetic: the environment records
+what happened in a turn and asks the ledger what it is worth.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from vera_env.observation.state import Node
 
-__all__ = ["RewardConfig", "RewardParts", "node_verification"]
+__all__ = ["RewardConfig", "RewardLedger", "RewardParts", "node_verification"]
 
 
 class RewardConfig(BaseModel):
@@ -48,7 +60,8 @@ class RewardConfig(BaseModel):
     max_rewarded_nodes: int = Field(4, ge=1)
     """Only the first this-many new nodes earn verification reward."""
     format_penalty: float = Field(0.02, ge=0.0)
-    """Subtracted for each turn rejected as malformed."""
+    """Subtracted for each rejected free turn (malformed, too long, unusable answer);
+    refused forced replies and withheld answers are not penalised."""
     strength: bool = True
     """Test passing checks against mutants of their data (``vera_env.verification.strength``); a
     check that passes on every mutant earns nothing."""
@@ -108,3 +121,48 @@ def node_verification(node: Node, rewarded_so_far: int, config: RewardConfig) ->
     earning = sum(c.earns for c in node.checks)
     value = min(earning, config.checks_per_node) / config.checks_per_node
     return config.verification_weight * value / config.max_rewarded_nodes
+
+
+@dataclass(slots=True)
+class RewardLedger:
+    """One episode's reward bookkeeping: every number the environment returns comes
+    from here.
+
+    Attributes:
+        config: The reward configuration.
+        rewarded_nodes: Nodes of the episode that earned verification reward so far.
+        verification_total: Verification reward of the episode so far.
+    """
+
+    config: RewardConfig = field(default_factory=RewardConfig)
+    rewarded_nodes: int = 0
+    verification_total: float = 0.0
+
+    def node(self, node: Node) -> float:
+        """Value a newly recorded node (a duplicate is never recorded) and count it."""
+        value = node_verification(node, self.rewarded_nodes, self.config)
+        if value > 0:
+            self.rewarded_nodes += 1
+        return value
+
+    def correctness(self, correct: bool | None) -> float | None:
+        """The correctness part of a graded answer; None when it could not be graded."""
+        return None if correct is None else self.config.correctness_weight * float(correct)
+
+    def step(self, *, verification: float = 0.0, correctness: float | None = None,
+             rejected: bool = False, penalised: bool = True,
+             unscorable: bool = False) -> RewardParts:
+        """The reward of one step, added to the episode's verification total.
+
+        Args:
+            verification: What the turn's new node earned (``node``).
+            correctness: What the turn's released answer earned (``correctness``).
+            rejected: The turn was rejected (``info["error"]`` is set).
+            penalised: The phase penalises a rejected turn (free turns only).
+            unscorable: The episode is unscorable: no penalty, whatever the model did.
+        """
+        self.verification_total += verification
+        penalty = self.config.format_penalty if rejected and penalised and not unscorable \
+            else 0.0
+        return RewardParts(verification=verification, correctness=correctness,
+                           penalty=penalty)

@@ -4,34 +4,69 @@
 answers nothing verified, ``RecordEpisode`` writes each episode to disk. They are plain
 ``gymnasium.Wrapper``s: they compose in either order with each other and with
 Gymnasium's own wrappers, and talk to the base environment only through its public
-methods (``require_answer_next``, ``add_answer_gate``, ``state``, ``steps_left``).
+methods (``phase``, ``force_answer``, ``grant_extra_ask``, ``add_answer_gate``,
+``state``, ``steps_left``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, get_args
+
+import gymnasium as gym
 
 from vera_env.wrappers.emission_gate import EmissionGate
 from vera_env.wrappers.forced_answer import ForcedAnswer
 from vera_env.wrappers.record import RecordEpisode
 
-__all__ = ["WRAPPER_NAMES", "EmissionGate", "ForcedAnswer", "RecordEpisode", "apply_wrappers"]
+__all__ = ["WRAPPERS", "WRAPPER_NAMES", "EmissionGate", "ForcedAnswer", "RecordEpisode",
+           "WrapperName", "apply_wrappers", "parse_wrapper_names"]
 
-_BUILDERS: dict[str, Callable[[Any], Any]] = {
+WrapperName = Literal["forced", "gate"]
+"""The wrappers that can be named in an ``EnvSpec``, on the command line or in a golden
+scenario. ``RecordEpisode`` is not among them: it needs a folder, chosen by the caller."""
+WRAPPER_NAMES: tuple[WrapperName, ...] = get_args(WrapperName)
+
+WRAPPERS: Mapping[WrapperName, Callable[..., gym.Wrapper]] = {
     "forced": ForcedAnswer,
     "gate": EmissionGate,
 }
-WRAPPER_NAMES = tuple(_BUILDERS)
+"""The one table of wrapper names (the CLI, ``EnvSpec``, golden scenarios, training)."""
 
 
-def apply_wrappers(env: Any, names: Sequence[str]) -> Any:
-    """Wrap ``env`` with the named wrappers (``forced``, ``gate``), innermost first.
+def apply_wrappers(env: gym.Env, names: Sequence[str],
+                   options: Mapping[str, Mapping[str, Any]] | None = None) -> gym.Env:
+    """Wrap ``env`` with the named wrappers, innermost first.
+
+    Args:
+        env: The environment.
+        names: Wrapper names (``WRAPPER_NAMES``), innermost first.
+        options: Keyword arguments per wrapper name, e.g. ``{"forced": {"reserve": 2}}``.
 
     Raises:
         ValueError: An unknown wrapper name.
     """
+    options = options or {}
     for name in names:
-        if name not in _BUILDERS:
-            raise ValueError(f"unknown wrapper {name!r}; expected one of {sorted(_BUILDERS)}")
-        env = _BUILDERS[name](env)
+        if name not in WRAPPERS:
+            raise ValueError(f"unknown wrapper {name!r}; expected one of {list(WRAPPER_NAMES)}")
+        env = WRAPPERS[name](env, **options.get(name, {}))  # type: ignore[index]
     return env
+
+
+def parse_wrapper_names(text: str) -> tuple[WrapperName, ...]:
+    """``"forced,gate"`` -> ``("forced", "gate")``; ``""`` or ``"none"`` -> ``()``.
+
+    Raises:
+        ValueError: An unknown or repeated wrapper name.
+    """
+    if text.strip().lower() in ("", "none"):
+        return ()
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in WRAPPER_NAMES]
+    if unknown:
+        raise ValueError(f"unknown wrapper(s) {unknown}; expected a comma list of "
+                         f"{list(WRAPPER_NAMES)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"each wrapper may appear once, got {list(names)}")
+    return names  # type: ignore[return-value]

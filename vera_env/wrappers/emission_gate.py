@@ -24,8 +24,9 @@ from vera_env.observation.state import AnalysisState
 
 __all__ = ["GATE_NUDGE", "EmissionGate", "leaf_verified"]
 
-GATE_NUDGE = ("no leaf node of your analysis has a passing check. Add a check that "
-              "verifies the result you are about to report, then give the answer again")
+GATE_NUDGE = ("no leaf node of your analysis has a check that passed and discriminates "
+              "(fails on mutated data). Add a check that verifies the result you are about "
+              "to report from the data, then give the answer again")
 
 
 def leaf_verified(state: AnalysisState) -> bool:

@@ -31,6 +31,7 @@ import gymnasium as gym
 from vera_env import info as keys
 from vera_env.wire.answers import ANSWER_PREFIX
 from vera_env.observation.prompts import render_forced_prompt
+from vera_env.phase import Phase
 
 __all__ = ["PREFILL", "ForcedAnswer"]
 
@@ -58,22 +59,19 @@ class ForcedAnswer(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise ValueError(f"reserve={reserve} is larger than the step budget "
                              f"max_steps={budget}")
         self.reserve = reserve
-        self._asked_extra = False
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[str, dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, options=options)
-        self._asked_extra = False
         return self._maybe_force(obs, info, ended=False)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         base = self.env.unwrapped
-        if (truncated and not terminated and not info[keys.UNSCORABLE]
-                and not self._asked_extra and not info[keys.ANSWER]):
+        if base.phase is Phase.SPENT:
             # The budget ended without a commitment: ask once more, outside the budget.
-            self._asked_extra = True
-            base.require_answer_next(extra=True)
+            # The phase is the episode's, so the next episode gets its own extra ask.
+            base.grant_extra_ask()
             obs = self._forced_obs(info, "Your step budget is exhausted.")
             return obs, reward, False, False, self._mark(info)
         obs, info = self._maybe_force(obs, info, ended=terminated or truncated)
@@ -84,7 +82,7 @@ class ForcedAnswer(gym.Wrapper, gym.utils.RecordConstructorArgs):
         base = self.env.unwrapped
         if ended or base.steps_left > self.reserve:
             return obs, info
-        base.require_answer_next()
+        base.force_answer()
         reason = f"You have used {base.steps_taken} of {base.max_steps} steps."
         return self._forced_obs(info, reason), self._mark(info)
 

@@ -9,8 +9,11 @@ Per episode, in ``<directory>/<index>-<task_id>/``:
 
 Each step's line also holds the observation returned after it: exactly what the model
 was shown next, which is what a person debugging a bad episode asks first. The graph and
-answer are written when the episode ends, or on ``close`` / the next ``reset`` if it
-never did. Put this wrapper outermost to record what the model saw (forced prompts too).
+answer are written whenever a step ends the episode, and again on ``close`` / the next
+``reset``: inside ``ForcedAnswer`` the budget's end is reported as truncation and then
+the extra ask brings the answer, which once left ``final_answer.txt`` empty (the record
+had closed at the truncation). Put this wrapper outermost to record what the model saw
+(forced prompts too); in any order it records every step and the released answer.
 
 ``folder_for`` lets a caller choose each episode's folder: an evaluation keeps
 ``transcripts/<task>/<k>/`` so a transcript can be found from its results row, and a
@@ -87,8 +90,8 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._write({"event": "step", "action": action, "reward": reward,
                      "terminated": terminated, "truncated": truncated,
                      **{k: info[k] for k in _STEP_KEYS}, "observation": obs})
-        if terminated or truncated:
-            self._finish()
+        if terminated or truncated:  # an outer ForcedAnswer may still ask once more
+            self._write_outcome()
         return obs, reward, terminated, truncated, info
 
     def close(self) -> None:
@@ -113,10 +116,15 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
             self._transcript.flush()
 
     def _finish(self) -> None:
-        if self._transcript is None or self._folder is None:
+        if self._transcript is None:
             return
         self._transcript.close()
         self._transcript = None
+        self._write_outcome()
+
+    def _write_outcome(self) -> None:
+        if self._folder is None:
+            return
         try:
             graph = self.env.unwrapped.state.render(_FULL_GRAPH_TOKENS)
         except VeraError as exc:  # the episode never started (reset failed): say so

@@ -1,0 +1,173 @@
+"""Task validation: replay each task's reference and careless solutions through the env.
+
+Why the real environment. A task is only as good as its reference solution and its
+trap, and both can rot silently: a generator change that shifts a column, a check that
+passes on any data, a trap whose careless answer is accidentally right. Reading the
+task file cannot catch those; replaying it can. So every task's reference solution is
+played by ``OraclePolicy`` through ``VeraEnv`` and the sandbox, exactly as a model's
+turns would be, and the task fails unless the answer grades correct, every check passes
+and -- with strength testing -- every check discriminates (fails on some mutant of its
+data); the trap's careless solution is played too and must be graded wrong.
+
+It lived in the CLI module (``vera-env tasks validate``) and tests imported it from
+there; it is evaluation, so it lives here and the CLI only prints it. Episodes are
+played through the same lifecycle and env pools as every runner
+(``vera_env.rollout``): a replay that raises is that task's ``FAIL``, not a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
+
+from vera_env.policy import OraclePolicy, ScriptedPolicy
+from vera_env.rollout import Attempt, EnvPool, play_job
+from vera_env.spec import EnvSpec
+from vera_env.tasks import Task, TaskSource
+
+__all__ = ["Verdict", "VerdictStatus", "strength_sample", "validate_task", "validate_tasks"]
+
+VerdictStatus = Literal["ok", "FAIL", "skip"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What validating one task found.
+
+    Attributes:
+        task_id: The task.
+        status: ``ok``, ``FAIL`` or ``skip`` (nothing to replay, or no judge for it).
+        checks: ``passed/total`` of the oracle's checks.
+        discriminating: ``n/total`` of checks shown to discriminate, ``-`` if not tested.
+        careless: The careless solution's answer and verdict, ``-`` without a trap.
+        note: Why it failed or was skipped.
+    """
+
+    task_id: str
+    status: VerdictStatus
+    checks: str = "-"
+    discriminating: str = "-"
+    careless: str = "-"
+    note: str = ""
+
+
+def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
+                  careless_envs: EnvPool, *, judged: bool = True) -> Verdict:
+    """Replay a task's reference solution (and careless solution) through the env.
+
+    Args:
+        task: The task, in ``source``.
+        source: The task source the environments draw from.
+        oracle_envs: Environments for the reference solution (with strength testing
+            when wanted).
+        careless_envs: Environments for the trap's careless solution.
+        judged: The environments grade ``llm`` tasks (a judge was given).
+
+    Returns:
+        The ``Verdict``.
+    """
+    if not task.solution:
+        return Verdict(task.id, "skip", note="no reference solution to replay")
+    attempt = play_job(oracle_envs, OraclePolicy(source), (task.id, None))
+    checks = [c for step in attempt.steps for c in step["checks"]]
+    tested = [c for c in checks if c["discriminating"] is not None]
+    shown = {"checks": f"{sum(c['passed'] for c in checks)}/{len(checks)}",
+             "discriminating": f"{sum(c['discriminating'] for c in tested)}/{len(tested)}"
+             if tested else "-"}
+    if attempt.unscorable and task.grader.kind == "llm" and not judged:
+        return Verdict(task.id, "skip", **shown, note="llm-graded: pass --judge-url to grade it")
+    problems = _oracle_problems(task, attempt, checks)
+    careless = "-"
+    if task.trap and not problems:
+        wrong = play_job(careless_envs, ScriptedPolicy({task.id: task.trap.careless_solution}),
+                         (task.id, None))
+        verdict = "wrong" if wrong.correct is False else "NOT WRONG"
+        careless = f"{wrong.answer or '(none)'} ({verdict})"
+        problems += _careless_problems(task.trap.wrong_answer, wrong)
+    return Verdict(task.id, "FAIL" if problems else "ok", **shown, careless=careless,
+                   note="; ".join(problems))
+
+
+def _oracle_problems(task: Task, attempt: Attempt, checks: list[dict[str, Any]]) -> list[str]:
+    if attempt.status != "ok":
+        return [f"oracle ended {attempt.status}: {attempt.error[:160]}"]
+    if attempt.unscorable:
+        problems = ["unscorable: the grader could not decide (is the judge reachable?)"]
+    elif not attempt.correct:
+        problems = [f"oracle answer {attempt.answer!r} graded wrong (truth {task.answer!r})"]
+    else:
+        problems = []
+    problems += [f"check {c['name']!r} failed: {c['detail'][:120]}"
+                 for c in checks if not c["passed"]]
+    problems += [f"check {c['name']!r} does not discriminate (passes on every mutant)"
+                 for c in checks if c["passed"] and c["discriminating"] is False]
+    if not checks:
+        problems.append("the reference solution declares no checks")
+    return problems
+
+
+def _careless_problems(trap_answer: str, wrong: Attempt) -> list[str]:
+    if wrong.correct is not False:
+        return [f"the trap does not bite: careless answer {wrong.answer!r} graded "
+                f"{wrong.correct}" + (f" ({wrong.status}: {wrong.error[:120]})"
+                                      if wrong.status != "ok" else "")]
+    if wrong.answer != trap_answer:
+        return [f"careless answer {wrong.answer!r} is not the trap's {trap_answer!r}"]
+    return []
+
+
+def strength_sample(tasks: Sequence[Task], mode: Literal["first-seed", "all", "off"]
+                    ) -> set[str]:
+    """Ids to strength-test: all, none, or the first seed of each type x difficulty
+    (a check's structure is the same for every seed of a builtin type)."""
+    if mode == "all":
+        return {t.id for t in tasks}
+    if mode == "off":
+        return set()
+    firsts: dict[str, str] = {}
+    for task in tasks:
+        firsts.setdefault(task.id.rsplit(".", 1)[0] if task.id.count(".") == 3 else task.id,
+                          task.id)
+    return set(firsts.values())
+
+
+def validate_tasks(tasks: Sequence[Task], source: TaskSource, *, strength_ids: set[str],
+                   jobs: int = 1, spec: EnvSpec | None = None, judge: Any = None,
+                   progress: Callable[[Verdict], None] | None = None) -> list[Verdict]:
+    """``validate_task`` over many tasks, ``jobs`` at a time.
+
+    Args:
+        tasks: The tasks, all in ``source``.
+        source: The task source.
+        strength_ids: Tasks whose oracle checks are strength-tested.
+        jobs: Tasks in flight at once (the work of an episode is in sandboxed
+            subprocesses, so threads suffice).
+        spec: The environment (``max_steps``, sandbox, limits); its wrappers are
+            ignored (a replay is judged bare) and strength is set per task. Default:
+            ``EnvSpec(max_steps=20)``.
+        judge: Grades ``llm`` tasks (None: they are skipped).
+        progress: Called with each verdict as it is reached.
+
+    Returns:
+        The verdicts, in the order of ``tasks``.
+    """
+    spec = (spec or EnvSpec(max_steps=20)).model_copy(update={"wrappers": ()})
+
+    def pool(strength: bool) -> EnvPool:
+        reward = spec.reward.model_copy(update={"strength": strength})
+        built = spec.model_copy(update={"reward": reward})
+        return EnvPool(partial(built.build, tasks=source, judge=judge))
+
+    def one(task: Task) -> Verdict:
+        oracle_envs = strong if task.id in strength_ids else plain
+        verdict = validate_task(task, source, oracle_envs, plain, judged=judge is not None)
+        if progress is not None:
+            progress(verdict)
+        return verdict
+
+    with pool(True) as strong, pool(False) as plain, \
+            ThreadPoolExecutor(max_workers=max(1, jobs)) as executor:
+        return list(executor.map(one, tasks))
