@@ -34,6 +34,7 @@ import itertools
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -42,7 +43,8 @@ from vera_env.errors import SandboxError
 
 from .reaper import owner_alive, owner_tag
 
-__all__ = ["TREE_MEMORY_WARNING", "CommandCgroup", "MemoryCgroups"]
+__all__ = ["TREE_MEMORY_WARNING", "CommandCgroup", "MemoryCgroups", "cgroup_mounts",
+           "own_cgroups", "reap_orphans"]
 
 TREE_MEMORY_WARNING = (
     "vera_env sandbox: memory is limited per process only ({reason}). A command's "
@@ -146,20 +148,22 @@ class MemoryCgroups:
             if (configured / "memory.limit_in_bytes").exists():
                 return configured, 1, ""
             return None, 0, f"{configured} is not a memory cgroup"
-        own = _own_cgroups()
-        mounts = _cgroup_mounts()
-        if "" in own and "cgroup2" in mounts:  # the unified hierarchy
+        own = own_cgroups(_read(Path("/proc/self/cgroup")))
+        mounts = cgroup_mounts(_read(Path("/proc/self/mountinfo")))
+        reason = "no memory cgroup controller is available to this process"
+        if "memory" in own and "memory" in mounts:  # v1: the controller is bound there
+            path = _join(mounts["memory"], own["memory"])
+            if path is not None and os.access(path, os.W_OK):
+                return path, 1, ""
+            reason = f"the memory cgroup {path} is not writable by this user"
+        elif "" in own and "cgroup2" in mounts:  # the unified hierarchy
             path = _join(mounts["cgroup2"], own[""])
             if path is not None and "memory" in _read(path / "cgroup.controllers").split():
                 found = _v2_parent(path)
                 if found[0] is not None:
                     return found
-        if "memory" in own and "memory" in mounts:
-            path = _join(mounts["memory"], own["memory"])
-            if path is not None and os.access(path, os.W_OK):
-                return path, 1, ""
-            return None, 0, f"the memory cgroup {path} is not writable by this user"
-        return None, 0, "no memory cgroup controller is available to this process"
+                reason = found[2]
+        return None, 0, reason
 
     @contextmanager
     def lease(self) -> Iterator[CommandCgroup]:
@@ -221,7 +225,7 @@ def reap_orphans(parent: Path) -> list[Path]:
         for entry in parent.iterdir():
             tag = entry.name[len(_PREFIX):].rsplit("-", 1)[0]
             if entry.name.startswith(_PREFIX) and owner_alive(tag) is False:
-                for leaf in entry.glob("c*"):
+                for leaf in _leaves(entry):
                     CommandCgroup(leaf, 2 if (leaf / "cgroup.kill").exists() else 1
                                   ).kill_members()
                 if _remove(entry):
@@ -232,9 +236,18 @@ def reap_orphans(parent: Path) -> list[Path]:
 def _remove(root: Path) -> bool:
     """rmdir the leaves, then the directory (cgroup files cannot be unlinked)."""
     ok = True
-    for leaf in sorted(root.glob("c*")) if root.is_dir() else []:
+    for leaf in _leaves(root):
         ok = _rmdir(leaf) and ok
     return _rmdir(root) and ok
+
+
+def _leaves(root: Path) -> list[Path]:
+    """The leaf cgroups ``c0``, ``c1``... of a sandbox directory (not its control files)."""
+    try:
+        return [entry for entry in root.iterdir()
+                if entry.name[:1] == "c" and entry.name[1:].isdigit() and entry.is_dir()]
+    except OSError:
+        return []
 
 
 def _rmdir(path: Path) -> bool:
@@ -245,7 +258,7 @@ def _rmdir(path: Path) -> bool:
         except FileNotFoundError:
             return True
         except OSError:
-            threading.Event().wait(0.01)
+            time.sleep(0.01)
     return False
 
 
@@ -260,20 +273,22 @@ def _v2_parent(path: Path) -> tuple[Path | None, int, str]:
     return path, 2, ""
 
 
-def _own_cgroups() -> dict[str, str]:
-    """controller ("" for the unified hierarchy) -> this process's cgroup path."""
+def own_cgroups(text: str) -> dict[str, str]:
+    """controller ("" for the unified hierarchy) -> cgroup path, from /proc/PID/cgroup."""
     found: dict[str, str] = {}
-    for line in _read(Path("/proc/self/cgroup")).splitlines():
+    for line in text.splitlines():
+        if line.count(":") < 2:
+            continue
         _id, controllers, path = line.split(":", 2)
         for name in controllers.split(",") if controllers else [""]:
             found[name] = path
     return found
 
 
-def _cgroup_mounts() -> dict[str, tuple[str, str]]:
-    """"memory" / "cgroup2" -> (mount root, mount point) from /proc/self/mountinfo."""
+def cgroup_mounts(text: str) -> dict[str, tuple[str, str]]:
+    """"memory" (v1) / "cgroup2" -> (mount root, mount point), from /proc/PID/mountinfo."""
     found: dict[str, tuple[str, str]] = {}
-    for line in _read(Path("/proc/self/mountinfo")).splitlines():
+    for line in text.splitlines():
         left, _, right = line.partition(" - ")
         fields, tail = left.split(), right.split()
         if len(fields) < 5 or len(tail) < 3:
