@@ -89,7 +89,7 @@ def test_memory_cgroups_are_removed_on_close():
 
 @requires_root
 def test_memory_cgroups_of_a_dead_harness_are_reaped():
-    parent, version, reason = MemoryCgroups.find()
+    parent, _version, reason = MemoryCgroups.find()
     assert parent is not None, reason
     dead = parent / f"vera-{owner_tag(1).split('-')[0]}-999999999-1-0"  # no such pid
     (dead / "c0").mkdir(parents=True)

@@ -106,7 +106,7 @@ def measure(root: Path, exclude: frozenset[tuple[int, int]] = frozenset(), *,
     return Usage(totals[0], totals[1], complete, stopped)
 
 
-def _walk(root: Path, visit) -> tuple[bool, bool]:  # noqa: ANN001 - stat -> stop?
+def _walk(root: Path, visit) -> tuple[bool, bool]:
     """Call ``visit`` on every entry under ``root``; returns (complete, stopped)."""
     try:
         top = os.open(root, _DIR_FLAGS)

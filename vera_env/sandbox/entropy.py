@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .seccomp import filter_program, seccomp_fd
 
-__all__ = ["BASH_ENV_PATH", "BASH_ENV_TEXT", "seccomp_program", "seccomp_fd"]
+__all__ = ["BASH_ENV_PATH", "BASH_ENV_TEXT", "seccomp_fd", "seccomp_program"]
 
 BASH_ENV_PATH = "/opt/vera/check-env"
 BASH_ENV_TEXT = "RANDOM=4242\n"

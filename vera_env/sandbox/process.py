@@ -34,12 +34,11 @@ from __future__ import annotations
 import os
 import re
 import selectors
-import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -47,9 +46,10 @@ from typing import Protocol
 from vera_env.errors import SandboxError
 
 from .output import StreamCapture
+from .tree import kill_tagged, leader_exited, parent_of, read_child_pid, signal_kill
 
 __all__ = ["LaunchSpec", "ProcessOutcome", "ProcessTracker", "TreeMemory", "Watchdog",
-           "exit_code", "kill_tagged", "parent_of", "read_child_pid", "run_process"]
+           "exit_code", "run_process"]
 
 _CHUNK_BYTES = 65536
 _POLL_S = 0.05
@@ -59,7 +59,7 @@ _EXIT_GRACE_S = 0.2
 _DRAIN_S = 1.0
 _REAP_S = 5.0
 _INFO_BYTES = 4096
-_CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)')
+_CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)')  # as bwrap --info-fd writes it
 # How long a launcher may take to report its sandbox's pid (bwrap sets up the mounts first).
 _PLACE_TIMEOUT_S = 30.0
 
@@ -145,15 +145,15 @@ class _Running:
 
     def stop(self) -> None:
         """Kill the command now, letting a launcher reap its own child if it can."""
-        if (self.inner_pid is not None and not _leader_exited(self.proc.pid)
+        if (self.inner_pid is not None and not leader_exited(self.proc.pid)
                 and parent_of(self.inner_pid) == self.proc.pid):
-            _signal(os.kill, self.inner_pid)
+            signal_kill(os.kill, self.inner_pid)
         else:
             self.finish()
 
     def finish(self) -> None:
         """Kill whatever is left of the group, and tagged escapees."""
-        _signal(os.killpg, self.proc.pid)
+        signal_kill(os.killpg, self.proc.pid)
         if self.tag:
             kill_tagged(self.tag)
 
@@ -303,23 +303,6 @@ def _place_and_open(running: _Running, spec: LaunchSpec) -> None:
         pass  # the sandbox is gone already; the pump sees it exit
 
 
-def read_child_pid(info_fd: int, timeout_s: float) -> int | None:
-    """The ``child-pid`` a launcher reports on ``info_fd`` (read to end of file)."""
-    data = b""
-    deadline = time.monotonic() + timeout_s
-    with selectors.DefaultSelector() as selector:
-        selector.register(info_fd, selectors.EVENT_READ)
-        while len(data) < _INFO_BYTES and time.monotonic() < deadline:
-            if not selector.select(deadline - time.monotonic()):
-                continue
-            chunk = os.read(info_fd, _INFO_BYTES)
-            if not chunk:
-                break
-            data += chunk
-    found = _CHILD_PID.search(data)
-    return int(found.group(1)) if found else None
-
-
 class _Pump:
     """Moves bytes from the pipes into the captures until the command is over."""
 
@@ -370,7 +353,7 @@ class _Pump:
                 return
             if self._running.aborted.is_set():
                 return
-            if exited_at is None and _leader_exited(self._running.proc.pid):
+            if exited_at is None and leader_exited(self._running.proc.pid):
                 exited_at = now
             if exited_at is not None and now - exited_at > _EXIT_GRACE_S:
                 return  # background jobs hold the pipes; the caller kills them
@@ -411,14 +394,6 @@ class _Pump:
                 self._selector.unregister(key.fd)
 
 
-def _leader_exited(pid: int) -> bool:
-    try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    return info is not None
-
-
 def _release(proc: subprocess.Popen[bytes]) -> None:
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:
@@ -434,50 +409,3 @@ def exit_code(returncode: int | None) -> int:
     if returncode is None:
         return -1
     return returncode if returncode >= 0 else 128 - returncode
-
-
-def parent_of(pid: int) -> int | None:
-    """The parent pid, or None; checked before a reported pid is killed as root."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return int(handle.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _signal(send: Callable[[int, int], None], target: int) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        send(target, signal.SIGKILL)
-
-
-def kill_tagged(tag: str, *, rounds: int = 5) -> int:
-    """SIGKILL every process whose environment carries ``tag``; repeat to beat forks.
-
-    Returns:
-        How many processes were signalled.
-    """
-    needle = tag.encode()
-    killed = 0
-    for _ in range(rounds):
-        found = [pid for pid in _pids() if _environ_has(pid, needle)]
-        if not found:
-            break
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except (ProcessLookupError, PermissionError):
-                pass
-    return killed
-
-
-def _pids() -> Sequence[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
-def _environ_has(pid: int, needle: bytes) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            return needle in handle.read().split(b"\0")
-    except OSError:
-        return False

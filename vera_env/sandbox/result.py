@@ -22,9 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "STATUS_DISK_LIMIT",
-    "STATUS_MEMORY_LIMIT",
     "STATUS_ERROR",
     "STATUS_KILLED",
+    "STATUS_MEMORY_LIMIT",
     "STATUS_OK",
     "STATUS_OUTPUT_LIMIT",
     "STATUS_TIMEOUT",
@@ -141,14 +141,14 @@ class ExecResult:
                 "process tree killed; write large output to a file instead]"
             ]
         if self.status == STATUS_MEMORY_LIMIT:
-            return ["[memory limit: the command's processes together used more memory "
-                    "than allowed (files in /tmp and /dev/shm count); the kernel killed "
-                    f"one of them. Exit {self.exit_code}. Process the data in chunks]"]
+            return [("[memory limit: the command's processes together used more memory "
+                     "than allowed (files in /tmp and /dev/shm count); the kernel killed "
+                     f"one of them. Exit {self.exit_code}. Process the data in chunks]")]
         if self.status == STATUS_DISK_LIMIT:
-            return ["[disk limit: the workspace grew past its size or file-count limit, or "
-                    "has directories the harness cannot measure (nested too deep, "
-                    "unreadable); the command was stopped. Delete files you no longer "
-                    "need before writing more]"]
+            return [("[disk limit: the workspace grew past its size or file-count limit, "
+                     "or has directories the harness cannot measure (nested too deep, "
+                     "unreadable); the command was stopped. Delete files you no longer "
+                     "need before writing more]")]
         if self.status == STATUS_KILLED:
             return ["[killed: the command was aborted]"]
         if self.status == STATUS_ERROR:

@@ -64,9 +64,10 @@ from .cgroup import CommandCgroup
 from .config import SandboxConfig
 from .disk import DiskWatch
 from .output import StreamCapture
-from .process import ProcessOutcome, exit_code, parent_of, read_child_pid
+from .process import ProcessOutcome, exit_code
 from .result import SandboxLimits
 from .server_io import CommandPump, returncode
+from .tree import parent_of, read_child_pid
 
 __all__ = ["ServerSandbox", "ServerWorkspace"]
 
@@ -114,8 +115,10 @@ class ServerWorkspace(BwrapWorkspace):
 
     def _run_outcome(self, command: str, *, timeout_s: float, check: bool,
                      overlay: Mapping[str, Path], watch: DiskWatch | None) -> ProcessOutcome:
-        fallback = lambda: super(ServerWorkspace, self)._run_outcome(  # noqa: E731
-            command, timeout_s=timeout_s, check=check, overlay=overlay, watch=watch)
+        def fallback() -> ProcessOutcome:  # a fresh sandbox for this one (module docstring)
+            return super(ServerWorkspace, self)._run_outcome(
+                command, timeout_s=timeout_s, check=check, overlay=overlay, watch=watch)
+
         if (check or overlay or watch is None or self._server_box.server_failure
                 or not self._server.lock.acquire(blocking=False)):
             return fallback()
