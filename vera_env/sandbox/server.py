@@ -1,4 +1,4 @@
-"""The bwrap backend's fast path: one long-lived sandbox per workspace for ``run()``.
+"""The default bwrap backend: one long-lived sandbox per workspace for ``run()``.
 
 Where a sandboxed ``true`` spends its ~11.8 ms (2-core VM, where a bare ``bash -c
 true`` takes 1.3 ms; ``benchmarks/sandbox_latency.py --breakdown``): spawning ``true``
@@ -17,9 +17,8 @@ spawn of bash and two socket messages (1.5 ms for ``true``, 1.2x bare). What the
 per-command sandbox guaranteed still holds: the same namespaces, uid, dropped
 capabilities, mounts and rlimits (the command is the sandbox's child either way); when
 the command's leader exits every other process in the namespace is killed (the zygote
-is pid 1 and calls ``kill(-1)``); ``/tmp``, ``/dev/shm`` and new ``/dev`` entries are
-wiped after each command, and a sandbox whose visible state changed otherwise is
-replaced; on timeout, output or disk limit, abort or close the harness kills the
+is pid 1 and calls ``kill(-1)``); ``/tmp`` and ``/dev/shm`` are wiped after each
+command, and a sandbox whose visible state changed otherwise is replaced; on timeout, output or disk limit, abort or close the harness kills the
 zygote from outside, the kernel kills the namespace, and the next command starts a
 fresh sandbox. One difference is visible: the command is no longer its namespace's
 pid 1, which ignores signals it has no handler for, so ``kill -9 $$`` now kills the
@@ -43,6 +42,11 @@ another thread is using the workspace's server, and any ``run`` on a machine whe
 server cannot start (no ``python3`` inside): those fall back to the per-command path.
 The workspace reaches the server through ``BaseWorkspace``'s extension points
 (``_run_outcome``, ``_on_close``), not by wrapping another workspace.
+
+It is the default (``make_sandbox("auto")``) since issue 11: strength replays the
+episode's file-writing commands in workspaces of their own, which multiplies command
+runs, and a workspace that runs four or more commands is cheaper here from start to
+close (``benchmarks/sandbox_latency.py``).
 """
 
 from __future__ import annotations
