@@ -8,10 +8,9 @@ machine does not grow user namespaces halfway through a run.
 The default bubblewrap backend is ``bwrap-server`` (``server``): each workspace runs
 its commands in one long-lived sandbox, with the same guarantees as a sandbox per
 command (limits, the tree killed, nothing surviving a command; checks keep a fresh
-sandbox each). Measured (``benchmarks/sandbox_latency.py``): a command costs about
-1.2x a bare subprocess there against 8x per command, and a workspace that runs 4 or
-more commands is cheaper from start to close; strength replays multiply commands
-(issue 11). ``"bwrap"`` names the sandbox-per-command backend.
+sandbox each). Measured (``benchmarks/sandbox_latency.py``): a command costs 1.1-1.9x
+a bare subprocess there against ~7.5x per command, and a workspace that runs 4 or more
+commands is cheaper from start to close; strength replays multiply commands (issue 11). ``"bwrap"`` names the sandbox-per-command backend.
 
     >>> from vera_env.sandbox import make_sandbox
     >>> sandbox = make_sandbox("auto")                      # doctest: +SKIP
