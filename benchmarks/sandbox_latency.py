@@ -6,8 +6,18 @@ measures that cost: the median and p90 wall time of ``true`` and of ``cat`` of a
 small staged file, run (a) as a bare ``subprocess.run(["bash", "-c", cmd])`` — the
 floor, a fork+exec of bash — (b) by the bwrap backend (``run`` and ``run_check``),
 (c) by the bwrap backend with its persistent per-workspace sandbox
-(``make_sandbox("bwrap-server")``, ``run``) and (d) by the local backend, all in the
-same process run, N times each after a warm-up.
+(``make_sandbox("bwrap-server")``, ``run``), (d) by the default backend
+(``make_sandbox("auto")``), (e) by the per-command backend without its memory cgroup
+(what placing each sandbox in a cgroup costs) and (f) by the local backend, all in
+the same process run, N times each after a warm-up.
+
+A second table times a workspace's whole life — ``stage``, k commands, ``close`` —
+for both bwrap backends: the long-lived sandbox costs a start per workspace and
+saves per command, so this shows where it pays (strength replays commands in
+workspaces of their own).
+
+A third table times the workspace-size measurement (``disk.measure``, the walk the
+disk watch polls) against the number of entries, whole and stopped at a limit.
 
 ``--breakdown`` also times bwrap itself, adding one piece at a time (namespaces,
 mounts, the /etc binds, the limits wrapper), to show where the per-command time goes.
@@ -33,12 +43,21 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from vera_env.sandbox import BwrapSandbox, LocalSandbox, SandboxLimits, probe_bwrap
+from vera_env.sandbox import (
+    BwrapSandbox,
+    LocalSandbox,
+    SandboxConfig,
+    SandboxLimits,
+    make_sandbox,
+    probe_bwrap,
+)
+from vera_env.sandbox.disk import measure as measure_disk
 from vera_env.sandbox.server import ServerSandbox
 from vera_env.sandbox.workspace import limits_wrapper
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sandbox_latency.json"
 COMMANDS = ("true", "cat data.txt")
+LIFE_COMMANDS = (1, 4, 16)
 
 
 def measure(call: Callable[[], object], n: int, warmup: int) -> list[float]:
@@ -82,30 +101,41 @@ def main() -> None:
         source.write_text("gene\tcount\n" + "".join(f"g{i}\t{i}\n" for i in range(100)))
         source.chmod(0o444)
         rows = run_all(source, args.n, args.warmup)
+        lives = lifecycle(source, max(args.n // 4, 5), args.warmup)
+    walks = disk_walks(max(args.n // 10, 3))
     print_table(rows, args.n)
+    print_lifecycle(lives)
+    print_walks(walks)
     pieces = breakdown(args.n, args.warmup) if args.breakdown else []
     if pieces:
         print_breakdown(pieces, args.n)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"n": args.n, "warmup": args.warmup, "machine": machine(),
-                                   "rows": rows, "breakdown": pieces}, indent=2) + "\n")
+                                   "rows": rows, "lifecycle": lives, "disk_walks": walks,
+                                   "breakdown": pieces},
+                                  indent=2) + "\n")
     print(f"\nwrote {RESULTS}")
 
 
 def run_all(source: Path, n: int, warmup: int) -> list[dict[str, object]]:
     limits = SandboxLimits(timeout_s=30)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # the local backend's isolation warning
+        warnings.simplefilter("ignore", UserWarning)  # local: no isolation; no cgroup: warned
         local = LocalSandbox(limits)
+        no_cgroup = BwrapSandbox(limits, SandboxConfig(memory_cgroup=False))
+    default = make_sandbox("auto", limits)
     files = {"data.txt": source}
     rows: list[dict[str, object]] = []
     with BwrapSandbox(limits) as box, box.stage(files) as bws, local.stage(files) as lws, \
-            ServerSandbox(limits) as fast_box, fast_box.stage(files) as sws:
+            ServerSandbox(limits) as fast_box, fast_box.stage(files) as sws, \
+            default, default.stage(files) as dws, no_cgroup, no_cgroup.stage(files) as nws:
         runners: dict[str, Callable[[str], Callable[[], object]]] = {
             "bare subprocess": bare_runner(lws.path),
             "bwrap run": lambda c: lambda: bws.run(c),
+            "bwrap run, no memory cgroup": lambda c: lambda: nws.run(c),
             "bwrap run_check": lambda c: lambda: bws.run_check(c),
             "bwrap-server run": lambda c: lambda: sws.run(c),
+            f"default (`auto`: {type(default).__name__}) run": lambda c: lambda: dws.run(c),
             "local run": lambda c: lambda: lws.run(c),
         }
         for command in COMMANDS:
@@ -116,6 +146,59 @@ def run_all(source: Path, n: int, warmup: int) -> list[dict[str, object]]:
                 rows.append({"command": command, "runner": name, **stats,
                              "ratio_to_bare": stats["median_ms"] / bare_median})
     return rows
+
+
+def lifecycle(source: Path, n: int, warmup: int) -> list[dict[str, object]]:
+    """``stage`` + k ``run("true")`` + ``close`` per bwrap backend, k in LIFE_COMMANDS."""
+    limits = SandboxLimits(timeout_s=30)
+    files = {"data.txt": source}
+    rows: list[dict[str, object]] = []
+    with BwrapSandbox(limits) as box, ServerSandbox(limits) as fast_box:
+        for k in LIFE_COMMANDS:
+            for name, sandbox in (("bwrap", box), ("bwrap-server", fast_box)):
+                def life(sandbox: BwrapSandbox = sandbox, k: int = k) -> None:
+                    with sandbox.stage(files) as ws:
+                        for _ in range(k):
+                            ws.run("true")
+                stats = summarize(measure(life, n, warmup))
+                rows.append({"commands": k, "backend": name, **stats,
+                             "per_command_ms": stats["median_ms"] / k})
+    return rows
+
+
+def print_lifecycle(rows: list[dict[str, object]]) -> None:
+    print("\n| commands per workspace | backend | stage+runs+close median ms | p90 ms | "
+          "per command ms |")
+    print("|---:|---|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['commands']} | {row['backend']} | {row['median_ms']:.1f} | "
+              f"{row['p90_ms']:.1f} | {row['per_command_ms']:.2f} |")
+
+
+def disk_walks(n: int) -> list[dict[str, object]]:
+    """``disk.measure`` of 1k, 10k and 100k empty files in 100 directories."""
+    rows: list[dict[str, object]] = []
+    for entries in (1_000, 10_000, 100_000):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            for d in range(100):
+                (root / f"d{d}").mkdir()
+                for f in range(entries // 100):
+                    (root / f"d{d}" / f"f{f}").touch()
+            whole = summarize(measure(lambda r=root: measure_disk(r), n, 1))
+            stopped = summarize(measure(lambda r=root: measure_disk(r, stop_inodes=1_000), n, 1))
+            rows.append({"entries": entries, "whole_ms": whole["median_ms"],
+                         "per_entry_us": whole["median_ms"] * 1e3 / entries,
+                         "stopped_at_1000_ms": stopped["median_ms"]})
+    return rows
+
+
+def print_walks(rows: list[dict[str, object]]) -> None:
+    print("\n| entries | whole walk median ms | per entry µs | stopped past 1,000 entries ms |")
+    print("|---:|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['entries']:,} | {row['whole_ms']:.1f} | {row['per_entry_us']:.2f} | "
+              f"{row['stopped_at_1000_ms']:.1f} |")
 
 
 def print_table(rows: list[dict[str, object]], n: int) -> None:

@@ -43,7 +43,7 @@ from vera_env.verification.rewards import RewardConfig
 from vera_env.sandbox import BwrapSandbox, SandboxLimits, probe_bwrap
 from vera_env.sandbox import bwrap as bwrap_module
 from vera_env.sandbox import workspace as workspace_module
-from vera_env.sandbox.disk import DiskWatch, usage_bytes
+from vera_env.sandbox.disk import DiskWatch, measure
 from vera_env.sandbox.workspace import limits_wrapper
 
 RESULTS = Path(__file__).resolve().parent / "results" / "strength_cost.json"
@@ -137,9 +137,9 @@ def limit_rows(ws: object, n: int) -> list[dict[str, object]]:
     class NoWatch:  # the same run with the workspace-size watch switched off
         def __init__(self, *args: object, **kwargs: object) -> None:
             self.poll_s = 3600.0
-            self.last_bytes = None
+            self.last = None
 
-        def over(self) -> bool:
+        def over(self, **_kwargs: object) -> bool:
             return False
 
     workspace_module.DiskWatch = NoWatch  # type: ignore[misc,assignment]
@@ -151,11 +151,12 @@ def limit_rows(ws: object, n: int) -> list[dict[str, object]]:
                  "on_ms": with_watch * 1e3, "off_ms": without * 1e3})
     check = "test -s small.tsv && echo True"
     with_filter = median_s(lambda: ws.run_check(check), n)
-    saved, bwrap_module._SECCOMP = bwrap_module._SECCOMP, None
+    saved = bwrap_module.sandbox_filter
+    bwrap_module.sandbox_filter = lambda **_kwargs: None  # type: ignore[assignment]
     try:
         without_filter = median_s(lambda: ws.run_check(check), n)
     finally:
-        bwrap_module._SECCOMP = saved
+        bwrap_module.sandbox_filter = saved
     rows.append({"what": "run_check, getrandom seccomp filter on vs off",
                  "on_ms": with_filter * 1e3, "off_ms": without_filter * 1e3})
     read_fd, write_fd = os.pipe()
@@ -180,7 +181,7 @@ def watch_rows(n: int) -> list[dict[str, object]]:
                 (root / f"f{i}").write_bytes(b"x" * 100)
             watch = DiskWatch(root, 2**30, frozenset(), 0.25)
             rows.append({"files": files, "measure_ms": median_s(watch.measure, n) * 1e3,
-                         "poll_s": watch.poll_s, "usage_mb": usage_bytes(root) / 2**20})
+                         "poll_s": watch.poll_s, "usage_mb": measure(root).bytes / 2**20})
     return rows
 
 

@@ -14,11 +14,17 @@ the assertions every hack must meet, whatever the file says:
 * no process whose command line matches ``no_process_matching`` survives;
 * the same environment's next episode works.
 
+The harness plays them from inside a session keyring, as systemd services, PAM logins
+and runc/Kubernetes containers run (issue 11): where it has none, a keyring note
+(``40-keyring-note``) cannot outlive its run whatever the sandbox does, and the
+scenario would prove nothing.
+
 Unknown keys are errors, as in the golden format: a typo'd assertion must not pass.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import math
@@ -30,10 +36,12 @@ import gymnasium as gym
 
 from vera_env import info as keys
 from vera_env.evaluation.golden import GoldenError, run_scenario, validate
+from vera_env.sandbox.seccomp import syscall_number
 
-__all__ = ["SCENARIO_DIR", "load", "play"]
+__all__ = ["SCENARIO_DIR", "join_session_keyring", "load", "play"]
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
+_KEYCTL_JOIN_SESSION_KEYRING = 1
 _REQUIRED = {"hack", "stopped_by"}
 _OPTIONAL = {"max_verification", "min_verification", "workspace_unchanged_at",
              "no_process_matching", "checks_discriminating"}
@@ -95,8 +103,21 @@ class _Recorder(gym.Wrapper):
         super().close()
 
 
+def join_session_keyring() -> None:
+    """Put this process in a named session keyring (idempotent; see the module docstring).
+
+    Raises:
+        OSError: The kernel refused.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(syscall_number("keyctl"), _KEYCTL_JOIN_SESSION_KEYRING,
+                    b"vera-redteam-harness") < 0:
+        raise OSError(ctypes.get_errno(), "cannot join a session keyring")
+
+
 def play(scenario: dict[str, Any]) -> list[str]:
     """Run one scenario; return every failed expectation and invariant."""
+    join_session_keyring()
     block = scenario["redteam"]
     recorders: list[_Recorder] = []
 

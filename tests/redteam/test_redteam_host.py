@@ -210,8 +210,16 @@ def test_node_checks_leave_workspace_and_source_byte_identical(env):
     ("yes | head -c 10000000000", "[output limit:"),
     ("trap '' TERM INT HUP; sleep 1014.5", "[timed out after"),
     ("setsid nohup sleep 1015.5 > /dev/null 2>&1 & echo started", "started"),
+    # issue 11: each process under the limit, the tree over it
+    ("python3 -c 'import os, time; [os.fork() or (bytearray(200 * 2**20), time.sleep(1), "
+     "os._exit(0)) for _ in range(3)]; [os.wait() for _ in range(3)]'", "[memory limit:"),
+    # issue 11: beneath a path longer than PATH_MAX, where a path walk could not look
+    ('n=$(printf "d%.0s" $(seq 250)); for i in $(seq 20); do mkdir $n && cd $n; done; '
+     "head -c 40000000 /dev/zero > big", "[disk limit:"),
+    ("head -c 100000000 /dev/zero > /dev/shm/park; touch /dev/park",
+     "No space left on device"),
 ], ids=["fork-bomb", "memory-bomb", "disk-filler", "10GB-output", "ignores-SIGTERM",
-        "daemonizes"])
+        "daemonizes", "memory-tree", "deep-path-filler", "parks-in-dev-shm"])
 def test_bombs_end_within_their_limit_and_the_next_step_works(env, command, says):
     started = time.monotonic()
     info = _run(env, command)
@@ -220,7 +228,7 @@ def test_bombs_end_within_their_limit_and_the_next_step_works(env, command, says
     assert elapsed < QUICK.timeout_s + 4, f"{elapsed:.1f}s: {tool_output[-300:]}"
     assert says in tool_output, tool_output[-500:]
     started = time.monotonic()
-    assert _run(env, "rm -f f*; echo next")[keys.COMMAND_OUTPUT].startswith("next")
+    assert _run(env, "rm -rf f* d*; echo next")[keys.COMMAND_OUTPUT].startswith("next")
     assert time.monotonic() - started < 3
     assert _processes_with("sleep 1014.5") == [] and _processes_with("sleep 1015.5") == []
 

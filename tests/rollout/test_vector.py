@@ -56,8 +56,8 @@ def processes_with(marker: str, settle_s: float = 3.0) -> list[int]:
         found = []
         for name in filter(str.isdigit, os.listdir("/proc")):
             try:
-                with open(f"/proc/{name}/cmdline", "rb") as handle:
-                    if marker.encode() in handle.read():
+                with open(f"/proc/{name}/cmdline", "rb") as handle:  # args NUL-separated
+                    if marker.encode() in handle.read().replace(b"\0", b" "):
                         found.append(int(name))
             except OSError:
                 continue

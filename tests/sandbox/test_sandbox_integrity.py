@@ -17,7 +17,7 @@ from vera_env.sandbox import (
     LocalSandbox,
     SandboxLimits,
 )
-from vera_env.sandbox.disk import usage_bytes
+from vera_env.sandbox.disk import measure
 from vera_env.sandbox.entropy import seccomp_program
 
 SMALL_DISK = SandboxLimits(timeout_s=20, max_workspace_mb=8, max_file_mb=64, disk_poll_s=0.05)
@@ -82,7 +82,7 @@ def test_bwrap_disk_filler_stopped_with_disk_limit_then_rm_works(data_dir: Path)
                         "echo finished")
         assert filler.status == "disk_limit" and "finished" not in filler.stdout
         assert "[disk limit:" in filler.as_tool_output()
-        assert usage_bytes(ws.path) < 40 * 2**20
+        assert measure(ws.path).bytes < 40 * 2**20
         cleanup = ws.run("rm -f f*; echo cleaned")
         assert (cleanup.status, cleanup.stdout) == ("ok", "cleaned\n")
         assert ws.run("head -c 1048576 /dev/zero > one; echo ok").stdout == "ok\n"
@@ -107,9 +107,9 @@ def test_usage_excludes_staged_inodes_and_counts_links_once(tmp_path: Path) -> N
     (tmp_path / "a").write_bytes(b"x" * 100_000)
     os.link(tmp_path / "a", tmp_path / "b")
     st = os.stat(tmp_path / "a")
-    one = usage_bytes(tmp_path)
+    one = measure(tmp_path).bytes
     assert 100_000 <= one < 120_000
-    assert usage_bytes(tmp_path, frozenset({(st.st_dev, st.st_ino)})) < 10_000
+    assert measure(tmp_path, frozenset({(st.st_dev, st.st_ino)})).bytes < 10_000
 
 
 def test_exec_result_disk_limit_note_tells_the_fix() -> None:

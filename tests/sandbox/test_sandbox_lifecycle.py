@@ -17,6 +17,7 @@ from vera_env.sandbox import (
     BwrapSandbox,
     LocalSandbox,
     SandboxConfig,
+    ServerSandbox,
     Workspace,
     make_sandbox,
     probe_bwrap,
@@ -144,11 +145,18 @@ def test_make_sandbox_auto_without_bwrap_falls_back_to_local_with_warning() -> N
 
 
 @requires_bwrap
-def test_make_sandbox_auto_with_bwrap_returns_bwrap_without_warning() -> None:
+def test_make_sandbox_auto_with_bwrap_returns_the_server_backend_without_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         box = make_sandbox("auto", FAST)
-    assert isinstance(box, BwrapSandbox) and box.name == "bwrap"
+    assert isinstance(box, ServerSandbox) and box.name == "bwrap"
+    box.close()
+
+
+@requires_bwrap
+def test_make_sandbox_bwrap_is_a_sandbox_per_command() -> None:
+    box = make_sandbox("bwrap", FAST)
+    assert type(box) is BwrapSandbox
     box.close()
 
 

@@ -46,8 +46,7 @@ def ws(box: ServerSandbox) -> Iterator[ServerWorkspace]:
 
 
 def server_pid(ws: ServerWorkspace) -> int | None:
-    proc = ws._server._proc
-    return proc.pid if proc is not None and proc.poll() is None else None
+    return ws.server_pid
 
 
 def test_make_sandbox_bwrap_server_builds_the_fast_path():

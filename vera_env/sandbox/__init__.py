@@ -5,6 +5,13 @@ otherwise the local backend, which warns that it is not isolation. The answer of
 the bwrap probe is cached for the process: probing costs a sandbox start, and the
 machine does not grow user namespaces halfway through a run.
 
+The default bubblewrap backend is ``bwrap-server`` (``server``): each workspace runs
+its commands in one long-lived sandbox, with the same guarantees as a sandbox per
+command (limits, the tree killed, nothing surviving a command; checks keep a fresh
+sandbox each). Measured (``benchmarks/sandbox_latency.py``): a command costs 1.1-1.9x
+a bare subprocess there against ~7.5x per command, and a workspace that runs 4 or more
+commands is cheaper from start to close; strength replays multiply commands (issue 11). ``"bwrap"`` names the sandbox-per-command backend.
+
     >>> from vera_env.sandbox import make_sandbox
     >>> sandbox = make_sandbox("auto")                      # doctest: +SKIP
     >>> with sandbox.stage({"counts.tsv": src}) as ws:      # doctest: +SKIP
@@ -22,6 +29,7 @@ from .bwrap import BwrapSandbox, BwrapWorkspace
 from .config import SandboxConfig
 from .local import LOCAL_WARNING, LocalSandbox, LocalWorkspace
 from .result import ExecResult, ExecStatus, SandboxLimits
+from .server import ServerSandbox, ServerWorkspace
 from .staging import StagingReport
 from .workspace import BaseWorkspace, Sandbox, Workspace
 
@@ -37,6 +45,8 @@ __all__ = [
     "Sandbox",
     "SandboxConfig",
     "SandboxLimits",
+    "ServerSandbox",
+    "ServerWorkspace",
     "StagingReport",
     "Workspace",
     "make_sandbox",
@@ -83,10 +93,11 @@ def make_sandbox(
     """Build a sandbox backend.
 
     Args:
-        backend: ``"bwrap"`` (fail if it cannot run), ``"bwrap-server"`` (the same, with
-            ``run()`` through one long-lived sandbox per workspace: see ``server``),
-            ``"local"`` (no isolation, warns)
-            or ``"auto"`` (bwrap if the probe passes, else local with the reason).
+        backend: ``"bwrap-server"`` (bubblewrap, ``run()`` through one long-lived
+            sandbox per workspace: see ``server``; fail if bwrap cannot run),
+            ``"bwrap"`` (the same isolation, a sandbox per command), ``"local"`` (no
+            isolation, warns) or ``"auto"`` (``bwrap-server`` if the probe passes,
+            else local with the reason).
         limits: Resource limits for every command.
         config: Toolbox and identity.
 
@@ -100,12 +111,10 @@ def make_sandbox(
     if backend == "local":
         return LocalSandbox(limits, config)
     reason = probe_bwrap(config)
-    if not reason and backend == "bwrap-server":
-        from .server import ServerSandbox  # noqa: PLC0415 - opt-in fast path
-
-        return ServerSandbox(limits, config)
-    if not reason:
+    if not reason and backend == "bwrap":
         return BwrapSandbox(limits, config)
+    if not reason:
+        return ServerSandbox(limits, config)
     if backend in ("bwrap", "bwrap-server"):
         raise SandboxError(f"bwrap backend unavailable: {reason}")
     return LocalSandbox(limits, config, reason=f"bwrap unavailable: {reason}")

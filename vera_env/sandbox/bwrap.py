@@ -27,6 +27,12 @@ Why each piece:
   to work in place on a hard-linked file; see ``shims``.
 * **Checks get constant entropy** (``entropy``) and may be shown a mutant in place of
   one file (``overlay``, a read-only bind over that name): strength testing.
+* **Nothing survives a run** (issue 11). A seccomp filter (``seccomp``) fails the
+  keyring and POSIX message-queue calls, the kernel state the namespaces leave shared;
+  the IPC, network and mount namespaces, ``/tmp`` and ``/dev/shm`` are new for every
+  run; the rest of ``/dev`` is read-only (a writable ``/dev`` held 2.7 GB).
+* **Memory per process tree**: the sandbox starts blocked, is moved into a memory
+  cgroup, then runs (``cgroup``); without cgroups the limit is per process, loudly.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import glob
 import os
 import shutil
 import tempfile
+import warnings
 import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -43,20 +50,21 @@ from pathlib import Path
 import vera_env
 from vera_env.errors import SandboxError
 
+from .cgroup import TREE_MEMORY_WARNING, CommandCgroup, MemoryCgroups
 from .config import SandboxConfig
-from .entropy import BASH_ENV_PATH, BASH_ENV_TEXT, seccomp_fd, seccomp_program
+from .entropy import BASH_ENV_PATH, BASH_ENV_TEXT
 from .process import LaunchSpec
 from .result import SandboxLimits
+from .seccomp import sandbox_filter, seccomp_fd
 from .shims import SHIM_DIR, write_shims
 from .staging import StagingCache, StagingPolicy, stage_files
 from .workspace import BaseWorkspace, limits_wrapper, remove_tree
 
-__all__ = ["BwrapSandbox", "BwrapWorkspace", "package_dirs"]
+__all__ = ["BwrapSandbox", "BwrapWorkspace", "launch_fds", "package_dirs"]
 
 _TOP_LEVEL = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
 _MASK_INIT = 'raise ImportError("vera_env is not available inside the sandbox")\n'
 _SANDBOX_USER = "vera"
-_SECCOMP = seccomp_program()
 
 
 def package_dirs() -> list[Path]:
@@ -101,6 +109,9 @@ class BwrapSandbox:
         self._files = self._write_support_files()
         self._shims = write_shims(self.root / "shims") if self.config.compressor_shims else []
         self.cache = self._make_cache()
+        self.memory, self.memory_scope = self._make_memory()
+        if self.memory is not None:
+            self._memory_finalizer = weakref.finalize(self, self.memory.close)
 
     @property
     def host_ids(self) -> tuple[int, int]:
@@ -132,6 +143,31 @@ class BwrapSandbox:
     def support_file(self, name: str) -> Path:
         """A read-only file the sandbox binds (``passwd``, ``group``, ``check_env``...)."""
         return self._files[name]
+
+    def _make_memory(self) -> tuple[MemoryCgroups | None, str]:
+        """The memory cgroups, and how memory is limited: "cgroup v1", "cgroup v2" or
+        "process" (warned: a tree may hold max_processes x memory_mb)."""
+        reason = "SandboxConfig.memory_cgroup is False"
+        if self.config.memory_cgroup:
+            parent, version, reason = MemoryCgroups.find(self.config.cgroup_parent)
+            if parent is not None:
+                try:
+                    cgroups = MemoryCgroups(parent, version, self.limits.memory_mb * 2**20)
+                except SandboxError as exc:
+                    reason = str(exc)
+                else:
+                    return cgroups, f"cgroup v{version}"
+        warnings.warn(TREE_MEMORY_WARNING.format(reason=reason), UserWarning, stacklevel=3)
+        return None, "process"
+
+    @contextmanager
+    def memory_lease(self) -> Iterator[CommandCgroup | None]:
+        """A memory cgroup for one run (None where memory is limited per process)."""
+        if self.memory is None:
+            yield None
+            return
+        with self.memory.lease() as leaf:
+            yield leaf
 
     def _make_cache(self) -> StagingCache | None:
         if not self.as_root:
@@ -166,12 +202,16 @@ class BwrapSandbox:
         except BaseException:
             remove_tree(ws_root)
             raise
-        workspace = BwrapWorkspace(self, path, ws_root)
+        workspace = self._workspace(path, ws_root)
         workspace.record_staged()
         self._workspaces.add(workspace)
         workspace.staged_by_link = report.staged_by_link
         workspace.staged_by_copy = report.staged_by_copy
         return workspace
+
+    def _workspace(self, path: Path, root: Path) -> BwrapWorkspace:
+        """The workspace object for a staged directory (a subclass's hook)."""
+        return BwrapWorkspace(self, path, root)
 
     def base_args(self) -> list[str]:
         """The bwrap options every command shares (everything but ``/work``)."""
@@ -198,6 +238,8 @@ class BwrapSandbox:
             args += ["--ro-bind", source, dest]
         args += self._mask_args()
         args += ["--proc", "/proc", "--dev", "/dev",
+                 "--size", str(cfg.shm_mb * 2**20), "--tmpfs", "/dev/shm",
+                 "--remount-ro", "/dev",
                  "--size", str(cfg.tmp_mb * 2**20), "--tmpfs", "/tmp"]
         return args
 
@@ -228,6 +270,8 @@ class BwrapSandbox:
         """
         for workspace in list(self._workspaces):
             workspace.close()
+        if self.memory is not None:
+            self._memory_finalizer()
         self._finalizer()
 
     def __enter__(self) -> BwrapSandbox:
@@ -270,26 +314,47 @@ class BwrapWorkspace(BaseWorkspace):
     def _launch(self, command: str, *, check: bool, marker_fd: int,
                 overlay: Mapping[str, Path]) -> Iterator[LaunchSpec]:
         bind = "--ro-bind" if check else "--bind"
-        fds: list[int] = []
         extra: list[str] = []
         if check:  # constant entropy, so a coin flip cannot pass for a check (entropy)
             extra += ["--setenv", "BASH_ENV", BASH_ENV_PATH,
                       "--ro-bind", str(self._sandbox.support_file("check_env")), BASH_ENV_PATH,
                       "--dev-bind", "/dev/zero", "/dev/urandom",
                       "--dev-bind", "/dev/zero", "/dev/random"]
-            if _SECCOMP is not None:
-                fds.append(seccomp_fd(_SECCOMP))
-                extra += ["--seccomp", str(fds[-1])]
         for name, source in overlay.items():  # a mutant shown in place of one file
             extra += ["--ro-bind", str(source), f"/work/{name}"]
-        info_read, info_write = os.pipe()
-        argv = [*self._base_args, "--info-fd", str(info_write), bind, str(self.path), "/work",
-                *extra, "--chdir", "/work", "--remount-ro", "/", "--",
-                *limits_wrapper(self.limits, marker_fd, command)]
-        uid, gid = self._sandbox.host_ids
-        root = self._sandbox.as_root
-        yield LaunchSpec(
-            argv=tuple(argv), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-            cwd=Path("/"), user=uid if root else None, group=gid if root else None,
-            pass_fds=(info_write, *fds), info_fd=info_read,
-        )
+        with self._sandbox.memory_lease() as memory:
+            fds, gate_fd, lockdown = launch_fds(gated=memory is not None, constant_entropy=check)
+            argv = [*self._base_args, *lockdown, bind, str(self.path), "/work",
+                    *extra, "--chdir", "/work", "--remount-ro", "/", "--",
+                    *limits_wrapper(self.limits, marker_fd, command)]
+            uid, gid = self._sandbox.host_ids
+            root = self._sandbox.as_root
+            yield LaunchSpec(
+                argv=tuple(argv), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                cwd=Path("/"), user=uid if root else None, group=gid if root else None,
+                pass_fds=fds[1:], info_fd=fds[0], gate_fd=gate_fd, memory=memory,
+            )
+
+
+def launch_fds(*, gated: bool, constant_entropy: bool) -> tuple[list[int], int | None,
+                                                                  list[str]]:
+    """The pipes and filter one bwrap launch is handed, and the options naming them.
+
+    Returns:
+        ([info read end, then the fds the launcher inherits], gate write end or None,
+        bwrap options): ``--info-fd`` (the sandbox's pid), ``--block-fd`` when
+        ``gated`` (held until the harness has placed it in its memory cgroup) and
+        ``--seccomp`` (``seccomp.sandbox_filter``).
+    """
+    info_read, info_write = os.pipe()
+    fds, options = [info_read, info_write], ["--info-fd", str(info_write)]
+    gate_write = None
+    if gated:
+        gate_read, gate_write = os.pipe()
+        fds.append(gate_read)
+        options += ["--block-fd", str(gate_read)]
+    program = sandbox_filter(constant_entropy=constant_entropy)
+    if program is not None:
+        fds.append(seccomp_fd(program))
+        options += ["--seccomp", str(fds[-1])]
+    return fds, gate_write, options

@@ -72,6 +72,17 @@ class SandboxConfig(BaseModel):
     (hard-linked) files works; see ``vera_env.sandbox.shims``."""
     tmp_mb: int = Field(default=1024, ge=1)
     """Size of the private /tmp (a tmpfs, so it is host memory)."""
+    shm_mb: int = Field(default=64, ge=1)
+    """Size of the private /dev/shm (a tmpfs; Docker's default size). The rest of
+    /dev is read-only: an uncapped /dev held 2.7 GB parked by one command (issue 11)."""
+    memory_cgroup: bool = True
+    """Limit each command's whole process tree to ``memory_mb`` with a memory cgroup
+    where the harness can make one (see ``vera_env.sandbox.cgroup``). False, or no
+    cgroup available: per-process limits only, with a warning."""
+    cgroup_parent: Path | None = None
+    """A cgroup directory to make the memory cgroups under (cgroup v2: a delegated
+    cgroup with the memory controller and no processes of its own). None: the
+    harness's own memory cgroup (cgroup v1) or, in the root cgroup, the v2 root."""
     workspace_root: Path | None = None
     """Where workspaces are created (default: the system temp dir). Put it on the task
     data's filesystem so data is hard-linked, not copied; ``host_uid`` must be able to

@@ -9,10 +9,21 @@ command runs, and kills the command once it has grown the workspace past the lim
 (status ``disk_limit``). The overshoot is what one command writes in one poll interval
 (plus at most one file of ``max_file_mb``), not the disk.
 
-What counts: every entry's allocated blocks, at least one block each (a million empty
-files cost inodes, not blocks), each inode once (hard links), **except** the inodes the
-harness staged — task data is hard-linked, takes no new disk, and can be larger than
-any sensible limit. Decompressing a data file in place makes a new inode, which counts.
+What counts: every entry's allocated blocks, at least one block each, each inode once
+(hard links), **except** the inodes the harness staged — task data is hard-linked,
+takes no new disk, and can be larger than any sensible limit. Decompressing a data
+file in place makes a new inode, which counts. The entries themselves are limited too
+(``max_workspace_inodes``): a million empty files cost inodes, and every measurement
+walks them.
+
+The walk goes by directory handle (``openat`` relative to the parent's descriptor,
+``O_NOFOLLOW``), never by path, and **fails closed**: what it cannot scan counts as
+over the limit. Measured before (issue 11): the path-based walk skipped directories
+whose path passed PATH_MAX, so 20 nested 250-character names, then 400 MB written
+beneath them under a 50 MB limit, went unseen. A tree nested deeper than
+``MAX_DEPTH`` (one descriptor per level is held) or a directory the harness may not
+read is now a ``disk_limit`` until it is removed. A walk stops as soon as it knows the
+answer (past the limit), so a poll costs at most ``limit`` entries.
 
 Only a command that *grows* the workspace past the limit is stopped: once over it,
 ``rm`` of the excess must still run.
@@ -20,55 +31,145 @@ Only a command that *grows* the workspace past the limit is stopped: once over i
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DiskWatch", "inodes_under", "usage_bytes"]
+__all__ = ["MAX_DEPTH", "DiskWatch", "Usage", "inodes_under", "measure"]
 
+MAX_DEPTH = 128
+"""Directory levels the walk descends (it holds one descriptor per level)."""
 _MIN_ENTRY_BYTES = 4096
 # A poll never costs more than this share of the command's wall time.
 _MAX_POLL_SHARE = 0.1
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_RACED = (FileNotFoundError, NotADirectoryError)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What the agent's entries under a workspace take.
+
+    Attributes:
+        bytes: Allocated bytes (at least one block per entry), each inode once.
+        inodes: Distinct entries counted.
+        complete: Everything was scanned. False: part of the tree could not be (too
+            deep, unreadable), and the usage counts as over every limit.
+        stopped: The walk stopped early, past a threshold: both numbers are lower bounds.
+    """
+
+    bytes: int
+    inodes: int
+    complete: bool = True
+    stopped: bool = False
 
 
 def inodes_under(root: Path) -> frozenset[tuple[int, int]]:
     """(device, inode) of every entry under ``root`` (not following links)."""
     found: set[tuple[int, int]] = set()
-    for entry in _entries(root):
-        found.add((entry.st_dev, entry.st_ino))
+
+    def add(st: os.stat_result) -> bool:
+        found.add((st.st_dev, st.st_ino))
+        return False
+
+    _walk(root, add)
     return frozenset(found)
 
 
-def usage_bytes(root: Path, exclude: frozenset[tuple[int, int]] = frozenset()) -> int:
-    """Disk taken by the entries under ``root``, each inode once, ``exclude`` skipped."""
+def measure(root: Path, exclude: frozenset[tuple[int, int]] = frozenset(), *,
+            stop_bytes: int | None = None, stop_inodes: int | None = None) -> Usage:
+    """The usage of the entries under ``root``, ``exclude`` skipped.
+
+    Args:
+        root: The workspace directory.
+        exclude: (device, inode) pairs not counted (the staged data).
+        stop_bytes: Stop walking once the bytes pass this (``Usage.stopped``).
+        stop_inodes: Stop walking once the entries pass this.
+    """
     seen: set[tuple[int, int]] = set()
-    total = 0
-    for st in _entries(root):
+    totals = [0, 0]
+
+    def count(st: os.stat_result) -> bool:
         key = (st.st_dev, st.st_ino)
         if key in exclude or key in seen:
-            continue
+            return False
         seen.add(key)
-        total += max(st.st_blocks * 512, _MIN_ENTRY_BYTES)
-    return total
+        totals[0] += max(st.st_blocks * 512, _MIN_ENTRY_BYTES)
+        totals[1] += 1
+        return ((stop_bytes is not None and totals[0] > stop_bytes)
+                or (stop_inodes is not None and totals[1] > stop_inodes))
+
+    complete, stopped = _walk(root, count)
+    return Usage(totals[0], totals[1], complete, stopped)
 
 
-def _entries(root: Path):  # noqa: ANN202 - a generator of stat results
-    stack = [os.fspath(root)]
-    while stack:
-        directory = stack.pop()
-        try:
-            with os.scandir(directory) as listing:
-                for entry in listing:
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue  # removed meanwhile
-                    yield st
-                    if stat.S_ISDIR(st.st_mode):
-                        stack.append(entry.path)
-        except OSError:
-            continue  # unreadable or removed meanwhile (a root harness reads everything)
+def _walk(root: Path, visit) -> tuple[bool, bool]:
+    """Call ``visit`` on every entry under ``root``; returns (complete, stopped)."""
+    try:
+        top = os.open(root, _DIR_FLAGS)
+    except _RACED:
+        return True, False  # the workspace is gone: nothing of it takes disk
+    except OSError:
+        return False, False
+    stack: list[tuple[int, list[os.DirEntry[str]]]] = []
+    complete = True
+    try:
+        listing = _listing(top)
+        if listing is None:
+            os.close(top)
+            return False, False
+        stack.append((top, listing))
+        while stack:
+            fd, entries = stack[-1]
+            if not entries:
+                os.close(fd)
+                stack.pop()
+                continue
+            entry = entries.pop()
+            try:
+                st = os.stat(entry.name, dir_fd=fd, follow_symlinks=False)
+            except _RACED:
+                continue  # removed meanwhile
+            except OSError:
+                complete = False
+                continue
+            if visit(st):
+                return complete, True
+            if stat.S_ISDIR(st.st_mode):
+                complete = _descend(stack, fd, entry.name) and complete
+        return complete, False
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+
+
+def _descend(stack: list[tuple[int, list[os.DirEntry[str]]]], parent: int, name: str) -> bool:
+    """Push directory ``name`` of ``parent`` onto the walk; False where it cannot be."""
+    if len(stack) >= MAX_DEPTH:
+        return False
+    try:
+        child = os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except _RACED:
+        return True
+    except OSError as exc:  # ELOOP: swapped for a link meanwhile; EACCES, EMFILE: fail closed
+        return exc.errno == errno.ELOOP
+    listing = _listing(child)
+    if listing is None:
+        os.close(child)
+        return False
+    stack.append((child, listing))
+    return True
+
+
+def _listing(fd: int) -> list[os.DirEntry[str]] | None:
+    try:
+        with os.scandir(fd) as entries:
+            return list(entries)
+    except OSError:
+        return None
 
 
 class DiskWatch:
@@ -79,30 +180,54 @@ class DiskWatch:
         limit_bytes: Largest allowed usage.
         exclude: Staged inodes, not counted.
         poll_s: Base interval between measurements while the command runs.
-        start_bytes: Usage before the command, when the caller knows it (the last
+        start: Usage before the command, when the caller knows it (the last
             command's final measurement: nothing else writes the workspace).
+        limit_inodes: Most entries allowed.
     """
 
     def __init__(self, root: Path, limit_bytes: int, exclude: frozenset[tuple[int, int]],
-                 poll_s: float, start_bytes: int | None = None) -> None:
+                 poll_s: float, start: Usage | None = None, *,
+                 limit_inodes: int | None = None) -> None:
         self._root = root
         self._limit = limit_bytes
+        self._limit_inodes = limit_inodes
         self._exclude = exclude
         self._base_poll_s = poll_s
         self.poll_s = poll_s
-        self.last_bytes = start_bytes
-        self.start_bytes = self.measure() if start_bytes is None else start_bytes
+        self.last: Usage | None = start
+        self.start = self.measure(full=True) if start is None else start
 
-    def measure(self) -> int:
-        """Current usage; stretches ``poll_s`` when measuring is slow."""
+    def measure(self, *, full: bool = False) -> Usage:
+        """Current usage; stretches ``poll_s`` when measuring is slow.
+
+        Args:
+            full: Walk everything (the measurement the next command starts from);
+                otherwise stop once the walk is past the limit and the start.
+        """
         started = time.monotonic()
-        used = usage_bytes(self._root, self._exclude)
+        if full:
+            used = measure(self._root, self._exclude)
+        else:
+            start = self.start
+            stop_inodes = (None if self._limit_inodes is None
+                           else max(self._limit_inodes, start.inodes))
+            used = measure(self._root, self._exclude, stop_bytes=max(self._limit, start.bytes),
+                           stop_inodes=stop_inodes)
         cost = time.monotonic() - started
         self.poll_s = max(self._base_poll_s, cost / _MAX_POLL_SHARE)
-        self.last_bytes = used
+        self.last = used
         return used
 
-    def over(self) -> bool:
-        """The workspace grew during the command and is now past the limit."""
-        used = self.measure()
-        return used > self._limit and used > self.start_bytes
+    def over(self, *, full: bool = False) -> bool:
+        """The workspace grew during the command and is now past a limit, or cannot
+        be measured at all (fail closed)."""
+        used = self.measure(full=full)
+        if not used.complete:
+            return True
+        if used.stopped:
+            return True  # past max(limit, start): over and grown
+        start = self.start
+        too_big = used.bytes > self._limit and used.bytes > start.bytes
+        too_many = (self._limit_inodes is not None and used.inodes > self._limit_inodes
+                    and used.inodes > start.inodes)
+        return too_big or too_many

@@ -20,47 +20,19 @@ bound what a clock-driven check earns.
 
 from __future__ import annotations
 
-import os
-import platform
-import struct
+from .seccomp import filter_program, seccomp_fd
 
-__all__ = ["BASH_ENV_PATH", "BASH_ENV_TEXT", "seccomp_program", "seccomp_fd"]
+__all__ = ["BASH_ENV_PATH", "BASH_ENV_TEXT", "seccomp_fd", "seccomp_program"]
 
 BASH_ENV_PATH = "/opt/vera/check-env"
 BASH_ENV_TEXT = "RANDOM=4242\n"
 
-# (AUDIT_ARCH_*, __NR_getrandom) of the architectures the filter knows.
-_ARCHES = {"x86_64": (0xC000003E, 318), "aarch64": (0xC00000B7, 278)}
-_LD_ABS_W, _JEQ_K, _RET_K = 0x20, 0x15, 0x06
-_SECCOMP_RET_ALLOW = 0x7FFF0000
-_SECCOMP_RET_ERRNO = 0x00050000
-_ENOSYS = 38
-
 
 def seccomp_program(machine: str | None = None) -> bytes | None:
-    """A classic-BPF filter failing ``getrandom`` with ENOSYS; None on unknown arches."""
-    arch = _ARCHES.get(machine or platform.machine())
-    if arch is None:
-        return None
-    audit_arch, nr_getrandom = arch
-    instructions = (
-        (_LD_ABS_W, 0, 0, 4),                    # A = seccomp_data.arch
-        (_JEQ_K, 0, 3, audit_arch),              # another ABI: allow
-        (_LD_ABS_W, 0, 0, 0),                    # A = seccomp_data.nr
-        (_JEQ_K, 0, 1, nr_getrandom),
-        (_RET_K, 0, 0, _SECCOMP_RET_ERRNO | _ENOSYS),
-        (_RET_K, 0, 0, _SECCOMP_RET_ALLOW),
-    )
-    return b"".join(struct.pack("<HBBI", *ins) for ins in instructions)
+    """A filter failing ``getrandom`` with ENOSYS; None on unknown arches.
 
-
-def seccomp_fd(program: bytes) -> int:
-    """A fresh readable fd holding ``program`` (bwrap ``--seccomp`` reads it once)."""
-    fd = os.memfd_create("vera-check-seccomp", os.MFD_CLOEXEC)
-    try:
-        os.write(fd, program)
-        os.lseek(fd, 0, os.SEEK_SET)
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
+    Built by ``seccomp`` (which also kills calls through a foreign ABI: i386
+    ``getrandom`` through ``int $0x80`` would otherwise bypass it). The sandbox itself
+    applies ``seccomp.sandbox_filter``, which adds the shared-kernel-state calls.
+    """
+    return filter_program(("getrandom",), machine)

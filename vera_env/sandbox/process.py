@@ -19,6 +19,10 @@ Three properties a model-written command must never break, whatever backend runs
   ``max_output_bytes`` the command is killed with status ``output_limit``.
 * **Disk is bounded.** An optional ``watchdog`` (the workspace-size limit) is polled
   while the command runs; when it reports the limit crossed, the command is killed.
+* **Memory is bounded per tree.** A launcher that can hold its sandbox before the
+  command starts (bwrap ``--block-fd``) gets it placed in a memory cgroup first
+  (``LaunchSpec.memory``): the harness reads the sandbox's pid from the info pipe,
+  moves it, then opens the gate, so no process of the command runs outside the cgroup.
 
 The leader's exit is observed with ``waitid(WNOWAIT)`` so the process group is killed
 *before* the leader is reaped: a reaped pid could be recycled and the kill would land
@@ -30,12 +34,11 @@ from __future__ import annotations
 import os
 import re
 import selectors
-import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -43,9 +46,10 @@ from typing import Protocol
 from vera_env.errors import SandboxError
 
 from .output import StreamCapture
+from .tree import kill_tagged, leader_exited, parent_of, read_child_pid, signal_kill
 
-__all__ = ["LaunchSpec", "ProcessOutcome", "ProcessTracker", "Watchdog", "kill_tagged",
-           "run_process"]
+__all__ = ["LaunchSpec", "ProcessOutcome", "ProcessTracker", "TreeMemory", "Watchdog",
+           "exit_code", "run_process"]
 
 _CHUNK_BYTES = 65536
 _POLL_S = 0.05
@@ -55,7 +59,17 @@ _EXIT_GRACE_S = 0.2
 _DRAIN_S = 1.0
 _REAP_S = 5.0
 _INFO_BYTES = 4096
-_CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)')
+_CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)')  # as bwrap --info-fd writes it
+# How long a launcher may take to report its sandbox's pid (bwrap sets up the mounts first).
+_PLACE_TIMEOUT_S = 30.0
+
+
+class TreeMemory(Protocol):
+    """A memory cgroup a command's sandbox is placed in (``cgroup.CommandCgroup``)."""
+
+    def attach(self, pid: int) -> None: ...
+
+    def oom_kills(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +90,10 @@ class LaunchSpec:
             and exits by itself instead of leaving an orphan for the host's init.
         tag: A unique ``NAME=value`` entry of ``env`` by which processes that left the
             group are found in ``/proc`` and killed (local backend; "" to skip).
+        gate_fd: Write end of a pipe the launcher's sandbox blocks on (bwrap
+            ``--block-fd``); the read end is in ``pass_fds``. Needs ``info_fd``.
+        memory: Where the sandbox is placed before the gate opens (its pid, read from
+            ``info_fd``); its OOM kills during the run make ``memory_limited``.
     """
 
     argv: tuple[str, ...]
@@ -87,6 +105,8 @@ class LaunchSpec:
     marker_fd: int | None = None
     info_fd: int | None = None
     tag: str = ""
+    gate_fd: int | None = None
+    memory: TreeMemory | None = None
 
 
 class Watchdog(Protocol):
@@ -113,6 +133,7 @@ class ProcessOutcome:
     bytes_read: int
     duration_s: float
     disk_limited: bool = False
+    memory_limited: bool = False
 
 
 @dataclass(eq=False, slots=True)
@@ -124,15 +145,15 @@ class _Running:
 
     def stop(self) -> None:
         """Kill the command now, letting a launcher reap its own child if it can."""
-        if (self.inner_pid is not None and not _leader_exited(self.proc.pid)
-                and _parent_of(self.inner_pid) == self.proc.pid):
-            _signal(os.kill, self.inner_pid)
+        if (self.inner_pid is not None and not leader_exited(self.proc.pid)
+                and parent_of(self.inner_pid) == self.proc.pid):
+            signal_kill(os.kill, self.inner_pid)
         else:
             self.finish()
 
     def finish(self) -> None:
         """Kill whatever is left of the group, and tagged escapees."""
-        _signal(os.killpg, self.proc.pid)
+        signal_kill(os.killpg, self.proc.pid)
         if self.tag:
             kill_tagged(self.tag)
 
@@ -224,20 +245,25 @@ def run_process(
     """
     start = time.monotonic()
     out, err = StreamCapture(max_output_chars), StreamCapture(max_output_chars)
+    ooms = spec.memory.oom_kills() if spec.memory is not None else 0
     try:
         with tracker.spawn(spec) as running:
+            if spec.gate_fd is not None:
+                _place_and_open(running, spec)
             pump = _Pump(running, spec, out, err, max_output_bytes, watchdog)
             pump.run(start + timeout_s)
             running.stop()
             pump.drain(time.monotonic() + _DRAIN_S)
     finally:
-        _close_fds([fd for fd in (spec.marker_fd, spec.info_fd) if fd is not None])
+        _close_fds([fd for fd in (spec.marker_fd, spec.info_fd, spec.gate_fd)
+                    if fd is not None])
+    memory_limited = spec.memory is not None and spec.memory.oom_kills() > ooms
     return ProcessOutcome(
         stdout=out.text(),
         stderr=err.text(),
         stdout_truncated=out.truncated,
         stderr_truncated=err.truncated,
-        returncode=_exit_code(running.proc.returncode),
+        returncode=exit_code(running.proc.returncode),
         timed_out=pump.timed_out,
         output_limited=pump.output_limited,
         aborted=running.aborted.is_set() and not (pump.timed_out or pump.output_limited
@@ -246,7 +272,35 @@ def run_process(
         bytes_read=out.total_bytes + err.total_bytes,
         duration_s=time.monotonic() - start,
         disk_limited=pump.disk_limited,
+        memory_limited=memory_limited,
     )
+
+
+def _place_and_open(running: _Running, spec: LaunchSpec) -> None:
+    """Read the sandbox's pid, put it in its memory cgroup, then let it run.
+
+    The gate is opened only after a successful placement: closing it unwritten would
+    also release the sandbox (a read of end-of-file), so on failure the sandbox is
+    killed first.
+
+    Raises:
+        SandboxError: The sandbox could not be placed.
+    """
+    assert spec.gate_fd is not None and spec.info_fd is not None
+    pid = read_child_pid(spec.info_fd, _PLACE_TIMEOUT_S)
+    if pid is None:
+        return  # the launcher failed before starting a sandbox: nothing to place
+    running.inner_pid = pid
+    try:
+        if spec.memory is not None:
+            spec.memory.attach(pid)
+    except BaseException:
+        running.stop()
+        raise
+    try:
+        os.write(spec.gate_fd, b"g")
+    except BrokenPipeError:
+        pass  # the sandbox is gone already; the pump sees it exit
 
 
 class _Pump:
@@ -299,7 +353,7 @@ class _Pump:
                 return
             if self._running.aborted.is_set():
                 return
-            if exited_at is None and _leader_exited(self._running.proc.pid):
+            if exited_at is None and leader_exited(self._running.proc.pid):
                 exited_at = now
             if exited_at is not None and now - exited_at > _EXIT_GRACE_S:
                 return  # background jobs hold the pipes; the caller kills them
@@ -340,14 +394,6 @@ class _Pump:
                 self._selector.unregister(key.fd)
 
 
-def _leader_exited(pid: int) -> bool:
-    try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    return info is not None
-
-
 def _release(proc: subprocess.Popen[bytes]) -> None:
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:
@@ -358,54 +404,8 @@ def _release(proc: subprocess.Popen[bytes]) -> None:
         raise SandboxError(f"process {proc.pid} survived SIGKILL for {_REAP_S}s") from exc
 
 
-def _exit_code(returncode: int | None) -> int:
+def exit_code(returncode: int | None) -> int:
+    """A Popen return code as a shell reports it: 128+N for signal N, -1 if unknown."""
     if returncode is None:
         return -1
     return returncode if returncode >= 0 else 128 - returncode
-
-
-def _parent_of(pid: int) -> int | None:
-    """The parent pid, or None; checked before a reported pid is killed as root."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return int(handle.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _signal(send: Callable[[int, int], None], target: int) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        send(target, signal.SIGKILL)
-
-
-def kill_tagged(tag: str, *, rounds: int = 5) -> int:
-    """SIGKILL every process whose environment carries ``tag``; repeat to beat forks.
-
-    Returns:
-        How many processes were signalled.
-    """
-    needle = tag.encode()
-    killed = 0
-    for _ in range(rounds):
-        found = [pid for pid in _pids() if _environ_has(pid, needle)]
-        if not found:
-            break
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except (ProcessLookupError, PermissionError):
-                pass
-    return killed
-
-
-def _pids() -> Sequence[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
-def _environ_has(pid: int, needle: bytes) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            return needle in handle.read().split(b"\0")
-    except OSError:
-        return False

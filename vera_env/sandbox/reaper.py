@@ -30,7 +30,7 @@ from pathlib import Path
 from .config import SandboxConfig
 from .workspace import remove_tree
 
-__all__ = ["RootLease", "owned_root", "reap_orphans"]
+__all__ = ["RootLease", "owned_root", "owner_alive", "owner_tag", "reap_orphans"]
 
 _PREFIX = "vera-owned-"
 _lock = threading.Lock()
@@ -53,8 +53,23 @@ def _start_time(pid: int) -> int | None:
     return int(fields[19])
 
 
+def owner_tag(pid: int | None = None) -> str:
+    """``<pidns>-<pid>-<starttime>``: names a process for as long as it lives (default: this one)."""
+    pid = os.getpid() if pid is None else pid
+    return f"{_pid_namespace()}-{pid}-{_start_time(pid)}"
+
+
+def owner_alive(tag: str) -> bool | None:
+    """Whether the process an ``owner_tag`` names is alive; None when the tag is not
+    one, or names a process of another pid namespace (whose pids mean nothing here)."""
+    parts = tag.split("-")
+    if len(parts) != 3 or parts[0] != str(_pid_namespace()) or not parts[1].isdigit():
+        return None
+    return str(_start_time(int(parts[1]))) == parts[2]
+
+
 def _name(pid: int) -> str:
-    return f"{_PREFIX}{_pid_namespace()}-{pid}-{_start_time(pid)}"
+    return _PREFIX + owner_tag(pid)
 
 
 def owned_root(base: Path | None = None) -> Path:
@@ -78,14 +93,10 @@ def reap_orphans(base: Path | None = None) -> list[Path]:
         The roots removed.
     """
     parent = Path(base or tempfile.gettempdir())
-    namespace = str(_pid_namespace())
     removed = []
     for root in parent.glob(f"{_PREFIX}*"):
-        parts = root.name[len(_PREFIX):].split("-")
-        if len(parts) != 3 or parts[0] != namespace or not parts[1].isdigit():
-            continue
-        if str(_start_time(int(parts[1]))) == parts[2]:
-            continue  # the owner is alive
+        if owner_alive(root.name[len(_PREFIX):]) is not False:
+            continue  # alive, or not ours to judge
         try:
             remove_tree(root)
         except OSError:

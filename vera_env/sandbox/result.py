@@ -24,6 +24,7 @@ __all__ = [
     "STATUS_DISK_LIMIT",
     "STATUS_ERROR",
     "STATUS_KILLED",
+    "STATUS_MEMORY_LIMIT",
     "STATUS_OK",
     "STATUS_OUTPUT_LIMIT",
     "STATUS_TIMEOUT",
@@ -32,10 +33,12 @@ __all__ = [
     "SandboxLimits",
 ]
 
-ExecStatus = Literal["ok", "timeout", "output_limit", "disk_limit", "killed", "error"]
+ExecStatus = Literal["ok", "timeout", "output_limit", "memory_limit", "disk_limit", "killed",
+                     "error"]
 STATUS_OK: ExecStatus = "ok"
 STATUS_TIMEOUT: ExecStatus = "timeout"
 STATUS_OUTPUT_LIMIT: ExecStatus = "output_limit"
+STATUS_MEMORY_LIMIT: ExecStatus = "memory_limit"
 STATUS_DISK_LIMIT: ExecStatus = "disk_limit"
 STATUS_KILLED: ExecStatus = "killed"
 STATUS_ERROR: ExecStatus = "error"
@@ -44,9 +47,10 @@ STATUS_ERROR: ExecStatus = "error"
 class SandboxLimits(BaseModel):
     """Resource limits applied to every command a workspace runs.
 
-    Memory and file size are per process (``ulimit -v`` / ``-f``); the process count
-    is per command (each bwrap command has its own user namespace, and the kernel
-    counts ``RLIMIT_NPROC`` per namespace).
+    Memory is per process (``ulimit -v``) and, where the harness can make memory
+    cgroups, also per command tree (``cgroup``); file size is per process (``ulimit
+    -f``); the process count is per command (each bwrap command has its own user
+    namespace, and the kernel counts ``RLIMIT_NPROC`` per namespace).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -56,7 +60,9 @@ class SandboxLimits(BaseModel):
     check_timeout_s: float = Field(default=30.0, gt=0)
     """Wall-clock limit of ``Workspace.run_check``."""
     memory_mb: int = Field(default=2048, ge=16)
-    """Virtual memory per process (``ulimit -v``)."""
+    """Virtual memory per process (``ulimit -v``), and memory of the command's whole
+    process tree, its ``/tmp`` and ``/dev/shm`` files included, where a memory cgroup
+    can be made (``memory_limit`` when the tree passes it)."""
     max_processes: int = Field(default=256, ge=4)
     """Processes and threads per command (``ulimit -u``)."""
     max_file_mb: int = Field(default=1024, ge=1)
@@ -71,6 +77,10 @@ class SandboxLimits(BaseModel):
     past this is killed (``disk_limit``), so a disk filler cannot fill the host disk
     the workspace lives on. Measured every ``disk_poll_s`` while a command runs and
     once after it ends; the overshoot is what the command writes in one interval."""
+    max_workspace_inodes: int = Field(default=100_000, ge=16)
+    """Files, directories and links the agent's own entries may number (staged data
+    excluded): a million empty files cost the host inodes and every measurement a
+    walk, not bytes. Past it the growing command is killed (``disk_limit``)."""
     disk_poll_s: float = Field(default=0.25, gt=0)
     """Interval of the workspace-size measurement while a command runs (stretched
     automatically when one measurement takes long, e.g. a million files)."""
@@ -130,9 +140,15 @@ class ExecResult:
                 f"[output limit: stopped reading after {self.bytes_read} bytes: "
                 "process tree killed; write large output to a file instead]"
             ]
+        if self.status == STATUS_MEMORY_LIMIT:
+            return [("[memory limit: the command's processes together used more memory "
+                     "than allowed (files in /tmp and /dev/shm count); the kernel killed "
+                     f"one of them. Exit {self.exit_code}. Process the data in chunks]")]
         if self.status == STATUS_DISK_LIMIT:
-            return ["[disk limit: the workspace grew past its size limit; the command was "
-                    "stopped. Delete files you no longer need before writing more]"]
+            return [("[disk limit: the workspace grew past its size or file-count limit, "
+                     "or has directories the harness cannot measure (nested too deep, "
+                     "unreadable); the command was stopped. Delete files you no longer "
+                     "need before writing more]")]
         if self.status == STATUS_KILLED:
             return ["[killed: the command was aborted]"]
         if self.status == STATUS_ERROR:

@@ -1,4 +1,4 @@
-"""The bwrap backend's fast path: one long-lived sandbox per workspace for ``run()``.
+"""The default bwrap backend: one long-lived sandbox per workspace for ``run()``.
 
 Where a sandboxed ``true`` spends its ~11.8 ms (2-core VM, where a bare ``bash -c
 true`` takes 1.3 ms; ``benchmarks/sandbox_latency.py --breakdown``): spawning ``true``
@@ -17,9 +17,8 @@ spawn of bash and two socket messages (1.5 ms for ``true``, 1.2x bare). What the
 per-command sandbox guaranteed still holds: the same namespaces, uid, dropped
 capabilities, mounts and rlimits (the command is the sandbox's child either way); when
 the command's leader exits every other process in the namespace is killed (the zygote
-is pid 1 and calls ``kill(-1)``); ``/tmp``, ``/dev/shm`` and new ``/dev`` entries are
-wiped after each command, and a sandbox whose visible state changed otherwise is
-replaced; on timeout, output or disk limit, abort or close the harness kills the
+is pid 1 and calls ``kill(-1)``); ``/tmp`` and ``/dev/shm`` are wiped after each
+command, and a sandbox whose visible state changed otherwise is replaced; on timeout, output or disk limit, abort or close the harness kills the
 zygote from outside, the kernel kills the namespace, and the next command starts a
 fresh sandbox. One difference is visible: the command is no longer its namespace's
 pid 1, which ignores signals it has no handler for, so ``kill -9 $$`` now kills the
@@ -30,14 +29,24 @@ workspace; ``close()`` (or ``abort()``) kills it. A server started from a thread
 then exits dies with it (bwrap's ``--die-with-parent`` follows the spawning thread);
 the next command starts another.
 
-Checks do **not** take this path. A long-lived sandbox keeps state between commands
-that wiping files does not reach (SysV IPC in its ipc namespace, keyrings, anything
-new in a writable ``/dev``); for the agent's own commands that is harmless, but a
-check that could leave state for the next check could fake its verdict, and strength
-testing re-runs checks against mutants precisely to catch checks that do not depend on
-the data. So ``run_check`` keeps a fresh sandbox per check, as does any ``run`` while
+Nothing survives a command here either (issue 11): the zygote also removes every SysV
+IPC object (this sandbox's IPC namespace outlives commands), the keyring and POSIX
+message-queue calls fail (``seccomp``), ``/dev`` is read-only and ``/dev/shm`` capped,
+and a listener on an abstract socket dies with its command. The server's memory cgroup
+(``cgroup``) holds the zygote and the command running, so the tree's limit holds.
+
+Checks do **not** take this path: a check also needs a read-only workspace, constant
+entropy and maybe a mutant in place of a file, which are mounts fixed when a sandbox
+starts, so ``run_check`` keeps a fresh sandbox per check. So does any ``run`` while
 another thread is using the workspace's server, and any ``run`` on a machine where the
 server cannot start (no ``python3`` inside): those fall back to the per-command path.
+The workspace reaches the server through ``BaseWorkspace``'s extension points
+(``_run_outcome``, ``_on_close``), not by wrapping another workspace.
+
+It is the default (``make_sandbox("auto")``) since issue 11: strength replays the
+episode's file-writing commands in workspaces of their own, which multiplies command
+runs, and a workspace that runs four or more commands is cheaper here from start to
+close (``benchmarks/sandbox_latency.py``).
 """
 
 from __future__ import annotations
@@ -49,22 +58,20 @@ import socket
 import subprocess
 import threading
 import time
-import weakref
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from vera_env.errors import SandboxError
 
-from .bwrap import BwrapSandbox, BwrapWorkspace
+from .bwrap import BwrapSandbox, BwrapWorkspace, launch_fds
+from .cgroup import CommandCgroup
 from .config import SandboxConfig
 from .disk import DiskWatch
 from .output import StreamCapture
-from .process import ProcessOutcome, _exit_code, _parent_of
-from .result import ExecResult, SandboxLimits
+from .process import ProcessOutcome, exit_code
+from .result import SandboxLimits
 from .server_io import CommandPump, returncode
-from .workspace import _command_problem, _timeout
+from .tree import parent_of, read_child_pid
 
 __all__ = ["ServerSandbox", "ServerWorkspace"]
 
@@ -72,6 +79,7 @@ _ZYGOTE_INSIDE = "/opt/vera/zygote.py"
 _START_TIMEOUT_S = 30.0
 _DRAIN_S = 1.0
 _REAP_S = 5.0
+ArgvBuilder = Callable[[list[str], int], list[str]]
 
 
 class ServerSandbox(BwrapSandbox):
@@ -87,75 +95,48 @@ class ServerSandbox(BwrapSandbox):
         self.zygote = self.root / "zygote.py"
         self.zygote.write_text(Path(__file__).with_name("zygote.py").read_text())
         self.zygote.chmod(0o444)
-        self._serving: weakref.WeakSet[ServerWorkspace] = weakref.WeakSet()
         self.server_failure = ""  # why the server could not start here ("" if it can)
 
-    def stage(self, files: Mapping[str, Path]) -> ServerWorkspace:  # type: ignore[override]
+    def stage(self, files: Mapping[str, Path]) -> ServerWorkspace:
         """Create a workspace holding ``files`` (see ``BwrapSandbox.stage``)."""
-        workspace = ServerWorkspace(self, super().stage(files))
-        self._serving.add(workspace)
+        workspace = super().stage(files)
+        assert isinstance(workspace, ServerWorkspace)
         return workspace
 
-    def close(self) -> None:
-        """Stop every workspace's server, then close as ``BwrapSandbox`` does."""
-        for workspace in list(self._serving):
-            workspace.close()
-        super().close()
+    def _workspace(self, path: Path, root: Path) -> ServerWorkspace:
+        return ServerWorkspace(self, path, root)
 
 
-class ServerWorkspace:
-    """A ``BwrapWorkspace`` whose ``run()`` goes through a persistent sandbox.
+class ServerWorkspace(BwrapWorkspace):
+    """A ``BwrapWorkspace`` whose ``run()`` goes through a persistent sandbox."""
 
-    Everything but ``run``, ``abort`` and ``close`` is the wrapped workspace's.
-    """
+    def __init__(self, sandbox: ServerSandbox, path: Path, root: Path) -> None:
+        super().__init__(sandbox, path, root)
+        self._server_box = sandbox
+        # The argv builder must not hold the workspace: the closer holds the server.
+        self._server = _Server(_argv_builder(sandbox, path), sandbox)
+        self._on_close(self._server.shutdown)
 
-    backend = "bwrap"
+    def _run_outcome(self, command: str, *, timeout_s: float, check: bool,
+                     overlay: Mapping[str, Path], watch: DiskWatch | None) -> ProcessOutcome:
+        def fallback() -> ProcessOutcome:  # a fresh sandbox for this one (module docstring)
+            return super(ServerWorkspace, self)._run_outcome(
+                command, timeout_s=timeout_s, check=check, overlay=overlay, watch=watch)
 
-    def __init__(self, sandbox: ServerSandbox, inner: BwrapWorkspace) -> None:
-        self._sandbox = sandbox
-        self._inner = inner
-        self.path = inner.path
-        # The argv builder must not hold the workspace: the finalizer holds the server.
-        self._server = _Server(_argv_builder(sandbox, inner.path), sandbox)
-        self._finalizer = weakref.finalize(self, self._server.shutdown)
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "_inner":  # not set yet (copying, unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self._inner, name)
-
-    def run(self, command: str, *, timeout_s: float | None = None) -> ExecResult:
-        """Run a shell command with the workspace writable (``Workspace.run``)."""
-        inner = self._inner
-        timeout = _timeout(timeout_s, inner.limits.timeout_s)
-        if inner.closed:
-            raise SandboxError(f"bwrap workspace {self.path} is closed")
-        problem = _command_problem(command)
-        if problem or self._sandbox.server_failure or not self._server.lock.acquire(False):
-            return inner.run(command, timeout_s=timeout)
+        if (check or overlay or watch is None or self._server_box.server_failure
+                or not self._server.lock.acquire(blocking=False)):
+            return fallback()
         try:
             if not self._server.alive:
                 try:
                     self._server.start()
                 except SandboxError as exc:
-                    self._sandbox.server_failure = str(exc)
-                    return inner.run(command, timeout_s=timeout)
-            limits = inner.limits
-            watch = DiskWatch(self.path, limits.max_workspace_mb * 2**20, inner._staged,
-                              limits.disk_poll_s)
-            outcome = self._server.execute(command, limits, timeout, watch)
+                    self._server_box.server_failure = str(exc)
+                    return fallback()
+            outcome = self._server.execute(command, self.limits, timeout_s, watch)
         finally:
             self._server.lock.release()
-        if outcome is None:  # the server died between commands (its thread exited)
-            return inner.run(command, timeout_s=timeout)
-        if not outcome.disk_limited and watch.over():
-            outcome = replace(outcome, disk_limited=True)  # it finished between two polls
-        return inner._to_result(outcome)
-
-    def run_check(self, command: str, *, timeout_s: float | None = None,
-                  overlay: Mapping[str, Path] | None = None) -> ExecResult:
-        """A fresh sandbox per check, as in ``BwrapWorkspace`` (see the module docstring)."""
-        return self._inner.run_check(command, timeout_s=timeout_s, overlay=overlay)
+        return fallback() if outcome is None else outcome  # None: the server had died
 
     def abort(self) -> None:
         """Kill whatever is running now (its result gets status ``killed``).
@@ -163,32 +144,21 @@ class ServerWorkspace:
         An idle server is stopped too, so nothing of this workspace is left running.
         """
         self._server.abort()
-        self._inner.abort()
+        super().abort()
 
     @property
-    def closed(self) -> bool:
-        """``close()`` has run."""
-        return self._inner.closed
-
-    def close(self) -> None:
-        """Stop the server (killing its namespace), then close the workspace. Idempotent."""
-        self._finalizer()
-        self._inner.close()
-
-    def __enter__(self) -> ServerWorkspace:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def server_pid(self) -> int | None:
+        """The host pid of this workspace's running server (bwrap), None when none runs."""
+        return self._server.pid
 
 
-def _argv_builder(sandbox: ServerSandbox, path: Path) -> Any:
+def _argv_builder(sandbox: ServerSandbox, path: Path) -> ArgvBuilder:
     limits = sandbox.limits
     rlimits = [str(limits.memory_mb * 1024), str(limits.max_processes),
                str(limits.max_file_mb * 1024)]  # as the ulimit wrapper: KB, count, KB
 
-    def argv(info_fd: int, socket_fd: int) -> list[str]:
-        return [*sandbox.base_args(), "--info-fd", str(info_fd), "--bind", str(path), "/work",
+    def argv(lockdown: list[str], socket_fd: int) -> list[str]:
+        return [*sandbox.base_args(), *lockdown, "--bind", str(path), "/work",
                 "--ro-bind", str(sandbox.zygote), _ZYGOTE_INSIDE,
                 "--chdir", "/work", "--remount-ro", "/", "--",
                 "python3", "-I", "-S", _ZYGOTE_INSIDE, str(socket_fd), *rlimits]
@@ -198,13 +168,14 @@ def _argv_builder(sandbox: ServerSandbox, path: Path) -> Any:
 class _Server:
     """One long-lived bwrap sandbox running the zygote, and the commands sent to it."""
 
-    def __init__(self, argv: Any, sandbox: ServerSandbox) -> None:
+    def __init__(self, argv: ArgvBuilder, sandbox: ServerSandbox) -> None:
         self._argv = argv
         self._sandbox = sandbox
         self.lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._inner_pid: int | None = None
+        self._memory: CommandCgroup | None = None
         self._aborted = threading.Event()
         self._closed = False
 
@@ -212,8 +183,13 @@ class _Server:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
     def start(self) -> None:
-        """Start the sandbox and wait for the zygote's hello.
+        """Start the sandbox (placed in its memory cgroup) and wait for the zygote's hello.
 
         Raises:
             SandboxError: It did not start (bwrap's or python's message attached).
@@ -221,36 +197,48 @@ class _Server:
         if self._closed:
             raise SandboxError("workspace is closed")
         self.stop()
+        memory = self._sandbox.memory
+        self._memory = memory.acquire() if memory is not None else None
+        fds, gate, lockdown = launch_fds(gated=self._memory is not None, constant_entropy=False)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        info_read, info_write = os.pipe()
         uid, gid = self._sandbox.host_ids
         root = self._sandbox.as_root
         try:
             self._proc = subprocess.Popen(  # argv, never a shell string
-                self._argv(info_write, theirs.fileno()), stdin=subprocess.DEVNULL,
+                self._argv(lockdown, theirs.fileno()), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd="/",
                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                pass_fds=(info_write, theirs.fileno()), start_new_session=True,
+                pass_fds=(*fds[1:], theirs.fileno()), start_new_session=True,
                 user=uid if root else None, group=gid if root else None,
                 extra_groups=[] if root else None)
         except OSError as exc:
+            _close(fds[0], gate)
             raise SandboxError(f"cannot start the bwrap server: {exc}") from exc
         finally:
             theirs.close()
-            os.close(info_write)
+            _close(*fds[1:])
         self._sock = ours
+        self._hello(fds[0], gate)
+
+    def _hello(self, info_fd: int, gate: int | None) -> None:
+        assert self._sock is not None
         try:
-            ours.settimeout(_START_TIMEOUT_S)
-            hello = ours.recv(4096)
-            self._inner_pid = _child_pid(info_read)
-        except OSError:
+            self._inner_pid = read_child_pid(info_fd, _START_TIMEOUT_S)
+            if self._memory is not None and self._inner_pid is not None:
+                self._memory.attach(self._inner_pid)  # before the gate opens: see cgroup
+            if gate is not None:
+                os.write(gate, b"g")
+            self._sock.settimeout(_START_TIMEOUT_S)
+            hello = self._sock.recv(4096)
+        except (OSError, SandboxError):
+            self.kill()  # before the gate closes: closing it would release the sandbox
             hello = b""
         finally:
-            os.close(info_read)
+            _close(info_fd, gate)
         if not hello:
             message = self._failure()
             raise SandboxError(f"the bwrap server did not start: {message or 'no message'}")
-        ours.setblocking(False)
+        self._sock.setblocking(False)
         self._aborted.clear()
 
     def _failure(self) -> str:
@@ -275,22 +263,22 @@ class _Server:
         assert self._sock is not None
         self._aborted.clear()
         start = time.monotonic()
+        ooms = self._memory.oom_kills() if self._memory is not None else 0
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         request = json.dumps({"command": command})
         try:
             socket.send_fds(self._sock, [request.encode()], [out_write, err_write])
         except OSError:
-            for fd in (out_read, err_read):
-                os.close(fd)
+            _close(out_read, err_read)
             self.stop()
             return None
         finally:
-            os.close(out_write)
-            os.close(err_write)
+            _close(out_write, err_write)
         out, err = StreamCapture(limits.max_output_chars), StreamCapture(limits.max_output_chars)
         pump = CommandPump(self._sock, {out_read: out.feed, err_read: err.feed}, watch)
         pump.run(start + timeout_s, limits.max_output_bytes, self._aborted)
+        memory = self._memory
         if pump.status is None or pump.replace:
             self.kill()  # timeout, a limit, an abort, or the zygote asked to be replaced
             pump.drain(time.monotonic() + _DRAIN_S, limits.max_output_bytes)
@@ -299,12 +287,13 @@ class _Server:
         return ProcessOutcome(
             stdout=out.text(), stderr=err.text(), stdout_truncated=out.truncated,
             stderr_truncated=err.truncated,
-            returncode=_exit_code(returncode(pump.status)),
+            returncode=exit_code(returncode(pump.status)),
             timed_out=pump.timed_out, output_limited=pump.output_limited,
             aborted=pump.status is None and not (
                 pump.timed_out or pump.output_limited or pump.disk_limited),
             started=True, bytes_read=out.total_bytes + err.total_bytes,
-            duration_s=time.monotonic() - start, disk_limited=pump.disk_limited)
+            duration_s=time.monotonic() - start, disk_limited=pump.disk_limited,
+            memory_limited=memory is not None and memory.oom_kills() > ooms)
 
     def kill(self) -> None:
         """SIGKILL the zygote, pid 1 of the namespace: the kernel kills the rest.
@@ -315,7 +304,7 @@ class _Server:
         proc = self._proc
         if proc is None or proc.poll() is not None:
             return
-        if self._inner_pid is not None and _parent_of(self._inner_pid) == proc.pid:
+        if self._inner_pid is not None and parent_of(self._inner_pid) == proc.pid:
             _kill(os.kill, self._inner_pid)
         else:
             _kill(os.killpg, proc.pid)
@@ -348,7 +337,9 @@ class _Server:
                         f"bwrap server {self._proc.pid} survived SIGKILL") from exc
         if self._sock is not None:
             self._sock.close()
-        self._proc, self._sock, self._inner_pid = None, None, None
+        if self._memory is not None and self._sandbox.memory is not None:
+            self._sandbox.memory.release(self._memory)
+        self._proc, self._sock, self._inner_pid, self._memory = None, None, None, None
 
     def shutdown(self) -> None:
         """For close(): kill what runs, wait for its reader, and refuse new starts."""
@@ -362,15 +353,13 @@ class _Server:
                 self.lock.release()
 
 
-def _child_pid(info_fd: int) -> int | None:
-    data = os.read(info_fd, 4096)
-    try:
-        return int(json.loads(data)["child-pid"])
-    except (ValueError, KeyError, TypeError):
-        return None
+def _close(*fds: int | None) -> None:
+    for fd in fds:
+        if fd is not None:
+            os.close(fd)
 
 
-def _kill(send: Any, target: int) -> None:
+def _kill(send: Callable[[int, int], None], target: int) -> None:
     try:
         send(target, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -17,6 +17,18 @@ can be re-run against a mutant of one file without copying the rest; and
 ``scratch_dir`` gives the harness a private directory for those files, outside what
 the sandbox sees and removed with the workspace. Every command that may write is
 watched by the workspace-size limit (``disk``).
+
+Two extension points serve backends that run commands some other way:
+``_run_outcome`` (a fresh process per command by default; the ``server`` backend sends
+writable commands to a long-lived sandbox and leaves the rest to this default) and
+``_on_close`` (what to stop before the directory goes: that server). The
+checks around it — the closed workspace, model text that cannot run, the workspace's
+own mode, the disk watch, the result — stay here, the same for every backend.
+
+Before every command the workspace directory gets its mode back (0700): measured
+(issue 11), ``chmod 000 /work`` made every later command and check fail to start,
+``SandboxError`` from model text, so an episode the model was losing became
+unscorable, an opt-out of a wrong answer.
 """
 
 from __future__ import annotations
@@ -27,7 +39,7 @@ import shutil
 import stat
 import tempfile
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
@@ -36,12 +48,13 @@ from typing import Protocol, runtime_checkable
 
 from vera_env.errors import SandboxError
 
-from .disk import DiskWatch, inodes_under
+from .disk import DiskWatch, Usage, inodes_under
 from .process import LaunchSpec, ProcessOutcome, ProcessTracker, run_process
 from .result import (
     STATUS_DISK_LIMIT,
     STATUS_ERROR,
     STATUS_KILLED,
+    STATUS_MEMORY_LIMIT,
     STATUS_OK,
     STATUS_OUTPUT_LIMIT,
     STATUS_TIMEOUT,
@@ -50,9 +63,11 @@ from .result import (
 )
 from .staging import check_rel_name
 
-__all__ = ["BaseWorkspace", "Sandbox", "Workspace", "limits_wrapper", "remove_tree"]
+__all__ = ["BaseWorkspace", "Sandbox", "Workspace", "command_problem", "limits_wrapper",
+           "remove_tree"]
 
 _CLOSE_WAIT_S = 10.0
+_WORKSPACE_MODE = 0o700
 # The kernel refuses a single argument longer than this (MAX_ARG_STRLEN, NUL included).
 _MAX_COMMAND_BYTES = 131071
 
@@ -129,7 +144,9 @@ def remove_tree(path: Path) -> None:
         shutil.rmtree(path, onerror=_retry)
 
 
-def _finalize(tracker: ProcessTracker, root: Path) -> None:
+def _finalize(tracker: ProcessTracker, root: Path, closers: list[Callable[[], None]]) -> None:
+    for closer in closers:  # what a backend runs beside the tracked commands (a server)
+        closer()
     tracker.kill_all(close=True)
     # A command killed from another thread is still being drained and reaped there;
     # removing the tree under it could race with its last writes.
@@ -154,14 +171,20 @@ class BaseWorkspace(abc.ABC):
         self.limits = limits
         self._root = root
         self._tracker = ProcessTracker()
-        self._finalizer = weakref.finalize(self, _finalize, self._tracker, root)
+        self._closers: list[Callable[[], None]] = []
+        self._finalizer = weakref.finalize(self, _finalize, self._tracker, root, self._closers)
         self._staged: frozenset[tuple[int, int]] = frozenset()
-        self._usage: int | None = None  # bytes after the last command (disk watch)
+        self._usage: Usage | None = None  # after the last command (disk watch)
 
     @abc.abstractmethod
     def _launch(self, command: str, *, check: bool, marker_fd: int,
                 overlay: Mapping[str, Path]) -> AbstractContextManager[LaunchSpec]:
         """How a backend starts one command (bwrap argv, or a plain subprocess)."""
+
+    def _on_close(self, closer: Callable[[], None]) -> None:
+        """Run ``closer`` first when the workspace closes (or is collected), before its
+        commands are killed and its directory removed. It must not hold the workspace."""
+        self._closers.append(closer)
 
     def record_staged(self) -> None:
         """Remember what staging put here: those inodes do not count against the
@@ -247,20 +270,47 @@ class BaseWorkspace(abc.ABC):
                  overlay: Mapping[str, Path] | None = None) -> ExecResult:
         if self.closed:
             raise SandboxError(f"{self.backend} workspace {self.path} is closed")
-        problem = _command_problem(command)
+        problem = command_problem(command)
         if problem:
             return ExecResult("", problem, -1, False, 0.0, status=STATUS_ERROR)
+        _restore_mode(self.path)
         watch = None if check else DiskWatch(
             self.path, self.limits.max_workspace_mb * 2**20, self._staged,
-            self.limits.disk_poll_s, start_bytes=self._usage)
+            self.limits.disk_poll_s, start=self._usage,
+            limit_inodes=self.limits.max_workspace_inodes)
+        outcome = self._run_outcome(command, timeout_s=timeout_s, check=check,
+                                    overlay=overlay or {}, watch=watch)
+        if watch is not None:
+            self._usage = None
+            if outcome.started:
+                if watch.over(full=True) and not outcome.disk_limited:
+                    outcome = replace(outcome, disk_limited=True)  # ended between two polls
+                # Only commands write the workspace (checks see it read-only), so the
+                # next command starts from this measurement instead of walking again.
+                self._usage = watch.last
+        return self._to_result(outcome)
+
+    def _run_outcome(self, command: str, *, timeout_s: float, check: bool,
+                     overlay: Mapping[str, Path], watch: DiskWatch | None) -> ProcessOutcome:
+        """Run one command in a fresh process (``_launch``) and report what it did.
+
+        The extension point for backends that run commands another way: override it,
+        handle what you can (the ``server`` backend: writable commands, no overlay)
+        and call ``super()._run_outcome`` for the rest. The caller has already refused
+        a closed workspace and text that cannot run, and turns the outcome into the
+        result; ``watch`` (None for checks) must be polled while the command runs.
+
+        Raises:
+            SandboxError: The sandbox could not start.
+        """
         read_fd, write_fd = os.pipe()
         handed_over = False
         try:
             with self._launch(command, check=check, marker_fd=write_fd,
-                              overlay=overlay or {}) as spec:
+                              overlay=overlay) as spec:
                 spec = replace(spec, pass_fds=(*spec.pass_fds, write_fd), marker_fd=read_fd)
                 handed_over = True  # run_process closes both ends from here on
-                outcome = run_process(
+                return run_process(
                     spec, self._tracker, timeout_s=timeout_s,
                     max_output_chars=self.limits.max_output_chars,
                     max_output_bytes=self.limits.max_output_bytes, watchdog=watch,
@@ -269,15 +319,6 @@ class BaseWorkspace(abc.ABC):
             if not handed_over:
                 os.close(read_fd)
                 os.close(write_fd)
-        if watch is not None:
-            self._usage = None
-            if not outcome.disk_limited and outcome.started:
-                if watch.over():
-                    outcome = replace(outcome, disk_limited=True)  # ended between two polls
-                # Only commands write the workspace (checks see it read-only), so the
-                # next command starts from this measurement instead of walking again.
-                self._usage = watch.last_bytes
-        return self._to_result(outcome)
 
     def _to_result(self, outcome: ProcessOutcome) -> ExecResult:
         if not outcome.started and not outcome.aborted:
@@ -292,6 +333,8 @@ class BaseWorkspace(abc.ABC):
             status = STATUS_TIMEOUT
         elif outcome.output_limited:
             status = STATUS_OUTPUT_LIMIT
+        elif outcome.memory_limited:
+            status = STATUS_MEMORY_LIMIT
         elif outcome.disk_limited:
             status = STATUS_DISK_LIMIT
         elif outcome.aborted:
@@ -342,7 +385,16 @@ def _timeout(given: float | None, default: float) -> float:
     return float(given)
 
 
-def _command_problem(command: str) -> str:
+def _restore_mode(path: Path) -> None:
+    try:
+        if stat.S_IMODE(os.lstat(path).st_mode) != _WORKSPACE_MODE:
+            os.chmod(path, _WORKSPACE_MODE)
+    except OSError as exc:
+        raise SandboxError(f"cannot restore the workspace's mode: {exc}") from exc
+
+
+def command_problem(command: str) -> str:
+    """Why ``command`` cannot run at all ("" when it can): the model's to fix."""
     if "\0" in command:
         return "command contains a NUL byte; remove it"
     size = len(command.encode("utf-8", errors="surrogateescape"))

@@ -15,11 +15,13 @@ write ends of its stdout and stderr pipes as SCM_RIGHTS) it:
 2. waits for that child, then SIGKILLs every other process in the pid namespace
    (``kill(-1)`` from pid 1 spares only pid 1), so background jobs and ``setsid``
    daemons never outlive their command — as when the command was pid 1 itself;
-3. reaps everything, removes what the command left in ``/tmp``, ``/dev/shm`` and
-   ``/dev`` (each command starts as in a fresh sandbox), and reports the wait status.
-   If anything else it can see differs from how it started (a mode changed on
-   ``/tmp``, a ``/dev`` entry replaced), or the cleaning fails, it asks to be replaced
-   and exits: the next command then gets a fresh sandbox.
+3. reaps everything, removes what the command left in ``/tmp`` and ``/dev/shm`` and
+   every SysV IPC object (shared memory, semaphores, message queues: the IPC namespace
+   is this sandbox's, so they would outlive the command; issue 11), so each command
+   starts as in a fresh sandbox, and reports the wait status. If anything else it can
+   see differs from how it started (a mode changed on ``/tmp``, a ``/dev`` entry
+   replaced, an IPC object it could not remove), or the cleaning fails, it asks to be
+   replaced and exits: the next command then gets a fresh sandbox.
 
 It makes itself non-dumpable first: commands run as the same uid and could otherwise
 ptrace it and run code in the one process that survives between commands. pid 1 gets
@@ -39,7 +41,9 @@ import stat
 import sys
 
 _PR_SET_DUMPABLE = 4
+_IPC_RMID = 0
 _WIPED = ("/tmp", "/dev/shm")
+_SYSV = ("shm", "sem", "msg")  # /proc/sysvipc/<kind>: the id is the second column
 _MAX_MESSAGE = 1 << 18
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM,
                     signal.SIGQUIT, signal.SIGHUP)
@@ -107,12 +111,16 @@ def run(command: str, fds: list[int]) -> int:
 
 
 def fingerprint() -> dict[str, tuple[int, int, str]]:
-    """Type, mode, owner and link target of /dev's entries and the wiped dirs."""
+    """Type, mode, owner and link target of /dev's entries and the wiped dirs, and
+    the SysV IPC objects (none, after cleaning)."""
     found = {}
     for path in [*_WIPED, "/dev", *(os.path.join("/dev", n) for n in os.listdir("/dev"))]:
         st = os.lstat(path)
         target = os.readlink(path) if stat.S_ISLNK(st.st_mode) else ""
         found[path] = (st.st_mode, st.st_uid, target)
+    for kind in _SYSV:
+        for ipc_id in sysv_ids(kind):
+            found[f"sysv:{kind}:{ipc_id}"] = (0, 0, "")
     return found
 
 
@@ -123,6 +131,20 @@ def clean(baseline: dict[str, tuple[int, int, str]]) -> None:
     for name in os.listdir("/dev"):
         if os.path.join("/dev", name) not in baseline:
             remove(os.path.join("/dev", name))
+    libc = ctypes.CDLL(None, use_errno=True)
+    control = {"shm": libc.shmctl, "sem": libc.semctl, "msg": libc.msgctl}
+    for kind in _SYSV:
+        for ipc_id in sysv_ids(kind):  # every process is gone: removal is immediate
+            if kind == "sem":
+                control[kind](ipc_id, 0, _IPC_RMID)
+            else:
+                control[kind](ipc_id, _IPC_RMID, None)
+
+
+def sysv_ids(kind: str) -> list[int]:
+    """Ids of this IPC namespace's SysV objects of ``kind`` (shm, sem or msg)."""
+    with open(f"/proc/sysvipc/{kind}") as table:
+        return [int(line.split()[1]) for line in table.readlines()[1:] if line.strip()]
 
 
 def remove(path: str) -> None:
