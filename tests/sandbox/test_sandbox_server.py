@@ -183,7 +183,7 @@ def test_concurrent_runs_fall_back_to_a_fresh_sandbox(ws: ServerWorkspace):
 
 def test_server_that_cannot_start_falls_back_to_per_command(monkeypatch):
     def broken(sandbox, path):
-        return lambda info_fd, socket_fd: [*sandbox.base_args(), "--", "false"]
+        return lambda info_fd, socket_fd, seccomp=None: [*sandbox.base_args(), "--", "false"]
 
     monkeypatch.setattr(server_module, "_argv_builder", broken)
     with ServerSandbox(FAST) as sandbox, sandbox.stage({}) as ws:

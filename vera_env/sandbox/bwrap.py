@@ -25,8 +25,9 @@ Why each piece:
   ``__init__.py`` raises ImportError, so the agent cannot import the harness.
 * **Compressor shims first on PATH** (``/opt/vera/bin``): gzip, bzip2 and xz refuse
   to work in place on a hard-linked file; see ``shims``.
-* **Checks get constant entropy** (``entropy``) and may be shown a mutant in place of
-  one file (``overlay``, a read-only bind over that name): strength testing.
+* **Commands and checks get constant entropy** (``entropy``): strength testing
+  replays commands on variants of the data, and a check may be shown a file in place
+  of one workspace file (``overlay``, a read-only bind over that name).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ import vera_env
 from vera_env.errors import SandboxError
 
 from .config import SandboxConfig
-from .entropy import BASH_ENV_PATH, BASH_ENV_TEXT, seccomp_fd, seccomp_program
+from .entropy import (BASH_ENV_TEXT, UUID_TEXT, entropy_binds, random_source_bytes,
+                      seccomp_fd, seccomp_program)
 from .process import LaunchSpec
 from .result import SandboxLimits
 from .shims import SHIM_DIR, write_shims
@@ -120,6 +122,7 @@ class BwrapSandbox:
             "group": f"root:x:0:\n{_SANDBOX_USER}:x:{uid}:\nnogroup:x:65534:\n",
             "mask_init": _MASK_INIT,
             "check_env": BASH_ENV_TEXT,
+            "random_uuid": UUID_TEXT,
         }
         paths = {}
         for name, text in contents.items():
@@ -127,7 +130,15 @@ class BwrapSandbox:
             path.write_text(text)
             path.chmod(0o444)
             paths[name] = path
+        paths["random_source"] = etc / "random_source"
+        paths["random_source"].write_bytes(random_source_bytes())
+        paths["random_source"].chmod(0o444)
         return paths
+
+    def entropy_args(self) -> list[str]:
+        """Binds that make a command's or a check's entropy constant (``entropy``)."""
+        return entropy_binds(str(self._files["check_env"]), str(self._files["random_uuid"]),
+                             str(self._files["random_source"]))
 
     def support_file(self, name: str) -> Path:
         """A read-only file the sandbox binds (``passwd``, ``group``, ``check_env``...)."""
@@ -272,14 +283,12 @@ class BwrapWorkspace(BaseWorkspace):
         bind = "--ro-bind" if check else "--bind"
         fds: list[int] = []
         extra: list[str] = []
-        if check:  # constant entropy, so a coin flip cannot pass for a check (entropy)
-            extra += ["--setenv", "BASH_ENV", BASH_ENV_PATH,
-                      "--ro-bind", str(self._sandbox.support_file("check_env")), BASH_ENV_PATH,
-                      "--dev-bind", "/dev/zero", "/dev/urandom",
-                      "--dev-bind", "/dev/zero", "/dev/random"]
-            if _SECCOMP is not None:
-                fds.append(seccomp_fd(_SECCOMP))
-                extra += ["--seccomp", str(fds[-1])]
+        # Constant entropy for commands and checks alike: a coin flip cannot pass for a
+        # check, and strength's replay of a command writes what the command wrote.
+        extra += self._sandbox.entropy_args()
+        if _SECCOMP is not None:
+            fds.append(seccomp_fd(_SECCOMP))
+            extra += ["--seccomp", str(fds[-1])]
         for name, source in overlay.items():  # a mutant shown in place of one file
             extra += ["--ro-bind", str(source), f"/work/{name}"]
         info_read, info_write = os.pipe()

@@ -60,6 +60,7 @@ from vera_env.errors import SandboxError
 from .bwrap import BwrapSandbox, BwrapWorkspace
 from .config import SandboxConfig
 from .disk import DiskWatch
+from .entropy import seccomp_fd, seccomp_program
 from .output import StreamCapture
 from .process import ProcessOutcome, _exit_code, _parent_of
 from .result import ExecResult, SandboxLimits
@@ -72,6 +73,7 @@ _ZYGOTE_INSIDE = "/opt/vera/zygote.py"
 _START_TIMEOUT_S = 30.0
 _DRAIN_S = 1.0
 _REAP_S = 5.0
+_SECCOMP = seccomp_program()
 
 
 class ServerSandbox(BwrapSandbox):
@@ -187,9 +189,11 @@ def _argv_builder(sandbox: ServerSandbox, path: Path) -> Any:
     rlimits = [str(limits.memory_mb * 1024), str(limits.max_processes),
                str(limits.max_file_mb * 1024)]  # as the ulimit wrapper: KB, count, KB
 
-    def argv(info_fd: int, socket_fd: int) -> list[str]:
+    def argv(info_fd: int, socket_fd: int, seccomp: int | None) -> list[str]:
+        # The commands' constant entropy (``entropy``), as on the per-command path.
+        extra = sandbox.entropy_args() + (["--seccomp", str(seccomp)] if seccomp else [])
         return [*sandbox.base_args(), "--info-fd", str(info_fd), "--bind", str(path), "/work",
-                "--ro-bind", str(sandbox.zygote), _ZYGOTE_INSIDE,
+                "--ro-bind", str(sandbox.zygote), _ZYGOTE_INSIDE, *extra,
                 "--chdir", "/work", "--remount-ro", "/", "--",
                 "python3", "-I", "-S", _ZYGOTE_INSIDE, str(socket_fd), *rlimits]
     return argv
@@ -223,14 +227,16 @@ class _Server:
         self.stop()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         info_read, info_write = os.pipe()
+        seccomp = seccomp_fd(_SECCOMP) if _SECCOMP is not None else None
+        fds = (info_write, theirs.fileno(), *([seccomp] if seccomp is not None else []))
         uid, gid = self._sandbox.host_ids
         root = self._sandbox.as_root
         try:
             self._proc = subprocess.Popen(  # argv, never a shell string
-                self._argv(info_write, theirs.fileno()), stdin=subprocess.DEVNULL,
+                self._argv(info_write, theirs.fileno(), seccomp), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd="/",
                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                pass_fds=(info_write, theirs.fileno()), start_new_session=True,
+                pass_fds=fds, start_new_session=True,
                 user=uid if root else None, group=gid if root else None,
                 extra_groups=[] if root else None)
         except OSError as exc:
@@ -238,6 +244,8 @@ class _Server:
         finally:
             theirs.close()
             os.close(info_write)
+            if seccomp is not None:
+                os.close(seccomp)
         self._sock = ours
         try:
             ours.settimeout(_START_TIMEOUT_S)
