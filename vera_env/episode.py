@@ -13,6 +13,7 @@ from vera_env.verification.checks import CheckResult
 from vera_env.sandbox import Workspace
 from vera_env.observation.state import AnalysisState, Node
 from vera_env.tasks import Task
+from vera_env.verification.strength import StrengthSession
 
 __all__ = ["Episode", "Turn"]
 
@@ -37,6 +38,7 @@ class Episode:
     answer: str = ""
     correct: bool | None = None
     unscorable: bool = False
+    strength: StrengthSession | None = None  # command log + shadows; closed with the episode
 
 
 @dataclass
