@@ -103,20 +103,23 @@ def mentioned(text: str, index: WorkspaceIndex, limit: int | None = None) -> lis
 
 
 def named_files(command: str, listing: Sequence[str] | WorkspaceIndex, root: Path, *,
-                artifact: str = "", limit: int | None = None) -> list[str]:
-    """The workspace files a check names, in order of first mention.
+                artifact: str = "", limit: int | None = None,
+                existing: bool = True) -> list[str]:
+    """The workspace files a check (or a command) names, in order of first mention.
 
     Args:
-        command: The check's shell text.
+        command: The shell text.
         listing: ``Workspace.listing()``, or a ``WorkspaceIndex`` of it.
         root: The workspace directory on the host (scripts are read from it).
         artifact: The node's artifact, added after the files named directly.
         limit: Stop after this many files (``cat *`` over ten thousand files must not
             read them all).
+        existing: Keep only regular files present now (a check's inputs); False keeps
+            indexed names that are gone (what a command read before removing it).
 
     Returns:
-        Regular files only (links are never followed); for a script the check runs,
-        the script and then the files it names.
+        Links are never followed; for a script the text runs, the script and then the
+        files it names.
     """
     index = listing if isinstance(listing, WorkspaceIndex) else WorkspaceIndex(listing)
     found = dict.fromkeys(mentioned(command, index, limit))
@@ -132,10 +135,10 @@ def named_files(command: str, listing: Sequence[str] | WorkspaceIndex, root: Pat
         if name in out:
             continue
         head = read_regular(root, name, 2)
-        if head is None:
+        if head is None and existing:
             continue  # not a regular file reached without a link
         out[name] = None
-        if depth < _SCRIPT_DEPTH and _is_script(name, head):
+        if head is not None and depth < _SCRIPT_DEPTH and _is_script(name, head):
             text = (read_regular(root, name, _SCRIPT_SCAN_BYTES) or b"").decode(
                 "utf-8", errors="replace")
             queue.extend((n, depth + 1) for n in mentioned(text, index, limit)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vera_env.verification.check_inputs import WorkspaceIndex, mentioned
+from vera_env.verification.check_inputs import WorkspaceIndex, named_files
 
 if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult
@@ -76,7 +76,8 @@ class LoggedCommand:
         changed: Paths it added, changed or removed (at most 256 kept).
         changed_unknown: The walk could not list what changed (too many entries,
             or an unreadable directory): it may have written anything.
-        mentions: Workspace names its text mentions (for provenance).
+        mentions: Workspace names its text mentions, globs, or runs as a script that
+            names them (for provenance; also names the command removed).
     """
 
     command: str
@@ -92,10 +93,12 @@ class CommandLog:
 
     Args:
         root: The workspace directory on the host (walked after every command).
+        sources: The task's file names (always looked for in a command's text).
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, sources: Sequence[str] = ()) -> None:
         self._root = root
+        self._sources = frozenset(sources)
         self._tree = walk_tree(root)
         self.entries: list[LoggedCommand] = []
         self.unchanged = 0
@@ -130,7 +133,9 @@ class CommandLog:
             command=command, status=result.status, duration_s=result.duration_s,
             changed=frozenset(sorted(changed)[:_MAX_CHANGED_KEPT]),
             changed_unknown=not known or len(changed) > _MAX_CHANGED_KEPT,
-            mentions=tuple(mentioned(command, WorkspaceIndex(names), _MAX_MENTIONS)))
+            mentions=tuple(named_files(command, WorkspaceIndex(sorted(names | self._sources)),
+                                       self._root,
+                                       limit=_MAX_MENTIONS, existing=False)))
         self.entries.append(entry)
         return entry
 

@@ -6,34 +6,43 @@ values it typed itself. Issue 11 showed the last one farming the whole verificat
 bound in four turns: ``echo 42 > a.txt`` and a check ``test "$(cat a.txt)" = 42``
 "discriminated", because the old design mutated whatever file a check named —
 including the model's own. So strength now asks a counterfactual question: *had the
-task's data been different, would the model's own derivation have led this check to
-say False?*
+task's data been different, would this check have said False?*
 
 * Only the task's source files (``Task.data_files()``) are varied, never the model's.
   Each is built into controls (content unchanged) and mutants (``mutants``) by one
   builder in one pass (``variants``): same codec and settings, same mode and mtime,
   written in a shuffled order — only content tells them apart.
-* For each variant a shadow workspace holds the task's files with that one replaced,
-  and the episode's file-writing commands (``replay``) replayed in order under the
-  same constant entropy the real commands ran with (``shadows``). The check runs
-  there, read-only. ``echo 42 > a.txt`` replays to the same file and earns nothing;
-  ``awk ... calls.vcf.gz > het.txt`` replays to another count, and a pin on
-  ``het.txt`` earns.
-* **Discriminating** = passed on the real workspace, passes on every control, and
-  says a clean ``False`` (exit 0) on some mutant — and again on a second, independent
-  replay of that mutant (the *twin*). The controls make a check that detects the
-  shadow (re-encoding, inodes, mount table) flaky; the twin and the controls bound
-  what a check driven by the clock earns by luck.
+* Two counterfactuals, and a check earns under either:
 
-Order and cost. A check that names no workspace file (``check_inputs``) is not
-replayed: the harness does not pay for what it cannot see. Otherwise the task files
-are tried nearest first — those the check names, then those the commands that wrote
-its files named (``CommandLog.sources_behind``), then the rest — at most
-``strength_max_files``. Per file the first mutant runs beside the first control; most
-real checks die there, and the other controls and the twin follow. A check that
-survives the first mutant meets the others at once. Checks of a node are tested
-concurrently, ``workers`` sandbox runs at a time. Shadows and their replays persist
-across nodes (``shadows``), so each command is replayed once per variant per episode.
+  - **the data varied under the model's files** (*frozen*): a task file the check
+    names, still as staged, is shown as each variant in the real workspace (a
+    read-only bind, nothing copied). A check that ties the model's result to the data
+    — ``cmp gt.txt <(zcat calls.vcf.gz | cut -f11)``, a recount that must match — or
+    pins a raw fact of the data (``wc -l data.tsv``) fails there.
+  - **the data varied through the model's derivation** (*replay*): for a check that
+    reads the model's files, each variant gets a shadow workspace where the episode's
+    file-writing commands (``replay``) are replayed in order under the constant
+    entropy the real commands ran with (``shadows``). ``awk ... calls.vcf.gz >
+    het.txt`` replays to another count, so a pin on ``het.txt`` earns; ``echo 42 >
+    a.txt`` replays to the same file and earns nothing. Only the task files the
+    model's files came from are varied (``CommandLog.sources_behind``: the files the
+    commands that wrote them name, glob or run scripts naming); a file written by
+    commands that name no task file is not derived from the data, and no replay is
+    needed to say so.
+* **Discriminating** = passed on the real workspace, passes on every control, and
+  says a clean ``False`` (exit 0) on some mutant — and again on a second run (for a
+  replay, an independent second replay of that mutant, the *twin*). The controls make
+  a check that detects the variant (re-encoding, inodes, ctime, the mount table)
+  flaky; the controls and the repeat bound what a clock-driven check earns by luck.
+
+Order and cost. A check that names no workspace file (``check_inputs``) is not tested:
+the harness does not pay for what it cannot see. Task files are tried nearest first,
+at most ``strength_max_files`` per counterfactual. Per file the first mutant runs
+beside the first control; most real checks die there, and the other controls and the
+repeat follow. A check that survives the first mutant meets the others at once. The
+checks of a node are tested concurrently, ``workers`` sandbox runs at a time. Variants
+and shadows persist across nodes (``bank``), so each command is replayed once per
+variant per episode.
 
 Every node has a **deadline**: ``strength_deadline_factor`` x (the node's passing
 checks' runtime + the derivation's runtime), at least ``strength_deadline_floor_s``,
@@ -119,7 +128,7 @@ class StrengthSession:
         self._sources = dict(sources)
         self._workspace, self._config, self._limits = workspace, config, limits
         self._workers = workers or min(8, max(2, os.cpu_count() or 2))
-        self.log = CommandLog(workspace.path)
+        self.log = CommandLog(workspace.path, list(self._sources))
         staged = {name: _stat(workspace.path / name, path) for name, path in sources.items()}
         self._staged_inode = {name: (st.st_dev, st.st_ino) for name, st in staged.items()}
         self.bank = TargetBank(sandbox, self._sources,
@@ -193,7 +202,12 @@ class StrengthSession:
         plan = [(name, False) for name in untouched[:self._config.strength_max_files]]
         if model:  # its files came from the model: vary their sources, replay the episode
             plan += [(name, True) for name in self._targets(model)]
+        if not plan:
+            return _weak(result, f"what it reads ({', '.join(model[:3])}) was written by "
+                                 "commands that name no task file, so it is not derived "
+                                 "from the data")
         tried: dict[str, int] = {}
+        replayed = False
         for name, replay in plan:
             outcome = self._probe_file(result, name, replay, runs, time_left)
             if outcome.kills:
@@ -205,11 +219,13 @@ class StrengthSession:
                                      f"node) passed before its variants of {name} were run")
             if not outcome.skipped:
                 tried[name] = tried.get(name, 0) + outcome.tried
+                replayed = replayed or replay
         if not tried:
             return _weak(result, "no variant of the task's data could be built (empty "
                                  "files), so it checks no data")
+        how = " (the episode replayed on each)" if replayed else ""
         return _weak(result, f"passed on all {sum(tried.values())} mutants of "
-                             f"{', '.join(tried)}: it does not depend on that data")
+                             f"{', '.join(tried)}{how}: it does not depend on that data")
 
     def _untouched(self, name: str) -> bool:
         """``name`` is a task file still as staged (the model has not replaced it)."""
@@ -220,11 +236,10 @@ class StrengthSession:
         return self._staged_inode.get(name) == (st.st_dev, st.st_ino)
 
     def _targets(self, model_files: Sequence[str]) -> list[str]:
-        """Task files to vary under a replay, nearest first: those the model's files
-        came from (``CommandLog.sources_behind``), then the rest."""
+        """Task files the model's files came from (``CommandLog.sources_behind``),
+        nearest first: varying any other file cannot change what a replay writes."""
         behind = self.log.sources_behind(model_files, list(self._sources))
-        order = dict.fromkeys([*behind, *self._sources])
-        return list(order)[:self._config.strength_max_files]
+        return behind[:self._config.strength_max_files]
 
     def _probe_file(self, result: CheckResult, name: str, replay: bool, runs: Executor,
                     time_left: TimeLeft) -> _Outcome:
