@@ -12,8 +12,10 @@ Text is mutated by lines, one operator per mutant in turn:
 
 * ``drop_lines``: about a tenth of the lines after the first removed (at least one);
 * ``perturb_numbers``: every number moved by 10-50 % (at least one unit of its last
-  digit), up or down at random — on every line that holds one, up to 50,000 lines: a
-  check that pins any value of the data dies on it, not only one that pins a sum;
+  digit), up or down at random — on every line that holds one in a small file (100
+  such lines or fewer: a codebook, a sample sheet), on a random half of them in a
+  larger one, at most 50,000 lines: a check that pins any value of a small file, or a
+  sum over a large one, dies on it;
 * ``shuffle_rows``: the lines after the first put in random order;
 * ``drop_header``: the column header removed — the first line after the meta lines
   (``##`` in a VCF, ``%`` in a MatrixMarket file), else the first line.
@@ -53,6 +55,7 @@ _SHARE = 0.1
 # (a changed sum, count or order is as visible in 10^4 lines as in 10^6).
 _MAX_EDITED_LINES = 100_000
 _MAX_PERTURBED_LINES = 50_000
+_PERTURB_ALL_LINES = 100
 _NUMBER_SCAN_LINES = 50_000
 _META = (b"##", b"%")
 _MAX_META_LINES = 10_000
@@ -200,6 +203,8 @@ def _perturb_numbers(content: bytes, rng: random.Random) -> bytes | None:
     numeric = [i for i in sample if _NUMBER.search(text.line(i))]
     if not numeric:
         return None
+    if len(numeric) > _PERTURB_ALL_LINES:  # a large file: half its numeric lines
+        numeric = numeric[:max(_PERTURB_ALL_LINES, len(numeric) // 2)]
     chosen = numeric[:_MAX_PERTURBED_LINES]
     return text.build({i: [_NUMBER.sub(lambda m: _moved(m.group(), rng), text.line(i))]
                        for i in chosen})
