@@ -286,3 +286,24 @@ def test_non_discriminating_check_earns_nothing_unless_strength_off():
     untested = CheckResult("c", "range", "echo True", True)
     assert not weak.earns and untested.earns
     assert RewardConfig().strength is True
+
+
+def test_env_episode_owns_its_session_and_reset_closes_it(sources):
+    from vera_env import VeraEnv  # noqa: PLC0415
+    from vera_env.tasks import Task  # noqa: PLC0415
+
+    task = Task(id="t", question="q", answer="1", grader={"kind": "exact"},
+                data_dir=sources["alcohol.txt"].parent)
+    env = VeraEnv([task], max_steps=5, limits=LIMITS)
+    env.reset(seed=0)
+    env.step("<command>cut -f3 alcohol.txt | tail -n +2 > v.txt</command>")
+    info = env.step('NODE kind=load summary="v"\nCHECK range "last" :: '
+                    'test "$(tail -1 v.txt)" = -999' + V)[-1]
+    session = env._episode.strength
+    paths = [s.workspace.path for t in session.bank._targets.values() if t.group
+             for s in (*t.group.shadows.values(), *t.group.twins.values())]
+    assert info["checks"][0]["discriminating"] is True and paths
+    env.reset(seed=1)
+    assert env._episode.strength is not session and not any(p.exists() for p in paths)
+    env.close()
+    assert env._episode is None
