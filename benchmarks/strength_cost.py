@@ -3,14 +3,13 @@
 Strength testing (``vera_env.verification.strength``) shows a passing check variants of
 the task's files — frozen under the model's files, or with the episode replayed on
 each (``shadows``) — so its unavoidable cost is the sandbox runs it makes: per variant,
-the replayed commands and the check. **Floor** = (replayed commands x their own run time
-+ check runs x the check's run time) / workers, the runs counted as strength made them
-and each timed as a plain ``Workspace.run``/``run_check`` in the same process. What is
-above the floor is the harness: building variants, staging shadows, walking them,
-threads. Target: within 1.5x of the floor once variants are built (a later node). The
-table is printed for one worker (the harness's own overhead: the floor is exact) and for
-the default workers (the floor then assumes the cores are free, which a shared machine's
-are not).
+the replayed commands and the check. **Floor** = the wall time of every sandbox run
+strength made (each replayed command, each check run), summed, divided by the workers:
+the work it cannot avoid, if the workers were never idle. What is above the floor is the
+harness: building variants, staging shadows, walking them, the threads, and workers
+idle at a phase's end (a phase waits for its slowest run). Target: within 1.5x of the
+floor once variants are built (a later node). Printed for one worker (the harness's
+own overhead) and for the default workers.
 
 Also: the **worst-case step** against its formula (``timeout_s + 16 x check_timeout_s +
 strength_deadline_max_s``; measured with small limits so it runs in seconds), check-input
@@ -86,7 +85,7 @@ def write_data(directory: Path) -> dict[str, Path]:
     small.write_text("id\tvalue\n" + "".join(f"{i}\t{i}\n" for i in range(1, 1001)))
     big = directory / "big.mtx.gz"
     lines = "".join(f"{i % 5000 + 1} {i % 3000 + 1} {i % 97}\n" for i in range(BIG_LINES))
-    big.write_bytes(gzip.compress(("5000 3000 %d\n" % BIG_LINES + lines).encode(), 6))
+    big.write_bytes(gzip.compress((f"5000 3000 {BIG_LINES}\n" + lines).encode(), 6))
     for path in (small, big):
         path.chmod(0o444)
     return {"small.tsv": small, "big.mtx.gz": big}
@@ -102,21 +101,29 @@ def median_s(call: Callable[[], object], n: int) -> float:
 
 
 class RunCounter:
-    """Counts sandbox runs (replays) and check runs while it is active."""
+    """Records every sandbox run (replays and checks) while active, with its wall time."""
 
-    def __enter__(self) -> "RunCounter":
+    def __enter__(self) -> RunCounter:
         self.runs: list[str] = []
         self.checks = 0
+        self.busy_s = 0.0
         self._run, self._check = BaseWorkspace.run, BaseWorkspace.run_check
         counter = self
 
+        def timed(call: Callable[..., object], *args: object, **kw: object) -> object:
+            started = time.perf_counter()
+            try:
+                return call(*args, **kw)
+            finally:
+                counter.busy_s += time.perf_counter() - started
+
         def run(ws: BaseWorkspace, command: str, **kw: object) -> object:
             counter.runs.append(command)
-            return counter._run(ws, command, **kw)
+            return timed(counter._run, ws, command, **kw)
 
         def run_check(ws: BaseWorkspace, command: str, **kw: object) -> object:
             counter.checks += 1
-            return counter._check(ws, command, **kw)
+            return timed(counter._check, ws, command, **kw)
         BaseWorkspace.run, BaseWorkspace.run_check = run, run_check  # type: ignore[method-assign]
         return self
 
@@ -126,32 +133,33 @@ class RunCounter:
 
 def strength_rows(box: BwrapSandbox, files: dict[str, Path], n: int,
                   workers: int) -> list[dict[str, object]]:
+    """Per case: the first node (variants built, shadows staged and replayed) and a
+    later one, each against its floor: the sandbox runs strength made, each as long as
+    it took, divided by the workers."""
     rows = []
     for label, commands, check in CASES:
-        with box.stage(files) as scratch:  # per-run costs of the commands, timed bare
-            cmd_s = {c: median_s(lambda c=c: scratch.run(c), n) for c in commands}
         ws = box.stage(files)
         session = StrengthSession(box, files, ws, RewardConfig(), LIMITS, workers=workers)
         for command in commands:
             session.record(command, ws.run(command))
-        spec = CheckSpec("range", label, check)
-        [result] = run_checks([spec], ws, timeout_s=60)
-        check_s = median_s(lambda: ws.run_check(check), n)
-        with RunCounter() as cold_runs:
+        [result] = run_checks([CheckSpec("range", label, check)], ws, timeout_s=60)
+        with RunCounter() as cold:
             started = time.perf_counter()
             [assessed] = session.assess([result])
             cold_s = time.perf_counter() - started
-        with RunCounter() as warm_runs:
-            warm_s = median_s(lambda: session.assess([result]), n)
-        runs_per_warm = warm_runs.checks / n
-        floor_cold = (sum(cmd_s[c] for c in cold_runs.runs) + cold_runs.checks * check_s) / workers
-        floor_warm = runs_per_warm * check_s / workers
-        rows.append({"check": label, "check_ms": check_s * 1e3,
-                     "replays_cold": len(cold_runs.runs), "check_runs": cold_runs.checks,
-                     "cold_ms": cold_s * 1e3, "floor_cold_ms": floor_cold * 1e3,
-                     "warm_ms": warm_s * 1e3, "floor_warm_ms": floor_warm * 1e3,
-                     "discriminating": assessed.discriminating,
-                     "detail": assessed.detail})
+        warm_s, warm_floor = [], []
+        for _ in range(n):
+            with RunCounter() as warm:
+                started = time.perf_counter()
+                session.assess([result])
+                warm_s.append(time.perf_counter() - started)
+            warm_floor.append(warm.busy_s / workers)
+        rows.append({"check": label, "check_ms": result.duration_s * 1e3,
+                     "replays_cold": len(cold.runs), "check_runs": cold.checks,
+                     "cold_ms": cold_s * 1e3, "floor_cold_ms": cold.busy_s / workers * 1e3,
+                     "warm_ms": statistics.median(warm_s) * 1e3,
+                     "floor_warm_ms": statistics.median(warm_floor) * 1e3,
+                     "discriminating": assessed.discriminating, "detail": assessed.detail})
         session.close()
         ws.close()
     return rows

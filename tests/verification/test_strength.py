@@ -289,8 +289,8 @@ def test_non_discriminating_check_earns_nothing_unless_strength_off():
 
 
 def test_env_episode_owns_its_session_and_reset_closes_it(sources):
-    from vera_env import VeraEnv  # noqa: PLC0415
-    from vera_env.tasks import Task  # noqa: PLC0415
+    from vera_env import VeraEnv
+    from vera_env.tasks import Task
 
     task = Task(id="t", question="q", answer="1", grader={"kind": "exact"},
                 data_dir=sources["alcohol.txt"].parent)

@@ -67,10 +67,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vera_env.errors import SandboxError
+from vera_env.verification.bank import TargetBank
 from vera_env.verification.check_inputs import WorkspaceIndex, named_files
 from vera_env.verification.checks import CheckResult
 from vera_env.verification.replay import CommandLog
-from vera_env.verification.bank import TargetBank
 from vera_env.verification.shadows import DEADLINE, Shadow, ShadowGroup
 from vera_env.wire.protocol import verdict_from_output
 
@@ -168,7 +168,7 @@ class StrengthSession:
             return tuple(results)
         budget_s = self.deadline_s(results)
         ends = time.monotonic() + budget_s
-        time_left = lambda: ends - time.monotonic()  # noqa: E731 - shared by every run
+        time_left = lambda: ends - time.monotonic()
         index = WorkspaceIndex(self._workspace.listing())
         out = list(results)
         try:
