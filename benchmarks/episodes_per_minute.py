@@ -2,8 +2,10 @@
 
 The oracle policy (each builtin task's reference solution, no model) plays episodes of
 the 13 builtin tasks, drawn by seed, through the real environment and sandbox (strength
-testing off unless ``--strength``: its mutant re-runs are not in the floor, and
-``benchmarks/strength_cost.py`` measures them). For each number of parallel envs N:
+testing off unless ``--strength``: its variant runs are not in the floor, and
+``benchmarks/strength_cost.py`` measures them against theirs; ``--strength both`` plays
+every cell with strength off and then on, in one run, so the two rates compare). For each
+number of parallel envs N:
 
 * ``sync``: ``gym.make_vec(..., vectorization_mode="sync")`` + ``vera_env.rollout.vector.play_vector``
   (one process; sub-envs step one after the other);
@@ -26,7 +28,7 @@ excluded), times the machine's cores: no harness can play these episodes faster.
 Usage::
 
     python benchmarks/episodes_per_minute.py [--envs 1,2,4,8,16] [--modes sync,async,threads,ray]
-                                            [--strength] [--sandbox bwrap-server]
+                                            [--strength [on|off|both]] [--sandbox bwrap-server]
 """
 
 from __future__ import annotations
@@ -190,7 +192,10 @@ def floor_seconds() -> float:
     return sum(spent) / len(spent)
 
 
-def measure(mode: str, n: int, minimum: int) -> dict[str, Any]:
+def measure(mode: str, n: int, minimum: int, strength: bool) -> dict[str, Any]:
+    from vera_env.verification.rewards import RewardConfig  # noqa: PLC0415
+
+    ENV_KWARGS["reward"] = RewardConfig(strength=strength)
     runners: dict[str, Callable[[int, list[int]], tuple[list[Attempt], float]]] = {
         "sync": lambda k, s: run_vector("sync", k, s),
         "async": lambda k, s: run_vector("async", k, s),
@@ -202,7 +207,9 @@ def measure(mode: str, n: int, minimum: int) -> dict[str, Any]:
         attempts, setup_s = runners[mode](n, seeds)
         wall = time.perf_counter() - started - setup_s
     ok = sum(a.status == "ok" and a.correct is True for a in attempts)
+    verification = sum(a.verification_reward or 0.0 for a in attempts) / len(attempts)
     return {"mode": mode, "envs": n, "episodes": len(seeds), "ok_correct": ok,
+            "strength": strength, "mean_verification": verification,
             "wall_s": wall, "episodes_per_minute": 60 * len(seeds) / wall,
             "mb_per_env": rss.peak_kb / 1024 / n, "ray_start_s": setup_s}
 
@@ -212,38 +219,37 @@ def main() -> None:
     parser.add_argument("--envs", default="1,2,4,8,16")
     parser.add_argument("--modes", default="sync,async,threads,ray")
     parser.add_argument("--min-episodes", type=int, default=8)
-    parser.add_argument("--strength", action="store_true")
+    parser.add_argument("--strength", nargs="?", const="on", default="off",
+                        choices=["off", "on", "both"])
     parser.add_argument("--sandbox", default="auto", choices=["auto", "bwrap", "bwrap-server"])
     args = parser.parse_args()
     modes = args.modes.split(",")
     ENV_KWARGS["sandbox"] = args.sandbox
-    if not args.strength:
-        from vera_env.verification.rewards import RewardConfig
-
-        ENV_KWARGS["reward"] = RewardConfig(strength=False)
+    settings = {"off": [False], "on": [True], "both": [False, True]}[args.strength]
     floor_s = floor_seconds()
     cores = os.cpu_count() or 1
     floor_epm = 60 * cores / floor_s
-    rows = [measure(mode, int(n), args.min_episodes)
-            for mode in modes for n in args.envs.split(",")]
-    print(f"| envs | mode | episodes | ok | episodes/min | / floor | MB per env (PSS) | "
-          f"pool start s |  "
+    rows = [measure(mode, int(n), args.min_episodes, strength)
+            for mode in modes for n in args.envs.split(",") for strength in settings]
+    print(f"| envs | mode | strength | episodes | ok | mean verification | episodes/min | "
+          f"/ floor | MB per env (PSS) | pool start s |  "
           f"(floor: {floor_s * 1e3:.0f} ms of bare commands per episode x {cores} cores "
           f"= {floor_epm:.0f}/min)")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
-        print(f"| {row['envs']} | {row['mode']} | {row['episodes']} | {row['ok_correct']} | "
+        print(f"| {row['envs']} | {row['mode']} | {'on' if row['strength'] else 'off'} | "
+              f"{row['episodes']} | {row['ok_correct']} | {row['mean_verification']:.3f} | "
               f"{row['episodes_per_minute']:.1f} | {row['episodes_per_minute'] / floor_epm:.2f} | "
               f"{row['mb_per_env']:.0f} | {row['ray_start_s']:.1f} |")
-    suffix = ("_strength" if args.strength else "") + (
+    suffix = {"off": "", "on": "_strength", "both": "_strength_both"}[args.strength] + (
         "_server" if args.sandbox == "bwrap-server" else "")
     out = RESULTS.with_name(f"episodes_per_minute{suffix}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"machine": machine(), "strength": args.strength,
                                "sandbox": args.sandbox,
-                                   "floor_episode_s": floor_s,
-                                   "floor_episodes_per_minute": floor_epm, "max_steps": MAX_STEPS,
-                                   "rows": rows}, indent=2) + "\n")
+                               "floor_episode_s": floor_s,
+                               "floor_episodes_per_minute": floor_epm, "max_steps": MAX_STEPS,
+                               "rows": rows}, indent=2) + "\n")
     print(f"\nwrote {out}")
 
 

@@ -1,23 +1,25 @@
-"""What reward integrity costs: strength testing per check, and the limits per command.
+"""What counterfactual strength costs, against the floor of the runs it must make.
 
-Strength testing (``vera_env.verification.strength``) re-runs every passing check against mutants of
-the files it names, so its cost is (extra sandbox runs) x (the check's own runtime),
-plus building the mutants. This measures, on one bwrap workspace, for checks from
-vacuous to heavy: the check alone, the check plus strength with runs in parallel
-(default workers) and serial (``workers=1``), with the mutant cache cold (first node
-that reads the file) and warm (later nodes), and how many extra runs it took.
+Strength testing (``vera_env.verification.strength``) shows a passing check variants of
+the task's files — frozen under the model's files, or with the episode replayed on
+each (``shadows``) — so its unavoidable cost is the sandbox runs it makes: per variant,
+the replayed commands and the check. **Floor** = the wall time of every sandbox run
+strength made (each replayed command, each check run), summed, divided by the workers:
+the work it cannot avoid, if the workers were never idle. What is above the floor is the
+harness: building variants, staging shadows, walking them, the threads, and workers
+idle at a phase's end (a phase waits for its slowest run). Target: within 1.5x of the
+floor once variants are built (a later node). Printed for one worker (the harness's
+own overhead) and for the default workers.
 
-Then the containment limits on an ordinary command: the workspace-size watch
-(measured before, during and after every ``run``), its cost per workspace size, the
-``ulimit`` wrapper, and the constant-entropy seccomp filter on checks.
-
-Last, how often a check driven by the clock's nanoseconds (which no sandbox can
-freeze) slips through strength by luck, against the bound the controls and the
-confirmation run give.
+Also: the **worst-case step** against its formula (``timeout_s + 16 x check_timeout_s +
+strength_deadline_max_s``; measured with small limits so it runs in seconds), check-input
+discovery over 30,000 files, decoding a 100,000-member gzip (old loop vs new), how often
+a clock-driven check slips through (frozen and replayed) against its bound, how often
+raw pins of builtin task data earn, and (unchanged) the containment limits.
 
 Usage::
 
-    python benchmarks/strength_cost.py [--n 5] [--coin 200]
+    python benchmarks/strength_cost.py [--n 5] [--coin 100] [--skip-coin]
 
 Prints markdown tables and writes ``benchmarks/results/strength_cost.json``.
 """
@@ -33,35 +35,47 @@ import statistics
 import subprocess
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from vera_env.verification import strength
-from vera_env.verification.checks import run_checks
-from vera_env.wire.protocol import CheckSpec
-from vera_env.verification.rewards import RewardConfig
+from vera_env.env import VeraEnv
 from vera_env.sandbox import BwrapSandbox, SandboxLimits, probe_bwrap
 from vera_env.sandbox import bwrap as bwrap_module
 from vera_env.sandbox import workspace as workspace_module
 from vera_env.sandbox.disk import DiskWatch, measure
-from vera_env.sandbox.workspace import limits_wrapper
+from vera_env.sandbox.workspace import BaseWorkspace, limits_wrapper
+from vera_env.tasks import Task
+from vera_env.tasks.builtin import builtin_source
+from vera_env.verification.check_inputs import WorkspaceIndex, named_files
+from vera_env.verification.checks import run_checks
+from vera_env.verification.encoding import decode
+from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.strength import StrengthSession
+from vera_env.wire.protocol import CheckSpec
 
 RESULTS = Path(__file__).resolve().parent / "results" / "strength_cost.json"
 LIMITS = SandboxLimits(timeout_s=60, check_timeout_s=60)
 BIG_LINES = 1_000_000
+V = " && echo True || echo False"
+BIG_SUM = sum(i % 97 for i in range(BIG_LINES))
+SUM_AWK = "awk -F'\\t' 'NR > 1 { s += $2 } END { print s }' small.tsv"
 
-CHECKS: list[tuple[str, str]] = [
-    ("vacuous, names no file", "echo True"),
-    ("vacuous, 1 small file", "test -f small.tsv && echo True || echo False"),
-    ("discriminating, shell, small file",
-     "test $(wc -l < small.tsv) -eq 1001 && echo True || echo False"),
-    ("discriminating, python3, small file",
-     "python3 -c \"rows = open('small.tsv').read().split()[2:]; "
-     "print(sum(map(int, rows[1::2])) == 500500)\""),
-    ("vacuous, 12 MB gz read in full", "zcat big.mtx.gz | wc -l > /dev/null; echo True"),
-    ("discriminating, 12 MB gz summed by awk",
-     "test $(zcat big.mtx.gz | awk 'NR > 1 { s += $3 } END { print s }') -eq "
-     f"{sum(i % 97 for i in range(BIG_LINES))} && echo True || echo False"),
+# (label, commands the model ran, the check)
+CASES: list[tuple[str, list[str], str]] = [
+    ("raw pin of the data (frozen)", [], "test $(wc -l < small.tsv) -eq 1001" + V),
+    ("vacuous, names the data (frozen)", [], "test -f small.tsv" + V),
+    ("recount agrees with a model file (frozen)", [f"{SUM_AWK} > sum.txt"],
+     f'test "$({SUM_AWK})" -eq "$(cat sum.txt)"' + V),
+    ("pin of a derived file, 1 command (replay)", [f"{SUM_AWK} > sum.txt"],
+     'test "$(cat sum.txt)" -eq 500500' + V),
+    ("pin of a derived file, 5 commands (replay)",
+     [f"{SUM_AWK} > s1.txt", "cat s1.txt > s2.txt", "cat s2.txt > s3.txt",
+      "cat s3.txt > s4.txt", "cat s4.txt > s5.txt"], 'test "$(cat s5.txt)" -eq 500500' + V),
+    ("self-written pin (no replay needed)", ["echo 42 > a.txt"], 'test "$(cat a.txt)" = 42' + V),
+    ("pin of a sum over 12 MB gz (replay)",
+     ["zcat big.mtx.gz | awk 'NR > 1 { s += $3 } END { print s }' > total.txt"],
+     f'test "$(cat total.txt)" -eq {BIG_SUM}' + V),
 ]
 
 
@@ -71,7 +85,7 @@ def write_data(directory: Path) -> dict[str, Path]:
     small.write_text("id\tvalue\n" + "".join(f"{i}\t{i}\n" for i in range(1, 1001)))
     big = directory / "big.mtx.gz"
     lines = "".join(f"{i % 5000 + 1} {i % 3000 + 1} {i % 97}\n" for i in range(BIG_LINES))
-    big.write_bytes(gzip.compress(("5000 3000 %d\n" % BIG_LINES + lines).encode(), 6))
+    big.write_bytes(gzip.compress((f"5000 3000 {BIG_LINES}\n" + lines).encode(), 6))
     for path in (small, big):
         path.chmod(0o444)
     return {"small.tsv": small, "big.mtx.gz": big}
@@ -86,45 +100,140 @@ def median_s(call: Callable[[], object], n: int) -> float:
     return statistics.median(samples)
 
 
-class CountingWorkspace:
-    """Counts ``run_check`` calls (the extra sandbox runs strength makes)."""
+class RunCounter:
+    """Records every sandbox run (replays and checks) while active, with its wall time."""
 
-    def __init__(self, inner: object) -> None:
-        self._inner = inner
-        self.runs = 0
+    def __enter__(self) -> RunCounter:
+        self.runs: list[str] = []
+        self.checks = 0
+        self.busy_s = 0.0
+        self._run, self._check = BaseWorkspace.run, BaseWorkspace.run_check
+        counter = self
 
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._inner, name)
+        def timed(call: Callable[..., object], *args: object, **kw: object) -> object:
+            started = time.perf_counter()
+            try:
+                return call(*args, **kw)
+            finally:
+                counter.busy_s += time.perf_counter() - started
 
-    def run_check(self, command: str, **kwargs: object) -> object:
-        self.runs += 1
-        return self._inner.run_check(command, **kwargs)
+        def run(ws: BaseWorkspace, command: str, **kw: object) -> object:
+            counter.runs.append(command)
+            return timed(counter._run, ws, command, **kw)
+
+        def run_check(ws: BaseWorkspace, command: str, **kw: object) -> object:
+            counter.checks += 1
+            return timed(counter._check, ws, command, **kw)
+        BaseWorkspace.run, BaseWorkspace.run_check = run, run_check  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        BaseWorkspace.run, BaseWorkspace.run_check = self._run, self._check  # type: ignore
 
 
-def strength_rows(ws: object, n: int) -> list[dict[str, object]]:
-    config = RewardConfig()
+def strength_rows(box: BwrapSandbox, files: dict[str, Path], n: int,
+                  workers: int) -> list[dict[str, object]]:
+    """Per case: the first node (variants built, shadows staged and replayed) and a
+    later one, each against its floor: the sandbox runs strength made, each as long as
+    it took, divided by the workers."""
     rows = []
-    for label, command in CHECKS:
-        spec = CheckSpec("range", label, command)
-        [result] = run_checks([spec], ws, timeout_s=LIMITS.check_timeout_s)
-        alone = median_s(lambda: run_checks([spec], ws, timeout_s=60), n)
-        counted = CountingWorkspace(ws)
-        strength._CACHES.pop(counted, None)
-        row: dict[str, object] = {"check": label, "check_ms": alone * 1e3}
-        for mode, workers in (("parallel", None), ("serial", 1)):
-            def cold(w: int | None = workers) -> object:
-                strength._CACHES.pop(counted, None)
-                return strength.assess([result], counted, config, LIMITS, workers=w)
-            row[f"{mode}_cold_ms"] = median_s(cold, n) * 1e3
-            strength.assess([result], counted, config, LIMITS, workers=workers)
-            row[f"{mode}_warm_ms"] = median_s(
-                lambda w=workers: strength.assess([result], counted, config, LIMITS, workers=w),
-                n) * 1e3
-        counted.runs = 0
-        [assessed] = strength.assess([result], counted, config, LIMITS)
-        row.update(extra_runs=counted.runs, discriminating=assessed.discriminating,
-                   overhead_x=row["parallel_warm_ms"] / row["check_ms"])
-        rows.append(row)
+    for label, commands, check in CASES:
+        ws = box.stage(files)
+        session = StrengthSession(box, files, ws, RewardConfig(), LIMITS, workers=workers)
+        for command in commands:
+            session.record(command, ws.run(command))
+        [result] = run_checks([CheckSpec("range", label, check)], ws, timeout_s=60)
+        with RunCounter() as cold:
+            started = time.perf_counter()
+            [assessed] = session.assess([result])
+            cold_s = time.perf_counter() - started
+        warm_s, warm_floor = [], []
+        for _ in range(n):
+            with RunCounter() as warm:
+                started = time.perf_counter()
+                session.assess([result])
+                warm_s.append(time.perf_counter() - started)
+            warm_floor.append(warm.busy_s / workers)
+        rows.append({"check": label, "check_ms": result.duration_s * 1e3,
+                     "replays_cold": len(cold.runs), "check_runs": cold.checks,
+                     "cold_ms": cold_s * 1e3, "floor_cold_ms": cold.busy_s / workers * 1e3,
+                     "warm_ms": statistics.median(warm_s) * 1e3,
+                     "floor_warm_ms": statistics.median(warm_floor) * 1e3,
+                     "discriminating": assessed.discriminating, "detail": assessed.detail})
+        session.close()
+        ws.close()
+    return rows
+
+
+def worst_step_row() -> dict[str, object]:
+    """One step that hits every bound at once, with small limits."""
+    limits = SandboxLimits(timeout_s=3, check_timeout_s=1.5)
+    config = RewardConfig(strength_deadline_floor_s=5, strength_deadline_max_s=5)
+    checks = 16
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        data.mkdir(parents=True)
+        (data / "t.tsv").write_text("".join(f"{i}\t{i}\n" for i in range(200)))
+        task = Task(id="w", question="q", answer="a", grader={"kind": "exact"}, data_dir=data)
+        env = VeraEnv([task], limits=limits, reward=config)
+        env.reset(seed=0)
+        env.step("<command>cut -f2 t.tsv > v.txt; sleep 1.2</command>")
+        turn = "<command>cat v.txt > w.txt; sleep 10</command>\nNODE kind=qc summary=\"slow\"\n"
+        turn += "\n".join(f'CHECK range "c{i}" :: sleep 1.4; test "$(tail -1 w.txt)" -ge {i}'
+                           + V for i in range(checks))
+        started = time.perf_counter()
+        info = env.step(turn)[-1]
+        step_s = time.perf_counter() - started
+        env.close()
+    bound = limits.timeout_s + checks * limits.check_timeout_s + config.strength_deadline_max_s
+    details = [c["detail"] for c in info["checks"]]
+    return {"step_s": step_s, "bound_s": bound, "checks": checks,
+            "deadline_cut": sum("deadline" in d for d in details),
+            "timeout_s": limits.timeout_s, "check_timeout_s": limits.check_timeout_s,
+            "deadline_max_s": config.strength_deadline_max_s}
+
+
+def discovery_row(n: int) -> dict[str, object]:
+    """named_files over 30,000 workspace files and a globbing check."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "many").mkdir()
+        listing = [f"many/f{i}" for i in range(30_000)]
+        for name in listing:
+            (root / name).touch()
+        command = "cat many/* | wc -l; test -f many/f1" + V
+        limited = median_s(lambda: named_files(command, WorkspaceIndex(listing), root, limit=64), n)
+        full = median_s(lambda: named_files(command, listing, root), max(1, n // 2))
+    return {"files": 30_000, "limit_64_ms": limited * 1e3, "unlimited_ms": full * 1e3}
+
+
+def _old_decode(raw: bytes, max_bytes: int) -> bytes:
+    """The decoder issue 11 measured: each member copies the rest of the input."""
+    out, size, data = [], 0, raw
+    while data and size <= max_bytes:
+        decoder = zlib.decompressobj(wbits=31)
+        chunk = decoder.decompress(data, max_bytes + 1 - size)
+        out.append(chunk)
+        size += len(chunk)
+        if not decoder.eof:
+            break
+        data = decoder.unused_data
+    return b"".join(out)
+
+
+def decode_rows() -> list[dict[str, object]]:
+    rows = []
+    for members in (10_000, 30_000, 100_000):
+        raw = b"".join(gzip.compress(b"%d\n" % i, mtime=0) for i in range(members))
+        started = time.perf_counter()
+        new = decode(raw, max_bytes=32 << 20, budget_s=60).content
+        new_s = time.perf_counter() - started
+        old_s = None
+        if members <= 30_000:
+            started = time.perf_counter()
+            assert _old_decode(raw, 32 << 20) == new
+            old_s = time.perf_counter() - started
+        rows.append({"members": members, "bytes": len(raw), "new_s": new_s, "old_s": old_s})
     return rows
 
 
@@ -185,56 +294,136 @@ def watch_rows(n: int) -> list[dict[str, object]]:
     return rows
 
 
-def coin_row(ws: object, trials: int, p: float = 0.7) -> dict[str, object]:
+def coin_rows(box: BwrapSandbox, files: dict[str, Path], trials: int,
+              p: float = 0.7) -> list[dict[str, object]]:
+    """A clock-driven verdict (p = 0.7), frozen in the check or written by a command."""
     threshold = round(p * 10)
-    command = ("cat small.tsv > /dev/null; n=$(date +%N); "
-               f"test $(( 10#$n % 10 )) -lt {threshold} && echo True || echo False")
-    spec = CheckSpec("range", "clock", command)
-    passed = earned = 0
-    for seed in range(trials):
-        [result] = run_checks([spec], ws)
-        passed += result.passed
-        [out] = strength.assess([result], ws, RewardConfig(strength_seed=seed), LIMITS)
-        earned += out.earns
-    bound = p * (1 - p ** 4) * p * p * (1 - p)
-    return {"p_pass": p, "trials": trials, "passed": passed, "earned": earned,
-            "earn_rate": earned / trials, "bound": bound}
+    test = f"test $(( 10#$n % 10 )) -lt {threshold}" + V
+    cases = [("check reads the clock (frozen)", [],
+              "cat small.tsv > /dev/null; n=$(date +%N); " + test),
+             ("command wrote the clock (replay)",
+              ["head -1 small.tsv > /dev/null; date +%N > t.txt"], "n=$(cat t.txt); " + test)]
+    rows = []
+    for label, commands, check in cases:
+        passed = earned = 0
+        for seed in range(trials):
+            with box.stage(files) as ws:
+                session = StrengthSession(box, files, ws, RewardConfig(strength_seed=seed),
+                                          LIMITS)
+                for command in commands:
+                    session.record(command, ws.run(command))
+                [result] = run_checks([CheckSpec("range", "clock", check)], ws)
+                passed += result.passed
+                if result.passed:
+                    [out] = session.assess([result])
+                    earned += bool(out.earns)
+                session.close()
+        rows.append({"case": label, "p_pass": p, "trials": trials, "passed": passed,
+                     "earned": earned, "earn_rate": earned / trials,
+                     "bound": p * (1 - p ** 4) * p * p * (1 - p)})
+    return rows
+
+
+def raw_pin_row() -> dict[str, object]:
+    """Raw pins of builtin task data (line counts, content hashes): how many earn."""
+    pins = earned = 0
+    source = builtin_source(difficulties=["easy"], seeds=[0])
+    for task_id in source.ids():
+        task = source.get(task_id)
+        checks = []
+        for name in task.data_files():
+            checks += [f'test "$(zcat -f {name} | wc -l)" -eq "$(cat {name}.n)"' + V,
+                       f'test "$(zcat -f {name} | md5sum)" = "$(cat {name}.h)"' + V]
+        env = VeraEnv([task])
+        env.reset(options={"task_id": task_id})
+        saves = "; ".join(f"zcat -f {n} | wc -l > {n}.n; zcat -f {n} | md5sum > {n}.h"
+                          for n in task.data_files())
+        info = env.step(f"<command>{saves}</command>\nNODE kind=load summary=\"pins\"\n"
+                        + "\n".join(f'CHECK range "p{i}" :: {c}' for i, c in enumerate(checks)))[-1]
+        pins += len(checks)
+        earned += sum(bool(c["passed"] and c["discriminating"]) for c in info["checks"])
+        env.close()
+    return {"tasks": len(source.ids()), "pins": pins, "earned": earned}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=5)
-    parser.add_argument("--coin", type=int, default=200)
+    parser.add_argument("--coin", type=int, default=100)
+    parser.add_argument("--skip-coin", action="store_true")
+    parser.add_argument("--workers", type=int, default=min(8, max(2, os.cpu_count() or 2)))
     args = parser.parse_args()
     reason = probe_bwrap()
     if reason:
         raise SystemExit(f"bwrap unusable here: {reason}")
+    out: dict[str, object] = {"n": args.n, "workers": args.workers, "machine": machine()}
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp).chmod(0o755)
         files = write_data(Path(tmp))
-        with BwrapSandbox(LIMITS) as box, box.stage(files) as ws:
-            checks = strength_rows(ws, args.n)
-            limits = limit_rows(ws, max(args.n, 20))
-            coin = coin_row(ws, args.coin)
-    watch = watch_rows(args.n)
-    print_tables(checks, limits, watch, coin, args.n)
+        with BwrapSandbox(LIMITS) as box:
+            out["strength"] = {}
+            for workers in sorted({1, args.workers}):  # 1: the harness's own overhead
+                out["strength"][workers] = strength_rows(box, files, args.n, workers)
+                print_strength(out["strength"][workers], args.n, workers)
+            out["worst_step"] = worst_step_row()
+            print_worst(out["worst_step"])
+            out["discovery"] = discovery_row(args.n)
+            out["decode"] = decode_rows()
+            print_bounds(out["discovery"], out["decode"])
+            out["raw_pins"] = raw_pin_row()
+            r = out["raw_pins"]
+            print(f"\nraw pins of builtin data (line count and md5 of each file's content, "
+                  f"{r['tasks']} easy tasks): {r['earned']} of {r['pins']} earn")
+            if not args.skip_coin:
+                out["coin"] = coin_rows(box, files, args.coin)
+                print_coin(out["coin"])
+            with box.stage(files) as ws:
+                out["limits"] = limit_rows(ws, max(args.n, 20))
+    out["disk_watch"] = watch_rows(args.n)
+    print_limits(out["limits"], out["disk_watch"])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"n": args.n, "machine": machine(), "strength": checks,
-                                   "limits": limits, "disk_watch": watch, "coin": coin},
-                                  indent=2) + "\n")
+    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
     print(f"\nwrote {RESULTS}")
 
 
-def print_tables(checks: list[dict], limits: list[dict], watch: list[dict], coin: dict,
-                 n: int) -> None:
-    print(f"| check | check ms | + strength, parallel cold / warm ms | serial cold / warm ms "
-          f"| extra runs | discriminating | warm parallel / check |  (median of {n})")
-    print("|---|---:|---:|---:|---:|---|---:|")
-    for r in checks:
-        print(f"| {r['check']} | {r['check_ms']:.0f} | {r['parallel_cold_ms']:.0f} / "
-              f"{r['parallel_warm_ms']:.0f} | {r['serial_cold_ms']:.0f} / "
-              f"{r['serial_warm_ms']:.0f} | {r['extra_runs']} | {r['discriminating']} | "
-              f"{r['overhead_x']:.1f}x |")
+def print_strength(rows: list[dict], n: int, workers: int) -> None:
+    print(f"| check | check ms | replays + check runs (first node) | first node ms | floor ms "
+          f"| / floor | later node ms | floor ms | / floor | discriminating |  "
+          f"(median of {n}, {workers} workers)")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        cold = r["cold_ms"] / r["floor_cold_ms"] if r["floor_cold_ms"] else float("nan")
+        warm = r["warm_ms"] / r["floor_warm_ms"] if r["floor_warm_ms"] else float("nan")
+        print(f"| {r['check']} | {r['check_ms']:.0f} | {r['replays_cold']} + {r['check_runs']} | "
+              f"{r['cold_ms']:.0f} | {r['floor_cold_ms']:.0f} | {cold:.2f}x | "
+              f"{r['warm_ms']:.0f} | {r['floor_warm_ms']:.0f} | {warm:.2f}x | "
+              f"{r['discriminating']} |")
+
+
+def print_worst(r: dict) -> None:
+    print(f"\nworst-case step: {r['step_s']:.1f} s measured, bound timeout_s + "
+          f"{r['checks']} x check_timeout_s + strength_deadline_max_s = {r['timeout_s']} + "
+          f"{r['checks']} x {r['check_timeout_s']} + {r['deadline_max_s']} = {r['bound_s']:.1f} s "
+          f"({r['deadline_cut']} checks cut by the deadline)")
+
+
+def print_bounds(discovery: dict, decode_: list[dict]) -> None:
+    print(f"\ncheck-input discovery, 30,000 files + a glob: {discovery['limit_64_ms']:.0f} ms "
+          f"(limit 64, as strength calls it), {discovery['unlimited_ms']:.0f} ms unlimited")
+    print("\n| gzip members | bytes | new decode s | old decode s |")
+    print("|---:|---:|---:|---:|")
+    for r in decode_:
+        old = f"{r['old_s']:.2f}" if r["old_s"] is not None else "(not run)"
+        print(f"| {r['members']:,} | {r['bytes']:,} | {r['new_s']:.2f} | {old} |")
+
+
+def print_coin(rows: list[dict]) -> None:
+    for r in rows:
+        print(f"\nclock-driven verdict, {r['case']}, p={r['p_pass']}: passed {r['passed']} of "
+              f"{r['trials']}, earned {r['earned']} ({r['earn_rate']:.3f}; bound {r['bound']:.3f})")
+
+
+def print_limits(limits: list[dict], watch: list[dict]) -> None:
     print("\n| limit | on ms | off ms | cost ms |")
     print("|---|---:|---:|---:|")
     for r in limits:
@@ -244,9 +433,6 @@ def print_tables(checks: list[dict], limits: list[dict], watch: list[dict], coin
     print("|---:|---:|---:|")
     for r in watch:
         print(f"| {r['files']:,} | {r['measure_ms']:.2f} | {r['poll_s']:.2f} |")
-    print(f"\nclock-driven check passing with p={coin['p_pass']}: passed {coin['passed']} of "
-          f"{coin['trials']}, earned {coin['earned']} ({coin['earn_rate']:.3f}; "
-          f"bound {coin['bound']:.3f})")
 
 
 def machine() -> dict[str, object]:

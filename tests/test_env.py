@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -170,7 +171,7 @@ def test_reset_rejects_unknown_options_and_picks_task_by_id(env):
 
 
 class _BrokenWorkspace:
-    path = None
+    path = Path("/nonexistent/broken-workspace")  # a Workspace has a path, even a dead one
 
     def run(self, command, *, timeout_s=None):
         raise SandboxError("bwrap vanished")

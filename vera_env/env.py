@@ -36,6 +36,7 @@ from vera_env.verification.grading import Judge, grade
 from vera_env.observation.prompts import render_step_prompt
 from vera_env.wire.protocol import Emission, parse_emission
 from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts
+from vera_env.verification.strength import StrengthSession
 from vera_env.sandbox import Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
 from vera_env.sandbox.reaper import RootLease
 from vera_env.observation.spaces import FreeText
@@ -194,9 +195,13 @@ class VeraEnv(gym.Env[str, str]):
         self._close_episode()
         task_id = options.get("task_id")
         task = self.tasks.get(task_id) if task_id else self.tasks.pick(self.np_random)
-        workspace = self.sandbox.stage(task.data_files())
+        files = task.data_files()
+        workspace = self.sandbox.stage(files)
         self._episode = Episode(task=task, workspace=workspace,
                                 ledger=RewardLedger(self.reward_config))
+        if self.reward_config.strength:  # the episode owns its strength state (and closes it)
+            self._episode.strength = StrengthSession(self.sandbox, files, workspace,
+                                                     self.reward_config, self.limits)
         return self._observe(), self._info(RewardParts())
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -279,6 +284,8 @@ class VeraEnv(gym.Env[str, str]):
     def _run_command(self, ep: Episode, command: str, turn: Turn) -> None:
         """The one place a model's command runs (checks run in ``_declare``)."""
         result = ep.workspace.run(command)
+        if ep.strength is not None:  # strength replays the commands that wrote files
+            ep.strength.record(command, result)
         turn.output = result.as_tool_output()
         ep.recent.append((command, turn.output))
 
@@ -315,14 +322,13 @@ class VeraEnv(gym.Env[str, str]):
 
     def _assess_strength(self, ep: Episode, results: tuple[CheckResult, ...],
                          artifact: str = "") -> tuple[CheckResult, ...]:
-        """Mutation testing of passing checks (``vera_env.verification.strength``): a check that
-        passes on every mutant of its data earns nothing. Raises ``SandboxError`` on
-        an infrastructure fault, which ``step`` records as unscorable."""
-        if not self.reward_config.strength:
+        """Counterfactual strength of passing checks (``vera_env.verification.strength``):
+        a check that does not fail on a variant of the task's data, the episode replayed
+        on it, earns nothing. Raises ``SandboxError`` on an infrastructure fault, which
+        ``step`` records as unscorable."""
+        if ep.strength is None:
             return results
-        from vera_env.verification import strength  # noqa: PLC0415 - optional stage, loaded on use
-        return strength.assess(results, ep.workspace, self.reward_config, self.limits,
-                               artifact=artifact)
+        return ep.strength.assess(results, artifact=artifact)
 
     def _offer_answer(self, ep: Episode, raw: str, turn: Turn) -> None:
         answer = strip_markup(raw)
@@ -401,5 +407,7 @@ class VeraEnv(gym.Env[str, str]):
 
     def _close_episode(self) -> None:
         if self._episode is not None:
+            if self._episode.strength is not None:
+                self._episode.strength.close()
             self._episode.workspace.close()
             self._episode = None

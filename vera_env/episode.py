@@ -18,6 +18,7 @@ from vera_env.sandbox import Workspace
 from vera_env.tasks import Task
 from vera_env.verification.checks import CheckResult
 from vera_env.verification.rewards import RewardLedger
+from vera_env.verification.strength import StrengthSession
 
 __all__ = ["Episode", "Turn"]
 
@@ -40,6 +41,7 @@ class Episode:
     answer_phase: str = ""  # the phase whose turn released the answer ("" none yet)
     correct: bool | None = None
     unscorable: bool = False
+    strength: StrengthSession | None = None  # command log + shadows; closed with the episode
 
 
 @dataclass

@@ -182,9 +182,16 @@ def test_concurrent_runs_fall_back_to_a_fresh_sandbox(ws: ServerWorkspace):
 
 def test_server_that_cannot_start_falls_back_to_per_command(monkeypatch):
     def broken(sandbox, path):
-        return lambda info_fd, socket_fd: [*sandbox.base_args(), "--", "false"]
+        return lambda info_fd, socket_fd, seccomp=None: [*sandbox.base_args(), "--", "false"]
 
     monkeypatch.setattr(server_module, "_argv_builder", broken)
     with ServerSandbox(FAST) as sandbox, sandbox.stage({}) as ws:
         assert ws.run("echo fine").stdout == "fine\n"
         assert "did not start" in sandbox.server_failure
+
+
+def test_server_commands_see_the_same_constant_entropy_as_per_command_runs(ws) -> None:
+    probe = ("python3 -c 'import random, os; print(random.random(), os.urandom(4).hex())'; "
+             "echo $RANDOM; cat /proc/sys/kernel/random/uuid; seq 1 20 | shuf | head -3")
+    served = {ws.run(probe).stdout for _ in range(2)}
+    assert len(served) == 1 and served == {ws.run_check(probe).stdout}

@@ -1,152 +1,29 @@
-"""Strength testing: mutants of the data a check reads, and which checks they kill."""
+"""Counterfactual strength against a real sandbox: which checks earn, which do not, and why."""
 
 from __future__ import annotations
 
-import bz2
 import gzip
-import lzma
 import os
 import warnings
 from pathlib import Path
 
 import pytest
 
-from vera_env.verification.checks import CheckResult, run_checks
 from vera_env.errors import SandboxError
-from vera_env.verification.mutants import TEXT_OPERATORS, mutate
-from vera_env.wire.protocol import CheckSpec
-from vera_env.verification.rewards import RewardConfig
 from vera_env.sandbox import LocalSandbox, SandboxLimits, make_sandbox
-from vera_env.verification.strength import assess, named_files
+from vera_env.verification.checks import CheckResult, run_checks
+from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.strength import StrengthSession
+from vera_env.wire.protocol import CheckSpec
 
 TABLE = "id\tgroup\tdrinks\n1\ta\t3\n2\tb\t5\n3\ta\t7\n4\tb\t-999\n"
-LIMITS = SandboxLimits(timeout_s=10, check_timeout_s=10)
+VCF = ("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tS1\n"
+       + "".join(f"chr1\t{i}\t.\tA\tG\t.\t.\t.\tGT\t{'0|1' if i % 3 else '0/0'}\n"
+                 for i in range(1, 121)))
+LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
 CONFIG = RewardConfig()
+V = " && echo True || echo False"
 
-
-def _mutants(name: str, data: bytes, **kw) -> list:
-    return list(mutate(name, data, complete=True, n=kw.pop("n", 4), seed=kw.pop("seed", 0),
-                       max_bytes=kw.pop("max_bytes", 1 << 20)).mutants)
-
-
-# ----- mutants -----
-
-def test_mutate_text_applies_one_operator_per_mutant_in_turn():
-    labels = [m.label for m in _mutants("t.tsv", TABLE.encode())]
-    assert labels == [f"t.tsv:{op}#{i}" for i, op in enumerate(TEXT_OPERATORS)]
-
-
-def test_mutate_every_mutant_differs_and_none_is_empty():
-    for data in (b"3612.78\n", b"True\n", b"ATGAAACCCGGGTTTTAA", TABLE.encode()):
-        mutants = _mutants("f", data, n=6)
-        contents = [m.content for m in mutants]
-        assert mutants and all(contents) and data not in contents
-        assert len(set(contents)) == len(contents)
-
-
-def test_mutate_same_seed_same_mutants_other_seed_other_mutants():
-    big = "".join(f"{i}\t{i * 7 % 13}\n" for i in range(200)).encode()
-    assert _mutants("x", big, seed=3) == _mutants("x", big, seed=3)
-    assert _mutants("x", big, seed=3) != _mutants("x", big, seed=4)
-
-
-def test_mutate_perturbs_numbers_keeping_decimals_and_identifiers():
-    [moved] = [m for m in _mutants("m", b"HG00100 chr1 3612.78\n", n=4)
-               if "perturb_numbers" in m.label]
-    sample, chrom, value = moved.content.split()
-    assert (sample, chrom) == (b"HG00100", b"chr1")
-    assert value != b"3612.78" and len(value.split(b".")[1]) == 2
-
-
-@pytest.mark.parametrize("compress,decompress", [
-    (gzip.compress, gzip.decompress), (bz2.compress, bz2.decompress),
-    (lzma.compress, lzma.decompress)])
-def test_mutate_compressed_file_stays_valid_and_content_changes(compress, decompress):
-    raw = compress(TABLE.encode())
-    for mutant in _mutants("t.tsv.z", raw):
-        assert decompress(mutant.content) != TABLE.encode()
-
-
-def test_mutate_multi_member_gzip_mutated_as_one_stream():
-    raw = gzip.compress(b"a\t1\nb\t2\n") + gzip.compress(b"c\t3\nd\t4\n")
-    mutants = _mutants("m.gz", raw)
-    assert gzip.decompress(mutants[3].content) == b"b\t2\nc\t3\nd\t4\n"  # header dropped
-
-
-def test_mutate_bytes_that_only_look_gzipped_are_mutated_as_bytes():
-    mutants = _mutants("fake.gz", b"\x1f\x8bnot gzip at all\n")
-    assert mutants and all(m.content.startswith(b"\x1f") or m.content for m in mutants)
-
-
-def test_mutate_binary_file_flips_or_truncates_bytes():
-    data = bytes(range(256)) * 4
-    labels = [m.label.split(":")[1] for m in _mutants("b.bin", data)]
-    assert labels == ["flip_bytes#0", "truncate_tail#1", "flip_bytes#2", "truncate_tail#3"]
-
-
-def test_mutate_empty_file_has_no_mutant():
-    assert _mutants("e", b"") == []
-
-
-def test_mutate_large_file_judged_on_its_window():
-    data = b"".join(b"%d\n" % i for i in range(10_000))
-    built = mutate("big", data[:1001], complete=False, n=4, seed=0, max_bytes=1000)
-    assert built.windowed and built.control == data[:built.control.rfind(b"\n") + 1]
-    assert len(built.control) <= 1000 and all(len(m.content) <= 1100 for m in built.mutants)
-
-
-# ----- which files a check names -----
-
-@pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    for name, text in {"seqs.fa": ">a\nAC\n", "seqs.fa.gz": "x", "data/t.tsv": TABLE,
-                       "check.py": "print(len(open('data/t.tsv').read()) > 0)\n",
-                       "ok.txt": "True\n", "mean.txt": "5\n", "run.sh": "cat seqs.fa\n"}.items():
-        path = tmp_path / name
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text)
-    return tmp_path
-
-
-def _listing(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()
-                  or p.is_symlink())
-
-
-def test_named_files_paths_basenames_and_artifact_in_order(tree: Path):
-    command = "awk '{print}' /work/mean.txt && cut -f3 t.tsv | wc -l"
-    assert named_files(command, _listing(tree), tree, artifact="./seqs.fa") == [
-        "mean.txt", "data/t.tsv", "seqs.fa"]
-
-
-def test_named_files_longer_name_not_mistaken_for_its_prefix(tree: Path):
-    assert named_files("zcat seqs.fa.gz | wc -l", _listing(tree), tree) == ["seqs.fa.gz"]
-
-
-def test_named_files_glob_matches_workspace_files(tree: Path):
-    assert set(named_files("cat *.txt > /dev/null", _listing(tree), tree)) == {"mean.txt"}
-
-
-def test_named_files_script_replaced_by_the_files_it_reads(tree: Path):
-    listing = _listing(tree)
-    assert named_files("python3 check.py", listing, tree) == ["data/t.tsv"]
-    assert named_files("bash run.sh | grep -q A", listing, tree) == ["seqs.fa"]
-
-
-def test_named_files_verdict_file_is_not_data(tree: Path):
-    assert named_files("grep -qx True ok.txt && echo True || echo False",
-                       _listing(tree), tree) == []
-
-
-def test_named_files_never_follows_a_link_out_of_the_workspace(tree: Path, tmp_path_factory):
-    secret = tmp_path_factory.mktemp("host") / "secret"
-    secret.write_text("1\n2\n")
-    (tree / "s").symlink_to(secret)
-    (tree / "d").symlink_to(secret.parent, target_is_directory=True)
-    assert named_files("cat s d/secret", ["s", "d/secret"], tree) == []
-
-
-# ----- assess against a real workspace -----
 
 @pytest.fixture(scope="module")
 def sandbox():
@@ -158,123 +35,251 @@ def sandbox():
 
 
 @pytest.fixture
-def ws(sandbox, tmp_path_factory):
+def sources(tmp_path_factory) -> dict[str, Path]:
     data = tmp_path_factory.mktemp("data")
     data.chmod(0o755)
-    (data / "alcohol.txt").write_text(TABLE)
-    (data / "alcohol.txt").chmod(0o444)
-    with sandbox.stage({"alcohol.txt": data / "alcohol.txt"}) as workspace:
-        workspace.run("awk -F'\\t' 'NR>1 && $3!=-999 {s+=$3;n++} END{print s/n}' alcohol.txt"
-                      " > mean.txt; echo True > ok.txt; printf 'echo True\\n' > ok.sh")
-        yield workspace
+    files = {"alcohol.txt": TABLE.encode(), "calls.vcf.gz": gzip.compress(VCF.encode(), 9)}
+    for name, raw in files.items():
+        (data / name).write_bytes(raw)
+        (data / name).chmod(0o444)
+    return {name: data / name for name in files}
 
 
-def _assess(ws, commands, config=CONFIG, **kw):
-    specs = [CheckSpec("range", f"c{i}", c) for i, c in enumerate(commands)]
-    results = run_checks(specs, ws, timeout_s=LIMITS.check_timeout_s)
-    return assess(results, ws, config, LIMITS, **kw)
+class Episode:
+    """A workspace, its strength session, and the commands run so far."""
+
+    def __init__(self, sandbox, sources, config=CONFIG, **kw) -> None:
+        self.ws = sandbox.stage(sources)
+        self.session = StrengthSession(sandbox, sources, self.ws, config, LIMITS, **kw)
+
+    def run(self, command: str) -> str:
+        result = self.ws.run(command)
+        self.session.record(command, result)
+        return result.stdout
+
+    def assess(self, *commands: str, artifact: str = "") -> tuple[CheckResult, ...]:
+        specs = [CheckSpec("range", f"c{i}", c) for i, c in enumerate(commands)]
+        results = run_checks(specs, self.ws, timeout_s=LIMITS.check_timeout_s)
+        assert all(r.passed for r in results), [r.detail for r in results]
+        return self.session.assess(results, artifact=artifact)
+
+    def close(self) -> None:
+        self.session.close()
+        self.ws.close()
 
 
-VACUOUS = ["echo True", "test -f alcohol.txt && echo True || echo False",
-           "test -s alcohol.txt && echo True || echo False", 'python3 -c "print(1==1)"',
-           "awk 'END { print \"True\" }' alcohol.txt", "cat ok.txt",
-           "grep -qx True ok.txt && echo True || echo False", "bash ok.sh",
+@pytest.fixture
+def episode(sandbox, sources):
+    ep = Episode(sandbox, sources)
+    yield ep
+    ep.close()
+
+
+def _earns(results) -> list[bool]:
+    return [r.discriminating for r in results]
+
+
+def test_assess_self_written_pins_earn_nothing(episode):
+    episode.run("echo 42 > a.txt; echo 7 > b.txt; head -1 alcohol.txt > /dev/null; "
+                "echo x > c.txt")
+    results = episode.assess('test "$(cat a.txt)" = 42' + V, 'test "$(cat b.txt)" -eq 7' + V,
+                             'grep -qx x c.txt' + V)
+    assert _earns(results) == [False, False, False]
+    assert all("mutants of alcohol.txt (the episode replayed on each)" in r.detail
+               for r in results)
+
+
+def test_assess_pin_written_by_commands_naming_no_task_file_needs_no_replay(episode):
+    episode.run("echo 42 > a.txt")
+    [result] = episode.assess('test "$(cat a.txt)" = 42' + V)
+    assert result.discriminating is False and "not derived from the data" in result.detail
+    assert episode.session.bank.shadows == 0
+
+
+def test_assess_pin_on_a_file_derived_from_the_data_earns(episode):
+    episode.run("zcat calls.vcf.gz | grep -v '^#' | grep -c '0|1' > het.txt")
+    [result] = episode.assess('test "$(cat het.txt)" -eq 80' + V)
+    assert result.discriminating is True
+    assert result.killed_by[0].startswith("calls.vcf.gz:")
+
+
+def test_assess_check_tying_a_model_file_to_the_data_earns_frozen(episode):
+    episode.run("zcat calls.vcf.gz | grep -v '^#' | cut -f10 > gt.txt")
+    [result] = episode.assess("zcat calls.vcf.gz | grep -v '^#' | cut -f10 | cmp -s - gt.txt" + V)
+    assert result.discriminating is True and episode.session.bank.shadows == 0
+
+
+def test_assess_raw_pin_of_the_data_earns(episode):
+    [result] = episode.assess("test $(wc -l < alcohol.txt) -eq 5" + V)
+    assert result.discriminating is True and result.killed_by
+
+
+VACUOUS = ["echo True", "test -f alcohol.txt" + V, "test -s calls.vcf.gz" + V,
+           'python3 -c "print(1==1)"', "awk 'END { print \"True\" }' alcohol.txt",
            "cat alcohol.txt > /dev/null; test $(wc -l < /etc/passwd) -gt 0 && echo True"]
 
 
-def test_assess_vacuous_checks_pass_but_do_not_discriminate(ws):
-    results = _assess(ws, VACUOUS)
-    assert all(r.passed for r in results), [r.detail for r in results]
-    assert [r.discriminating for r in results] == [False] * len(VACUOUS)
+def test_assess_vacuous_checks_pass_but_do_not_discriminate(episode):
+    results = episode.assess(*VACUOUS)
+    assert _earns(results) == [False] * len(VACUOUS)
     assert all(r.detail.startswith("not discriminating") and not r.earns for r in results)
 
 
-def test_assess_real_checks_discriminate_and_name_their_killers(ws):
-    results = _assess(ws, [
-        'test "$(cat mean.txt)" = 5 && echo True || echo False',
-        "test $(awk -F'\\t' 'NR>1 && $3!=-999' alcohol.txt | wc -l) -eq 3 && echo True "
-        "|| echo False"])
-    assert [r.discriminating for r in results] == [True, True]
-    assert results[0].killed_by and results[0].killed_by[0].startswith("mean.txt:")
-    assert results[1].killed_by[0].startswith("alcohol.txt:") and results[1].earns
+def test_assess_encoding_detector_fails_its_controls(episode):
+    [result] = episode.assess(
+        "python3 -c \"import gzip; d = open('calls.vcf.gz', 'rb').read(); "
+        "print(gzip.compress(gzip.decompress(d), 1, mtime=0) != d)\"")
+    assert result.discriminating is False and "flaky" in result.detail
 
 
-def test_assess_failing_check_not_tested(ws):
-    [result] = _assess(ws, ["test $(wc -l < alcohol.txt) -eq 99 && echo True || echo False"])
+def test_assess_metadata_detectors_do_not_discriminate(episode):
+    episode.run("stat -c %Y alcohol.txt > mtime.txt; stat -c %h alcohol.txt > links.txt; "
+                "stat -c %i alcohol.txt > ino.txt")
+    results = episode.assess(
+        'test "$(stat -c %Y alcohol.txt)" = "$(cat mtime.txt)"' + V,
+        'test "$(stat -c %h alcohol.txt)" = "$(cat links.txt)"' + V,
+        'test "$(stat -c %i alcohol.txt)" = "$(cat ino.txt)"' + V,
+        "grep -q ' /work/alcohol.txt ' /proc/self/mountinfo && echo False || echo True")
+    assert _earns(results) == [False] * 4
+
+
+def test_assess_random_derivation_replays_the_same_sample(episode):
+    episode.run("python3 -c \"import random; rows = open('alcohol.txt').read().split('\\n')"
+                "[1:-1]; print(sum(int(r.split()[2]) for r in random.sample(rows, 2)))\" "
+                "> s.txt")
+    value = episode.ws.run("cat s.txt").stdout.strip()
+    [result] = episode.assess(f'test "$(cat s.txt)" = "{value}"' + V)
+    assert result.discriminating is True
+
+
+def test_assess_clock_derivation_is_flaky(episode):
+    episode.run("head -1 alcohol.txt > /dev/null; date +%N > t.txt")
+    value = episode.ws.run("cat t.txt").stdout.strip()
+    [result] = episode.assess(f'test "$(cat t.txt)" = "{value}"' + V)
+    assert result.discriminating is False and "flaky" in result.detail
+
+
+def test_assess_edit_in_place_then_read_earns_through_the_replay(episode):
+    episode.run("sed -i 's/-999/NA/' alcohol.txt")
+    [result] = episode.assess("test \"$(cut -f3 alcohol.txt | tr '\\n' ' ')\" = "
+                              "'drinks 3 5 7 NA '" + V)
+    assert result.discriminating is True and episode.session.bank.shadows > 0
+
+
+def test_assess_failing_check_not_tested(episode):
+    spec = CheckSpec("range", "c", "test $(wc -l < alcohol.txt) -eq 99" + V)
+    [result] = episode.session.assess(run_checks([spec], episode.ws))
     assert (result.passed, result.discriminating, result.killed_by) == (False, None, ())
 
 
-def test_assess_node_artifact_is_mutated_too(ws):
-    [blind] = _assess(ws, ["python3 ok.sh 2>/dev/null; test \"$(cat m*n.txt)\" = 5 && "
-                           "echo True || echo False"])
-    [seen] = _assess(ws, ['test "$(cat m*n.txt)" = 5 && echo True || echo False'],
-                     artifact="mean.txt")
-    assert blind.discriminating is False and seen.discriminating is True
+def test_assess_node_artifact_counts_as_named(episode):
+    episode.run("cut -f3 alcohol.txt > col.txt")
+    check = 'test "$(tail -1 "$(ls | grep ^col)")" = -999' + V
+    [blind] = episode.assess(check)
+    [seen] = episode.assess(check, artifact="col.txt")
+    assert "names no file" in blind.detail and seen.discriminating is True
 
 
-def test_assess_check_detecting_the_overlay_is_flaky_not_discriminating(ws):
-    [result] = _assess(ws, ["cat alcohol.txt > /dev/null; grep -q ' /work/alcohol.txt ' "
-                            "/proc/self/mountinfo && echo False || echo True"])
-    assert result.passed and result.discriminating is False
-    assert "flaky" in result.detail
+def test_assess_verdict_past_the_window_earns_nothing(sandbox, tmp_path):
+    big = tmp_path / "big.txt"
+    big.write_text("".join(f"{i}\n" for i in range(1, 300_001)))
+    big.chmod(0o444)
+    tmp_path.chmod(0o755)
+    ep = Episode(sandbox, {"big.txt": big}, RewardConfig(strength_max_mb=1))
+    try:
+        [result] = ep.assess("test $(tail -1 big.txt) -eq 300000" + V)
+    finally:
+        ep.close()
+    assert result.discriminating is False and "past the first" in result.detail
 
 
-def test_assess_check_pinning_inode_or_mtime_is_flaky(ws):
-    inode, mtime = ws.run("stat -c %i alcohol.txt; stat -c %Y mean.txt").stdout.split()
-    results = _assess(ws, [
-        f'test "$(stat -c %i alcohol.txt)" = {inode} && echo True || echo False',
-        f'test "$(stat -c %Y mean.txt)" = {mtime} && echo True || echo False'])
-    assert all(r.passed for r in results)
-    assert [r.discriminating for r in results] == [False, False]
+def test_assess_deadline_cuts_slow_checks_with_a_detail(sandbox, sources):
+    config = RewardConfig(strength_deadline_floor_s=1.0, strength_deadline_factor=0.1,
+                          strength_deadline_max_s=1.0)
+    ep = Episode(sandbox, sources, config)
+    try:
+        [result] = ep.assess("sleep 1.5; test $(wc -l < alcohol.txt) -eq 5" + V)
+    finally:
+        ep.close()
+    assert result.discriminating is False and "deadline (1 s" in result.detail
 
 
-def test_assess_verdicts_reproducible_and_independent_of_workers(ws):
-    commands = ['test "$(cat mean.txt)" = 5 && echo True || echo False', "echo True",
-                "sort -c alcohol.txt 2>/dev/null && echo False || echo True"]
-    first = _assess(ws, commands, workers=1)
-    second = _assess(ws, commands, workers=4)
-    assert [(r.discriminating, r.killed_by) for r in first] == [
-        (r.discriminating, r.killed_by) for r in second]
+def test_assess_verdicts_reproducible_and_independent_of_workers(sandbox, sources):
+    commands = ["test $(wc -l < alcohol.txt) -eq 5" + V, "echo True",
+                'test "$(cat het.txt)" -eq 80' + V]
+    seen = []
+    for workers in (1, 4):
+        ep = Episode(sandbox, sources, workers=workers)
+        try:
+            ep.run("zcat calls.vcf.gz | grep -c '0|1' > het.txt")
+            seen.append([(r.discriminating, r.killed_by) for r in ep.assess(*commands)])
+        finally:
+            ep.close()
+    assert seen[0] == seen[1] and [d for d, _ in seen[0]] == [True, False, True]
 
 
-def test_assess_strength_seed_changes_the_mutants(ws):
-    command = ["test $(awk -F'\\t' 'NR>1' alcohol.txt | wc -l) -eq 4 && echo True || echo False"]
-    killers = {_assess(ws, command, RewardConfig(strength_seed=s))[0].killed_by
-               for s in range(3)}
-    assert all(k for k in killers)
+def test_assess_shadow_count_stays_within_its_bound(sandbox, sources):
+    ep = Episode(sandbox, sources, RewardConfig(strength_max_shadows=6))
+    try:
+        ep.run("cat alcohol.txt > a.txt; zcat calls.vcf.gz > c.txt")
+        results = ep.assess("cat a.txt c.txt > /dev/null; echo True",
+                            'test -s a.txt && test -s c.txt' + V)
+        assert ep.session.bank.shadows <= 6 + 4  # a group of six, twins aside
+    finally:
+        ep.close()
+    assert _earns(results) == [False, False]
 
 
-def test_assess_verdict_past_the_window_earns_nothing(ws):
-    ws.run("seq 1 200000 > big.txt")
-    [result] = _assess(ws, ["test $(tail -1 big.txt) -eq 200000 && echo True || echo False"],
-                       RewardConfig(strength_max_mb=1))
-    assert result.discriminating is False and "past the first 1 MiB" in result.detail
+def test_assess_shadow_disk_budget_stops_the_replay(sandbox, sources):
+    ep = Episode(sandbox, sources, RewardConfig(strength_max_shadow_mb=1))
+    try:
+        ep.run("head -c 3000000 /dev/zero > pad.bin; wc -l alcohol.txt > n.txt")
+        [result] = ep.assess('test "$(cat n.txt)" = "5 alcohol.txt"' + V)
+    finally:
+        ep.close()
+    assert result.discriminating is False and "strength_max_shadow_mb" in result.detail
 
 
-def test_assess_scratch_failure_is_a_sandbox_error(ws, monkeypatch):
+def test_close_removes_every_shadow_and_variant(sandbox, sources):
+    ep = Episode(sandbox, sources)
+    ep.run("zcat calls.vcf.gz | grep -c '0|1' > het.txt")
+    ep.assess('test "$(cat het.txt)" -eq 80' + V, "test $(wc -l < alcohol.txt) -eq 5" + V)
+    shadows = [s.workspace.path for t in ep.session.bank._targets.values() if t.group
+               for s in (*t.group.shadows.values(), *t.group.twins.values())]
+    variants = [v.path for t in ep.session.bank._targets.values()
+                for v in (*t.variants.controls, *t.variants.mutants)]
+    assert shadows and variants
+    ep.close()
+    assert not any(p.exists() for p in (*shadows, *variants))
+
+
+def test_assess_scratch_failure_is_a_sandbox_error(episode, monkeypatch):
     def broken(prefix="x"):
         raise SandboxError("disk full")
-    monkeypatch.setattr(ws, "scratch_dir", broken)
+    monkeypatch.setattr(episode.ws, "scratch_dir", broken)
     with pytest.raises(SandboxError, match="disk full"):
-        _assess(ws, ["test $(wc -l < alcohol.txt) -eq 5 && echo True || echo False"],
-                RewardConfig(strength_seed=99))
+        episode.assess("test $(wc -l < alcohol.txt) -eq 5" + V)
 
 
-def test_assess_leaves_the_workspace_byte_identical(ws):
-    before = {p: (ws.path / p).read_bytes() for p in ws.listing()}
-    _assess(ws, VACUOUS + ['test "$(cat mean.txt)" = 5 && echo True || echo False'])
-    assert {p: (ws.path / p).read_bytes() for p in ws.listing()} == before
+def test_assess_leaves_the_workspace_byte_identical(episode):
+    episode.run("cut -f3 alcohol.txt > col.txt")
+    before = {p: (episode.ws.path / p).read_bytes() for p in episode.ws.listing()}
+    episode.assess(*VACUOUS, 'test "$(tail -1 col.txt)" = -999' + V)
+    assert {p: (episode.ws.path / p).read_bytes() for p in episode.ws.listing()} == before
 
 
-def test_assess_on_local_backend_uses_copies(tmp_path):
-    (tmp_path / "t.tsv").write_text(TABLE)
+def test_assess_on_local_backend_uses_copies(sources):
     with pytest.warns(UserWarning):
         box = LocalSandbox(LIMITS)
-    with box.stage({"t.tsv": tmp_path / "t.tsv"}) as ws:
-        results = _assess(ws, ["test $(wc -l < t.tsv) -eq 5 && echo True || echo False",
-                               "test -f t.tsv && echo True || echo False"])
-        assert [r.discriminating for r in results] == [True, False]
-        assert (ws.path / "t.tsv").read_text() == TABLE
+    ep = Episode(box, sources)
+    try:
+        ep.run("wc -l < alcohol.txt > n.txt")
+        results = ep.assess("test $(wc -l < alcohol.txt) -eq 5" + V,
+                            "test -f alcohol.txt" + V, 'test "$(cat n.txt)" -eq 5' + V)
+    finally:
+        ep.close()
+    assert _earns(results) == [True, False, True]
+    assert os.path.exists(sources["alcohol.txt"])
 
 
 def test_non_discriminating_check_earns_nothing_unless_strength_off():
@@ -284,23 +289,22 @@ def test_non_discriminating_check_earns_nothing_unless_strength_off():
     assert RewardConfig().strength is True
 
 
-def test_workspace_overlay_refuses_links_and_escapes(ws):
-    source = ws.scratch_dir("t-") / "m"
-    source.write_text("x\n")
-    source.chmod(0o444)
-    ws.run("ln -s alcohol.txt link.txt")
-    for name in ("link.txt", "../alcohol.txt", "/etc/passwd", "missing.txt"):
-        with pytest.raises(ValueError, match="overlay"):
-            ws.run_check("true", overlay={name: source})
-    assert os.path.islink(ws.path / "link.txt")
+def test_env_episode_owns_its_session_and_reset_closes_it(sources):
+    from vera_env import VeraEnv
+    from vera_env.tasks import Task
 
-
-def test_assess_keeps_only_the_current_version_of_a_file_in_its_cache(ws):
-    command = ["test $(wc -l < big.txt) -gt 0 && echo True || echo False"]
-    sizes = []
-    for step in range(3):
-        ws.run(f"seq 1 {50_000 + step} > big.txt")
-        _assess(ws, command)
-        files = list(ws.path.parent.glob("strength-*/*"))
-        sizes.append(sum(f.stat().st_size for f in files))
-    assert sizes[2] < 1.5 * sizes[0]  # earlier versions' mutants were deleted
+    task = Task(id="t", question="q", answer="1", grader={"kind": "exact"},
+                data_dir=sources["alcohol.txt"].parent)
+    env = VeraEnv([task], max_steps=5, limits=LIMITS)
+    env.reset(seed=0)
+    env.step("<command>cut -f3 alcohol.txt | tail -n +2 > v.txt</command>")
+    info = env.step('NODE kind=load summary="v"\nCHECK range "last" :: '
+                    'test "$(tail -1 v.txt)" = -999' + V)[-1]
+    session = env._episode.strength
+    paths = [s.workspace.path for t in session.bank._targets.values() if t.group
+             for s in (*t.group.shadows.values(), *t.group.twins.values())]
+    assert info["checks"][0]["discriminating"] is True and paths
+    env.reset(seed=1)
+    assert env._episode.strength is not session and not any(p.exists() for p in paths)
+    env.close()
+    assert env._episode is None

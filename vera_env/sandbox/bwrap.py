@@ -25,8 +25,9 @@ Why each piece:
   ``__init__.py`` raises ImportError, so the agent cannot import the harness.
 * **Compressor shims first on PATH** (``/opt/vera/bin``): gzip, bzip2 and xz refuse
   to work in place on a hard-linked file; see ``shims``.
-* **Checks get constant entropy** (``entropy``) and may be shown a mutant in place of
-  one file (``overlay``, a read-only bind over that name): strength testing.
+* **Commands and checks get constant entropy** (``entropy``): strength testing
+  replays commands on variants of the data, and a check may be shown a file in place
+  of one workspace file (``overlay``, a read-only bind over that name).
 * **Nothing survives a run** (issue 11). A seccomp filter (``seccomp``) fails the
   keyring and POSIX message-queue calls, the kernel state the namespaces leave shared;
   the IPC, network and mount namespaces, ``/tmp`` and ``/dev/shm`` are new for every
@@ -52,7 +53,7 @@ from vera_env.errors import SandboxError
 
 from .cgroup import TREE_MEMORY_WARNING, CommandCgroup, MemoryCgroups
 from .config import SandboxConfig
-from .entropy import BASH_ENV_PATH, BASH_ENV_TEXT
+from .entropy import BASH_ENV_TEXT, UUID_TEXT, entropy_binds, random_source_bytes
 from .process import LaunchSpec
 from .result import SandboxLimits
 from .seccomp import sandbox_filter, seccomp_fd
@@ -131,6 +132,7 @@ class BwrapSandbox:
             "group": f"root:x:0:\n{_SANDBOX_USER}:x:{uid}:\nnogroup:x:65534:\n",
             "mask_init": _MASK_INIT,
             "check_env": BASH_ENV_TEXT,
+            "random_uuid": UUID_TEXT,
         }
         paths = {}
         for name, text in contents.items():
@@ -138,7 +140,15 @@ class BwrapSandbox:
             path.write_text(text)
             path.chmod(0o444)
             paths[name] = path
+        paths["random_source"] = etc / "random_source"
+        paths["random_source"].write_bytes(random_source_bytes())
+        paths["random_source"].chmod(0o444)
         return paths
+
+    def entropy_args(self) -> list[str]:
+        """Binds that make a command's or a check's entropy constant (``entropy``)."""
+        return entropy_binds(str(self._files["check_env"]), str(self._files["random_uuid"]),
+                             str(self._files["random_source"]))
 
     def support_file(self, name: str) -> Path:
         """A read-only file the sandbox binds (``passwd``, ``group``, ``check_env``...)."""
@@ -315,15 +325,13 @@ class BwrapWorkspace(BaseWorkspace):
                 overlay: Mapping[str, Path]) -> Iterator[LaunchSpec]:
         bind = "--ro-bind" if check else "--bind"
         extra: list[str] = []
-        if check:  # constant entropy, so a coin flip cannot pass for a check (entropy)
-            extra += ["--setenv", "BASH_ENV", BASH_ENV_PATH,
-                      "--ro-bind", str(self._sandbox.support_file("check_env")), BASH_ENV_PATH,
-                      "--dev-bind", "/dev/zero", "/dev/urandom",
-                      "--dev-bind", "/dev/zero", "/dev/random"]
+        # Constant entropy for commands and checks alike: a coin flip cannot pass for a
+        # check, and strength's replay of a command writes what the command wrote.
+        extra += self._sandbox.entropy_args()
         for name, source in overlay.items():  # a mutant shown in place of one file
             extra += ["--ro-bind", str(source), f"/work/{name}"]
         with self._sandbox.memory_lease() as memory:
-            fds, gate_fd, lockdown = launch_fds(gated=memory is not None, constant_entropy=check)
+            fds, gate_fd, lockdown = launch_fds(gated=memory is not None, constant_entropy=True)
             argv = [*self._base_args, *lockdown, bind, str(self.path), "/work",
                     *extra, "--chdir", "/work", "--remount-ro", "/", "--",
                     *limits_wrapper(self.limits, marker_fd, command)]

@@ -1,31 +1,60 @@
-"""Checks run without entropy, so a coin flip cannot pass for a discriminating check.
+"""Commands and checks run with constant entropy, so a verdict is a function of the data.
 
 Strength testing (``vera_env.verification.strength``) calls a check discriminating when it passes on
 the data and says False on a mutant. A check that flips a coin —
 ``test $((RANDOM % 2)) -eq 0``, ``python3 -c "import random; print(random.random() <
 .7)"`` — would sometimes look like that by luck, and a policy would learn to farm the
-luck. So the bwrap backend runs every check (never a command) with its randomness
-sources made constant:
+luck. And strength *replays* the episode's file-writing commands on each variant of
+the data (issue 11: ``echo 42 > a.txt`` must replay to the same file, ``awk ... >
+het.txt`` to a different count): a command that drew random numbers must draw the same
+ones in the replay, or every file it wrote would look like data. So the bwrap backend
+runs every command and every check with its randomness sources made constant:
 
-* ``/dev/urandom`` and ``/dev/random`` are ``/dev/zero``;
+* ``/dev/urandom`` and ``/dev/random`` are ``/dev/zero``, and
+  ``/proc/sys/kernel/random/uuid`` is a fixed UUID;
 * the ``getrandom`` system call fails with ENOSYS (a seccomp filter), so Python,
   numpy and glibc fall back to ``/dev/urandom`` — zeros — and seed identically;
 * bash's ``$RANDOM`` is seeded by a ``BASH_ENV`` file.
 
-Tools that insist on ``getrandom`` (``shuf``, ``sort -R``) fail inside a check, which is
-right: a check whose verdict depends on a shuffle is not a check. The clock cannot be
-frozen this way (``date +%N``); the controls and the confirmation run in ``strength``
-bound what a clock-driven check earns.
+``shuf`` and ``sort -R`` insist on ``getrandom``; shims (``shims``) hand them a fixed
+pseudo-random ``--random-source`` instead, so they shuffle, the same way every time.
+The clock cannot be frozen this way (``date +%N``); the controls and the confirmation
+replay in ``strength`` bound what a clock-driven check earns.
 """
 
 from __future__ import annotations
 
 from .seccomp import filter_program, seccomp_fd
 
-__all__ = ["BASH_ENV_PATH", "BASH_ENV_TEXT", "seccomp_fd", "seccomp_program"]
+__all__ = ["BASH_ENV_PATH", "BASH_ENV_TEXT", "RANDOM_SOURCE_PATH", "UUID_TEXT",
+           "entropy_binds", "random_source_bytes", "seccomp_fd", "seccomp_program"]
 
 BASH_ENV_PATH = "/opt/vera/check-env"
 BASH_ENV_TEXT = "RANDOM=4242\n"
+UUID_TEXT = "6f1c1d52-2a0e-4b8e-9a53-7e0d1b4c9f21\n"
+RANDOM_SOURCE_PATH = "/opt/vera/random"
+_RANDOM_SOURCE_BYTES = 4 << 20
+
+
+def entropy_binds(bash_env: str, uuid: str, random_source: str) -> list[str]:
+    """bwrap arguments that make every entropy source but ``getrandom`` constant.
+
+    Args:
+        bash_env: Host file holding ``BASH_ENV_TEXT``.
+        uuid: Host file holding ``UUID_TEXT``.
+        random_source: Host file of ``random_source_bytes()`` (the shims' source).
+    """
+    return ["--setenv", "BASH_ENV", BASH_ENV_PATH, "--ro-bind", bash_env, BASH_ENV_PATH,
+            "--dev-bind", "/dev/zero", "/dev/urandom", "--dev-bind", "/dev/zero", "/dev/random",
+            "--ro-bind", uuid, "/proc/sys/kernel/random/uuid",
+            "--ro-bind", random_source, RANDOM_SOURCE_PATH]
+
+
+def random_source_bytes() -> bytes:
+    """Fixed pseudo-random bytes for ``shuf``/``sort -R`` (enough for about a million lines)."""
+    import random
+
+    return random.Random(4242).randbytes(_RANDOM_SOURCE_BYTES)
 
 
 def seccomp_program(machine: str | None = None) -> bytes | None:

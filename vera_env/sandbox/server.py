@@ -158,8 +158,9 @@ def _argv_builder(sandbox: ServerSandbox, path: Path) -> ArgvBuilder:
                str(limits.max_file_mb * 1024)]  # as the ulimit wrapper: KB, count, KB
 
     def argv(lockdown: list[str], socket_fd: int) -> list[str]:
+        # The commands' constant entropy (``entropy``), as on the per-command path.
         return [*sandbox.base_args(), *lockdown, "--bind", str(path), "/work",
-                "--ro-bind", str(sandbox.zygote), _ZYGOTE_INSIDE,
+                "--ro-bind", str(sandbox.zygote), _ZYGOTE_INSIDE, *sandbox.entropy_args(),
                 "--chdir", "/work", "--remount-ro", "/", "--",
                 "python3", "-I", "-S", _ZYGOTE_INSIDE, str(socket_fd), *rlimits]
     return argv
@@ -199,7 +200,7 @@ class _Server:
         self.stop()
         memory = self._sandbox.memory
         self._memory = memory.acquire() if memory is not None else None
-        fds, gate, lockdown = launch_fds(gated=self._memory is not None, constant_entropy=False)
+        fds, gate, lockdown = launch_fds(gated=self._memory is not None, constant_entropy=True)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         uid, gid = self._sandbox.host_ids
         root = self._sandbox.as_root

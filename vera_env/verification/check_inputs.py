@@ -1,21 +1,27 @@
-"""Which workspace files a check reads as data, as far as its text shows.
+"""Which workspace files a check (or a command) names, found in time linear in the workspace.
 
-Strength testing (``vera_env.verification.strength``) mutates the files a check reads; this module
-decides which those are, from the check's command and the workspace listing alone:
+Strength testing (``vera_env.verification.strength``) uses this twice: a check that
+names no workspace file at all is not worth replaying the episode for (``echo True``,
+a name assembled at run time: the harness does not pay for what it cannot see), and
+the task files a check depends on — directly, or through the model's files and the
+commands that wrote them — are mutated first. What counts as named:
 
-* a workspace path (or base name) that occurs in the command as a word —
+* a workspace path (or base name) that occurs in the text as a word —
   ``values.txt``, ``/work/values.txt``, ``open('values.txt')`` — and not as the prefix
   of a longer name (``seqs.fa`` inside ``seqs.fa.gz``);
 * the node's artifact, when it is a workspace file;
 * the files a glob word matches (``*.gz``);
 * for a script the check runs (a ``.py``/``.sh``/``.awk``/... file, or one starting
-  with ``#!``), not the script — mutating code breaks it, which proves nothing — but
-  the files *its* text names, three levels deep.
+  with ``#!``), the script and the files *its* text names, three levels deep.
 
-A file whose every line is a verdict word (``True``, ``pass``) is the model's verdict
-written down, not data, and is left out. Links are never followed and only regular
-files count: the harness may run as root, and a link must never lead it to read a host
-file on the model's behalf.
+Issue 11 measured the old discovery at 64 s for 30,000 files and one globbing check
+(every glob match was appended after a scan of a list). Here the listing is indexed
+once (``WorkspaceIndex``: names and base names in hash maps), the text is cut into
+words once, and each word costs one lookup; only names that cannot be a word
+(spaces, quotes) are searched for as substrings. Globs are compiled once and stop at
+``limit`` matches. Links are never followed and only regular files are read: the
+harness may run as root, and a link must never lead it to read a host file on the
+model's behalf.
 """
 
 from __future__ import annotations
@@ -25,62 +31,119 @@ import os
 import re
 import shlex
 import stat
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from vera_env.wire.protocol import verdict_from_output
-
-__all__ = ["CODE_SUFFIXES", "named_files", "read_regular"]
+__all__ = ["CODE_SUFFIXES", "WorkspaceIndex", "mentioned", "named_files", "read_regular"]
 
 CODE_SUFFIXES: frozenset[str] = frozenset(
     {".py", ".sh", ".bash", ".awk", ".sed", ".pl", ".r", ".rb", ".js", ".jl", ".lua"})
 _SCRIPT_SCAN_BYTES = 1 << 20
 _SCRIPT_DEPTH = 3
+_MAX_GLOB_WORDS = 16
 _GLOB_CHARS = re.compile(r"[*?\[]")
-_VERDICT_FILE_BYTES = 4096
+_WORD = re.compile(r"[\w./+@%~-]+")
+_PLAIN_NAME = re.compile(r"[\w./+@%~-]+")
 
 
-def named_files(command: str, listing: Sequence[str], root: Path, *,
-                artifact: str = "", limit: int | None = None) -> list[str]:
-    """The workspace files a check reads as data, in order of first mention.
+class WorkspaceIndex:
+    """A workspace listing indexed for lookups by path and by base name.
 
     Args:
-        command: The check's shell text.
-        listing: ``Workspace.listing()``.
+        listing: Relative paths of the workspace's files (``Workspace.listing()``).
+    """
+
+    def __init__(self, listing: Iterable[str]) -> None:
+        self.names: list[str] = list(listing)
+        self._set = set(self.names)
+        self._by_base: dict[str, list[str]] = {}
+        self._odd: list[str] = []  # names that cannot be one word of a command
+        for name in self.names:
+            self._by_base.setdefault(os.path.basename(name), []).append(name)
+            if not _PLAIN_NAME.fullmatch(name):
+                self._odd.append(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._set
+
+    def lookup(self, word: str) -> list[str]:
+        """The names ``word`` denotes: itself as a path, else every name it is the
+        base name of."""
+        rel = _relative(word)
+        if rel in self._set:
+            return [rel]
+        base = rel.rsplit("/", 1)[-1]
+        return self._by_base.get(base, []) if base else []
+
+    def odd_names(self) -> list[str]:
+        """Names with characters a shell word cannot hold unquoted."""
+        return self._odd
+
+
+def mentioned(text: str, index: WorkspaceIndex, limit: int | None = None) -> list[str]:
+    """The indexed names ``text`` mentions as words, in order of first mention
+    (at most ``limit`` of them)."""
+    first: dict[str, int] = {}
+    for match in _WORD.finditer(text):
+        word = match.group()
+        for candidate in (word, word.rstrip(".")):
+            for name in index.lookup(candidate):
+                first.setdefault(name, match.start())
+        if limit is not None and len(first) >= limit:
+            break
+    for name in index.odd_names():  # a quoted name with spaces: a plain substring search
+        for form in (name, os.path.basename(name)):
+            at = text.find(form)
+            if at >= 0:
+                first.setdefault(name, at)
+                break
+    ordered = sorted(first, key=first.__getitem__)
+    return ordered if limit is None else ordered[:limit]
+
+
+def named_files(command: str, listing: Sequence[str] | WorkspaceIndex, root: Path, *,
+                artifact: str = "", limit: int | None = None,
+                existing: bool = True) -> list[str]:
+    """The workspace files a check (or a command) names, in order of first mention.
+
+    Args:
+        command: The shell text.
+        listing: ``Workspace.listing()``, or a ``WorkspaceIndex`` of it.
         root: The workspace directory on the host (scripts are read from it).
         artifact: The node's artifact, added after the files named directly.
-        limit: Stop after this many data files (``cat *`` over ten thousand files
-            must not read them all).
+        limit: Stop after this many files (``cat *`` over ten thousand files must not
+            read them all).
+        existing: Keep only regular files present now (a check's inputs); False keeps
+            indexed names that are gone (what a command read before removing it).
 
     Returns:
-        Regular files only (links are never followed); scripts the check runs are
-        replaced by the files they name.
+        Links are never followed; for a script the text runs, the script and then the
+        files it names.
     """
-    found = _mentioned(command, listing)
+    index = listing if isinstance(listing, WorkspaceIndex) else WorkspaceIndex(listing)
+    found = dict.fromkeys(mentioned(command, index, limit))
     rel = _relative(artifact)
-    if rel in listing and rel not in found:
-        found.append(rel)
-    for name in _globbed(command, listing):
-        if name not in found:
-            found.append(name)
-    data: list[str] = []
-    seen_scripts: set[str] = set()
-    queue = [(name, 0) for name in found]
-    while queue and (limit is None or len(data) < limit):
-        name, depth = queue.pop(0)
-        head = read_regular(root, name, _VERDICT_FILE_BYTES + 1)
-        if head is None or _is_verdict_file(head):
-            continue  # not a regular file, or the model's own verdict (module docstring)
-        if _is_script(name, head):
-            if name in seen_scripts or depth >= _SCRIPT_DEPTH:
-                continue
-            seen_scripts.add(name)
-            raw = read_regular(root, name, _SCRIPT_SCAN_BYTES) or b""
-            text = raw.decode("utf-8", errors="replace")
-            queue += [(n, depth + 1) for n in _mentioned(text, listing) if n != name]
-        elif name not in data:
-            data.append(name)
-    return data
+    if rel in index:
+        found.setdefault(rel)
+    for name in _globbed(command, index, limit):
+        found.setdefault(name)
+    out: dict[str, None] = {}
+    queue = deque((name, 0) for name in found)
+    while queue and (limit is None or len(out) < limit):
+        name, depth = queue.popleft()
+        if name in out:
+            continue
+        head = read_regular(root, name, 2)
+        if head is None and existing:
+            continue  # not a regular file reached without a link
+        out[name] = None
+        if head is not None and depth < _SCRIPT_DEPTH and _is_script(name, head):
+            text = (read_regular(root, name, _SCRIPT_SCAN_BYTES) or b"").decode(
+                "utf-8", errors="replace")
+            queue.extend((n, depth + 1) for n in mentioned(text, index, limit)
+                         if n not in out)
+    return list(out)
 
 
 def _relative(name: str) -> str:
@@ -88,51 +151,30 @@ def _relative(name: str) -> str:
     for prefix in ("/work/", "./"):
         while name.startswith(prefix):
             name = name[len(prefix):]
-    return os.path.normpath(name) if name else ""
+    return os.path.normpath(name) if name and name != "/work" else ""
 
 
-def _mentioned(text: str, listing: Sequence[str]) -> list[str]:
-    hits: list[tuple[int, str]] = []
-    for name in listing:
-        for form in {name, os.path.basename(name)}:
-            if form not in text:
-                continue  # cheap test first; the regex only where the text occurs
-            match = re.search(rf"(?<![\w.-]){re.escape(form)}(?![\w-]|\.\w)", text)
-            if match:
-                hits.append((match.start(), name))
-                break
-    return [name for _, name in sorted(hits)]
-
-
-def _globbed(command: str, listing: Sequence[str]) -> list[str]:
+def _globbed(command: str, index: WorkspaceIndex, limit: int | None) -> list[str]:
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
+    patterns = [_relative(w) for w in words if _GLOB_CHARS.search(w)][:_MAX_GLOB_WORDS]
+    if not patterns:
+        return []
+    matchers = [re.compile(fnmatch.translate(p)).match for p in patterns if p]
     out: list[str] = []
-    for word in words:
-        if not _GLOB_CHARS.search(word):
-            continue
-        pattern = _relative(word)
-        for name in listing:
-            if name not in out and (fnmatch.fnmatchcase(name, pattern)
-                                    or fnmatch.fnmatchcase(os.path.basename(name), pattern)):
-                out.append(name)
+    for name in index.names:
+        base = os.path.basename(name)
+        if any(m(name) or m(base) for m in matchers):
+            out.append(name)
+            if limit is not None and len(out) >= limit:
+                break
     return out
 
 
-def _is_verdict_file(raw: bytes) -> bool:
-    """Every line a verdict word (``True``, ``pass``...; numbers are data)."""
-    if len(raw) > _VERDICT_FILE_BYTES:
-        return False
-    lines = [line.strip() for line in raw.decode("utf-8", errors="replace").splitlines()]
-    words = [line for line in lines if line]
-    return bool(words) and all(verdict_from_output(w) is not None
-                               and not w.lstrip("+-").isdigit() for w in words)
-
-
-def _is_script(name: str, raw: bytes) -> bool:
-    return Path(name).suffix.lower() in CODE_SUFFIXES or raw.startswith(b"#!")
+def _is_script(name: str, head: bytes) -> bool:
+    return Path(name).suffix.lower() in CODE_SUFFIXES or head.startswith(b"#!")
 
 
 def read_regular(root: Path, name: str, limit: int) -> bytes | None:

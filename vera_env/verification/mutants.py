@@ -1,31 +1,32 @@
-"""Mutants of a data file: the same kind of file with different content.
+"""Mutants of a task file's content: the same kind of data with different values.
 
-Strength testing (``vera_env.verification.strength``) re-runs a passing check against these. A check
-that passes on every mutant of the data it reads does not depend on that data
-(``echo True``, ``test -f qc.mtx``) and earns nothing. So a mutant must change what a
-real check looks at — values, rows, order, the header — and keep what a vacuous check
-looks at: the file exists, has the same name and kind (a ``.gz`` stays valid gzip) and
-is **never emptied**. An emptied file would "kill" ``test -s x`` and ``grep -q . x``,
-which read no value at all.
+Strength testing (``vera_env.verification.strength``) replays the episode on variants
+of the task's source files and re-runs a passing check there. A check that passes on
+every mutant does not depend on the data (``echo True``, ``test -f qc.mtx``) and earns
+nothing. So a mutant must change what a real check looks at — values, rows, order, the
+header — and keep what a vacuous check looks at: the file exists under the same name,
+is the same kind (``variants`` re-encodes a ``.gz`` as gzip) and is **never emptied**.
+An emptied file would "kill" ``test -s x`` and ``grep -q . x``, which read no value.
 
-Text files are mutated by lines, one operator per mutant in turn:
+Text is mutated by lines, one operator per mutant in turn:
 
 * ``drop_lines``: about a tenth of the lines after the first removed (at least one);
-* ``perturb_numbers``: every number on about a tenth of the lines that hold numbers
-  moved by 10-50 % (at least one unit of its last digit), up or down at random;
+* ``perturb_numbers``: every number moved by 10-50 % (at least one unit of its last
+  digit), up or down at random — on every line that holds one in a small file (100
+  such lines or fewer: a codebook, a sample sheet), on a random half of them in a
+  larger one, at most 50,000 lines: a check that pins any value of a small file, or a
+  sum over a large one, dies on it;
 * ``shuffle_rows``: the lines after the first put in random order;
-* ``drop_header``: the first line removed.
+* ``drop_header``: the column header removed — the first line after the meta lines
+  (``##`` in a VCF, ``%`` in a MatrixMarket file), else the first line.
 
-An operator that cannot change a file (shuffling one line) or repeats an earlier
+An operator that cannot change the content (shuffling one line) or repeats an earlier
 mutant falls back to ``duplicate_lines`` (about a tenth of the lines repeated), then
 ``edit_chars`` (a run of about a tenth of one line's characters deleted: a sequence on
-one line has no other content to change), then the others with a fresh draw. Binary files get ``flip_bytes`` and ``truncate_tail``.
-gzip, bzip2 and xz files are decompressed, mutated and recompressed at the fastest
-level. A file larger than the window (``max_bytes`` after decompression) is judged on
-its window: mutants mutate the first ``max_bytes`` (to a line end) and drop the rest,
-and the controls show that window unmutated. That bounds the memory, disk and time
-strength costs whatever the model leaves in the workspace; a check whose verdict
-depends on data past the window then fails its controls and earns nothing.
+one line has no other content to change), then the others with a fresh draw. Binary
+content gets ``flip_bytes`` and ``truncate_tail``. Numbers of any length are moved
+(issue 11: a 5,000-digit integer made ``int()`` raise out of ``step()``): a number
+too long for arithmetic has one of its digits changed instead.
 
 Everything is drawn from ``random.Random`` seeded with (seed, file name, mutant index,
 attempt), so the mutants — and the verdicts on them — are reproducible.
@@ -33,20 +34,16 @@ attempt), so the mutants — and the verdicts on them — are reproducible.
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
+import math
 import random
 import re
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from hashlib import sha256
-from typing import Any
 
 import numpy as np
 
-__all__ = ["TEXT_OPERATORS", "Mutant", "MutantSet", "MutantSource", "mutate"]
+__all__ = ["TEXT_OPERATORS", "Mutant", "mutate_content", "window"]
 
 TEXT_OPERATORS: tuple[str, ...] = ("drop_lines", "perturb_numbers", "shuffle_rows",
                                    "drop_header")
@@ -54,158 +51,63 @@ _TEXT_FALLBACKS: tuple[str, ...] = ("duplicate_lines", "edit_chars", "perturb_nu
                                     "drop_lines", "shuffle_rows")
 _BINARY_OPERATORS: tuple[str, ...] = ("flip_bytes", "truncate_tail")
 _SHARE = 0.1
-# Edits per mutant are capped so a mutant of a million-line file costs milliseconds
-# (a changed sum, count or order is as visible in 10^4 lines as in 10^5).
+# Edits per mutant are capped so a mutant of a million-line file costs about a second
+# (a changed sum, count or order is as visible in 10^4 lines as in 10^6).
 _MAX_EDITED_LINES = 100_000
-_MAX_PERTURBED_LINES = 10_000
+_MAX_PERTURBED_LINES = 50_000
+_PERTURB_ALL_LINES = 100
 _NUMBER_SCAN_LINES = 50_000
+_META = (b"##", b"%")
+_MAX_META_LINES = 10_000
+# Longer integers (and mantissas) are edited as digit strings, not parsed: Python
+# refuses to convert more than 4,300 digits, and arithmetic on them proves nothing more.
+_MAX_ARITHMETIC_DIGITS = 300
 _NUMBER = re.compile(rb"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
 
 
 @dataclass(frozen=True, slots=True)
 class Mutant:
-    """One mutated version of a file.
+    """One mutated version of a file's content.
 
     Attributes:
         label: ``<file>:<operator>#<index>``, e.g. ``values.txt:drop_lines#0``.
-        content: The bytes to show in the file's place (recompressed if it was).
+        content: The mutated (decoded) content.
     """
 
     label: str
     content: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class MutantSet:
-    """The mutants of one file and the bytes a control run shows.
-
-    Attributes:
-        control: The file itself, or — when it exceeds the window — its window,
-            re-encoded, so controls and mutants are judged on the same data.
-        windowed: The file was larger than the window.
-        mutants: Distinct mutants, fewer than asked when the file allows no more.
-    """
-
-    control: bytes
-    windowed: bool
-    mutants: tuple[Mutant, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _Codec:
-    name: str
-    magic: bytes
-    decompressor: Callable[[], Any]
-    compress: Callable[[bytes], bytes]
-
-
-_CODECS: tuple[_Codec, ...] = (
-    _Codec("gzip", b"\x1f\x8b", lambda: zlib.decompressobj(wbits=31),
-           lambda b: gzip.compress(b, compresslevel=1, mtime=0)),
-    _Codec("bzip2", b"BZh", bz2.BZ2Decompressor, lambda b: bz2.compress(b, 1)),
-    _Codec("xz", b"\xfd7zXZ\x00", lzma.LZMADecompressor,
-           lambda b: lzma.compress(b, preset=0)),
-)
-
-
-class MutantSource:
-    """The mutants of one file, built on demand: testing usually stops at the first
-    mutant that kills the check, and a mutant of a large file costs a recompression.
+def mutate_content(name: str, content: bytes, *, n: int, seed: int) -> list[Mutant]:
+    """Up to ``n`` distinct mutants of ``content``, none equal to it, none empty.
 
     Args:
         name: The file's workspace name (part of the seed and of each label).
-        raw: The file's stored bytes, or its first ``max_bytes + 1`` of them.
-        complete: ``raw`` is the whole file.
-        n: Mutants wanted.
+        content: The decoded content (already cut to the window).
+        n: Mutants wanted; fewer come back when the content allows no more.
         seed: ``RewardConfig.strength_seed``.
-        max_bytes: The window: content beyond it is dropped (see the module docstring).
     """
-
-    def __init__(self, name: str, raw: bytes, *, complete: bool, n: int, seed: int,
-                 max_bytes: int) -> None:
-        codec, content = _decode(raw, max_bytes)
-        self.windowed = not complete or len(content) > max_bytes
-        if self.windowed:
-            content = _window(content, max_bytes)
-        self._raw = raw
-        self._name, self._n, self._seed = name, n, seed
-        self._codec, self._content = codec, content
-        binary = b"\0" in content[:8192]
-        self._primary = _BINARY_OPERATORS if binary else TEXT_OPERATORS
-        self._fallbacks = _BINARY_OPERATORS if binary else _TEXT_FALLBACKS
-        self._seen = {sha256(content).digest()}
-        self._built: list[Mutant] = []
-        self._index = 0
-
-    @property
-    def control(self) -> bytes:
-        """What a control run shows: the file itself, or — when it exceeds the window —
-        its window re-encoded, so controls and mutants are judged on the same data."""
-        if not self.windowed:
-            return self._raw
-        return self._codec.compress(self._content) if self._codec else self._content
-
-    def get(self, i: int) -> Mutant | None:
-        """Mutant ``i`` (0-based), or None when the file allows no more."""
-        while len(self._built) <= i and self._index < self._n and self._content:
-            self._build(self._index)
-            self._index += 1
-        return self._built[i] if i < len(self._built) else None
-
-    def all(self) -> list[Mutant]:
-        """Every mutant (up to ``n``)."""
-        self.get(self._n - 1)
-        return list(self._built)
-
-    def _build(self, index: int) -> None:
-        candidates = (self._primary[index % len(self._primary)], *self._fallbacks)
-        for attempt, operator in enumerate(candidates):
-            rng = random.Random(f"{self._seed}|{self._name}|{index}|{attempt}")
-            changed = _OPERATORS[operator](self._content, rng)
-            if not changed:
-                continue
-            digest = sha256(changed).digest()
-            if digest in self._seen:
-                continue
-            self._seen.add(digest)
-            encoded = self._codec.compress(changed) if self._codec else changed
-            self._built.append(Mutant(f"{self._name}:{operator}#{index}", encoded))
-            return
+    if not content:
+        return []
+    binary = b"\0" in content[:8192]
+    primary = _BINARY_OPERATORS if binary else TEXT_OPERATORS
+    fallbacks = _BINARY_OPERATORS if binary else _TEXT_FALLBACKS
+    seen = {sha256(content).digest()}
+    built: list[Mutant] = []
+    for index in range(n):
+        for attempt, operator in enumerate((primary[index % len(primary)], *fallbacks)):
+            rng = random.Random(f"{seed}|{name}|{index}|{attempt}")
+            changed = _OPERATORS[operator](content, rng)
+            digest = sha256(changed).digest() if changed else b""
+            if changed and digest not in seen:
+                seen.add(digest)
+                built.append(Mutant(f"{name}:{operator}#{index}", changed))
+                break
+    return built
 
 
-def mutate(name: str, raw: bytes, *, complete: bool, n: int, seed: int,
-           max_bytes: int) -> MutantSet:
-    """Build up to ``n`` distinct mutants of one file at once (see ``MutantSource``)."""
-    source = MutantSource(name, raw, complete=complete, n=n, seed=seed, max_bytes=max_bytes)
-    return MutantSet(source.control, source.windowed, tuple(source.all()))
-
-
-def _decode(raw: bytes, max_bytes: int) -> tuple[_Codec | None, bytes]:
-    """Decompress at most ``max_bytes + 1`` bytes (a truncated stream yields its
-    prefix); bytes that only look compressed are mutated as they are."""
-    for codec in _CODECS:
-        if not raw.startswith(codec.magic):
-            continue
-        out: list[bytes] = []
-        size, data = 0, raw
-        try:
-            while data and size <= max_bytes:
-                decoder = codec.decompressor()
-                chunk = decoder.decompress(data, max_bytes + 1 - size)
-                out.append(chunk)
-                size += len(chunk)
-                if not decoder.eof:
-                    break  # window filled, or the input was cut short
-                data = decoder.unused_data  # another member or stream follows
-                if not data.startswith(codec.magic):
-                    break
-        except (OSError, EOFError, lzma.LZMAError, zlib.error):
-            return None, raw
-        return codec, b"".join(out)
-    return None, raw
-
-
-def _window(content: bytes, max_bytes: int) -> bytes:
+def window(content: bytes, max_bytes: int) -> bytes:
+    """The first ``max_bytes`` of ``content``, cut back to a line end for text."""
     head = content[:max_bytes]
     if b"\0" in head[:8192]:
         return head
@@ -258,7 +160,12 @@ def _drop_lines(content: bytes, rng: random.Random) -> bytes | None:
 
 def _drop_header(content: bytes, rng: random.Random) -> bytes | None:
     text = _Text(content)
-    return text.build({0: []}) if text.n >= 2 else None
+    if text.n < 2:
+        return None
+    first = 0  # the column header follows the meta lines (VCF "##", MatrixMarket "%")
+    while first < min(text.n - 1, _MAX_META_LINES) and text.line(first).startswith(_META):
+        first += 1
+    return text.build({first: []})
 
 
 def _shuffle_rows(content: bytes, rng: random.Random) -> bytes | None:
@@ -296,27 +203,42 @@ def _perturb_numbers(content: bytes, rng: random.Random) -> bytes | None:
     numeric = [i for i in sample if _NUMBER.search(text.line(i))]
     if not numeric:
         return None
-    estimate = len(numeric) * text.n // len(sample)
-    chosen = numeric[:min(len(numeric), _count(estimate, _MAX_PERTURBED_LINES))]
+    if len(numeric) > _PERTURB_ALL_LINES:  # a large file: half its numeric lines
+        numeric = numeric[:max(_PERTURB_ALL_LINES, len(numeric) // 2)]
+    chosen = numeric[:_MAX_PERTURBED_LINES]
     return text.build({i: [_NUMBER.sub(lambda m: _moved(m.group(), rng), text.line(i))]
                        for i in chosen})
 
 
 def _moved(token: bytes, rng: random.Random) -> bytes:
+    sign = -1 if rng.random() < 0.5 else 1
+    share = 0.1 + 0.4 * rng.random()
+    digits = token.lstrip(b"+-")
+    if digits.isdigit():  # the common case, kept cheap: a mutant moves 10^5 lines
+        if len(digits) > _MAX_ARITHMETIC_DIGITS:
+            return _edit_digit(token.decode("ascii"), rng).encode()
+        value = int(token)
+        return b"%d" % (value + sign * max(1, round(abs(value) * share)))
     text = token.decode("ascii")
-    sign = rng.choice((-1, 1))
-    share = rng.uniform(0.1, 0.5)
-    if re.fullmatch(r"[-+]?\d+", text):
-        value = int(text)
-        return str(value + sign * max(1, round(abs(value) * share))).encode()
     mantissa = text.lower().split("e")[0]
+    if len(mantissa) > _MAX_ARITHMETIC_DIGITS:
+        return _edit_digit(text, rng).encode()
     decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
     value = float(text)
     step = 10.0 ** -decimals
     moved = value + sign * max(abs(value) * share, step)
+    if not math.isfinite(moved) or moved == value:
+        return _edit_digit(text, rng).encode()  # 1e999, or too large to move by a step
     if "e" in text.lower():
         return f"{moved:.{max(decimals, 1)}e}".encode()
     return f"{moved:.{decimals}f}".encode()
+
+
+def _edit_digit(text: str, rng: random.Random) -> str:
+    """``text`` with one of its digits replaced by another digit."""
+    digits = [i for i, c in enumerate(text) if c.isdigit()]
+    i = rng.choice(digits)
+    return text[:i] + rng.choice([d for d in "0123456789" if d != text[i]]) + text[i + 1:]
 
 
 def _flip_bytes(content: bytes, rng: random.Random) -> bytes | None:

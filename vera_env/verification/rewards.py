@@ -63,21 +63,35 @@ class RewardConfig(BaseModel):
     """Subtracted for each rejected free turn (malformed, too long, unusable answer);
     refused forced replies and withheld answers are not penalised."""
     strength: bool = True
-    """Test passing checks against mutants of their data (``vera_env.verification.strength``); a
-    check that passes on every mutant earns nothing."""
+    """Test passing checks on variants of the task's data, the episode replayed on each
+    (``vera_env.verification.strength``); a check that does not fail on a mutant earns
+    nothing."""
     strength_mutants: int = Field(4, ge=1)
-    """Mutants per file a check reads (one per operator: lines dropped, numbers
-    moved, rows shuffled, header removed)."""
+    """Mutants per task file (one per operator: lines dropped, numbers moved, rows
+    shuffled, header removed)."""
     strength_seed: int = 0
     """Seed of the mutations, so strength verdicts are reproducible."""
     strength_controls: int = Field(2, ge=1)
-    """Runs on the file's unchanged bytes, shown like a mutant, per file tested; a
-    check that fails one is flaky (clock, randomness, overlay detection)."""
+    """Variants per task file with the content unchanged (built and replayed like the
+    mutants); a check that fails one is flaky (clock, metadata, encoding)."""
     strength_max_files: int = Field(4, ge=1)
-    """Files tested per check, in order of mention (the rest are not mutated)."""
+    """Task files varied per check, nearest first (those it names, then those its
+    files were derived from)."""
     strength_max_mb: int = Field(32, ge=1)
-    """Window per file (after decompression): larger files are judged on their first
-    this-many MiB, which bounds the time and disk strength costs."""
+    """Window per task file (after decompression): larger files are judged on their
+    first this-many MiB, which bounds the time and disk strength costs."""
+    strength_deadline_factor: float = Field(10.0, gt=0)
+    """A node's strength deadline is this multiple of its passing checks' runtime plus
+    the episode's derivation's runtime ..."""
+    strength_deadline_floor_s: float = Field(20.0, gt=0)
+    """... at least this many seconds ..."""
+    strength_deadline_max_s: float = Field(120.0, gt=0)
+    """... and at most this many. A check not decided by then earns nothing."""
+    strength_max_shadows: int = Field(24, ge=1)
+    """Shadow workspaces (variants with the episode replayed) alive at once, plus the
+    confirmation replays of killing mutants; least recently used files are dropped."""
+    strength_max_shadow_mb: int = Field(1024, ge=1)
+    """Disk the shadows and variant files may take together."""
 
 
 @dataclass(frozen=True, slots=True)

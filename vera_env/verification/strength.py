@@ -1,173 +1,363 @@
-"""Strength: does a passing check depend on the data it claims to check?
+"""Strength: a check earns only when its verdict is a function of the task's data.
 
-The harness runs the model's checks, so the model cannot *print* its score — but it can
-write checks that cannot fail: ``echo True``, ``test -f qc.mtx``,
-``python3 -c "print(1==1)"``. Peers scored those as verification. Here a check that
-passed is re-run against **mutants** of the workspace files it names (``mutants``:
-lines dropped, numbers moved, rows shuffled, header removed, gz re-packed). A check
-that passes on every mutant does not discriminate right data from wrong and earns
-nothing; one that says ``False`` on some mutant discriminates, and ``killed_by`` names
-those mutants. This goes beyond the seeds, which could only ask for strong checks.
+The harness runs the model's checks, so the model cannot *print* its score — but it
+can write checks that cannot fail (``echo True``, ``test -f qc.mtx``) or checks on
+values it typed itself. Issue 11 showed the last one farming the whole verification
+bound in four turns: ``echo 42 > a.txt`` and a check ``test "$(cat a.txt)" = 42``
+"discriminated", because the old design mutated whatever file a check named —
+including the model's own. So strength now asks a counterfactual question: *had the
+task's data been different, would this check have said False?*
 
-Which files a check names is decided from its text (``vera_env.verification.check_inputs``): the
-workspace paths it mentions or globs, the node's artifact, and for a script it runs
-the files the script names; a file of bare ``True`` lines is the model's own verdict,
-not data. A check that names no data file reads no data as far as the harness can
-tell (``ls | wc -l``, ``find``, a name spelled in pieces) and earns nothing: the
-harness cannot test what it cannot see, and obfuscation should not pay.
+* Only the task's source files (``Task.data_files()``) are varied, never the model's.
+  Each is built into controls (content unchanged) and mutants (``mutants``) by one
+  builder in one pass (``variants``): same codec and settings, same mode and mtime,
+  written in a shuffled order — only content tells them apart.
+* Two counterfactuals, and a check earns under either:
 
-Rules that make a kill evidence, each closing a way to look discriminating:
+  - **the data varied under the model's files** (*frozen*): a task file the check
+    names, still as staged, is shown as each variant in the real workspace (a
+    read-only bind, nothing copied). A check that ties the model's result to the data
+    — ``cmp gt.txt <(zcat calls.vcf.gz | cut -f11)``, a recount that must match — or
+    pins a raw fact of the data (``wc -l data.tsv``) fails there.
+  - **the data varied through the model's derivation** (*replay*): for a check that
+    reads the model's files, each variant gets a shadow workspace where the episode's
+    file-writing commands (``replay``) are replayed in order under the constant
+    entropy the real commands ran with (``shadows``). ``awk ... calls.vcf.gz >
+    het.txt`` replays to another count, so a pin on ``het.txt`` earns; ``echo 42 >
+    a.txt`` replays to the same file and earns nothing. Only the task files the
+    model's files came from are varied (``CommandLog.sources_behind``: the files the
+    commands that wrote them name, glob or run scripts naming); a file written by
+    commands that name no task file is not derived from the data, and no replay is
+    needed to say so.
+* **Discriminating** = passed on the real workspace, passes on every control, and
+  says a clean ``False`` (exit 0) on some mutant — and again on a second run (for a
+  replay, an independent second replay of that mutant, the *twin*). The controls make
+  a check that detects the variant (re-encoding, inodes, ctime, the mount table)
+  flaky; the controls and the repeat bound what a clock-driven check earns by luck.
 
-* **A kill is a clean ``False``**: exit 0 and a False verdict. A check that crashes or
-  prints nothing on a mutant (``cat flag.txt`` with the flag file mutated, a parser
-  that chokes) has shown only that it reads the file.
-* **Controls.** ``strength_controls`` runs show the file's *unchanged* bytes through
-  the same mechanism as the mutants (a read-only bind of a copy with a random name),
-  so a run cannot tell a control from a mutant except by content. A check that does
-  not pass on its controls is flaky — time, randomness, or detecting the overlay
-  (``/proc/self/mountinfo``) — and earns nothing.
-* **Confirmation.** The first killing mutant is run once more and must say False
-  again. With controls this bounds what a check that reads the clock or a random
-  source can earn by luck (see README: redteam).
+Order and cost. A check that names no workspace file (``check_inputs``) is not tested:
+the harness does not pay for what it cannot see. Task files are tried nearest first,
+at most ``strength_max_files`` per counterfactual. Per file the first mutant runs
+beside the first control; most real checks die there, and the other controls and the
+repeat follow. A check that survives the first mutant meets the others at once. The
+checks of a node are tested concurrently, ``workers`` sandbox runs at a time. Variants
+and shadows persist across nodes (``bank``), so each command is replayed once per
+variant per episode.
 
-Order and cost. Files are tried in order of mention (at most ``strength_max_files``).
-For each, the first mutant runs alone — most real checks die on it — then the others
-in parallel; testing stops at the first file with a confirmed kill, so ``killed_by``
-lists that file's kills. Controls and the confirmation run only after a kill (a check
-no mutant kills earns nothing whatever its controls say), in parallel. So a typical
-discriminating check costs four extra runs (one mutant, two controls, one
-confirmation) and a vacuous one ``strength_mutants`` per file it names. Mutants are
-built on demand, once per file version, and reused across the checks and nodes of an
-episode; unchanged files are never copied (the sandbox binds the mutant over the one
-name, ``Workspace.run_check(overlay=...)``). A check that failed on the original is
-not strength-tested (``discriminating`` None).
+Every node has a **deadline**: ``strength_deadline_factor`` x (the node's passing
+checks' runtime + the derivation's runtime), at least ``strength_deadline_floor_s``,
+at most ``strength_deadline_max_s``. Issue 11 measured a 5 s check making one step
+take 66 s; now every run is cut at the deadline, and a check undecided by then earns
+nothing, with a ``detail`` that says so.
+
+The session is per episode and owned by it (``Episode.strength``): the command log,
+the variants and the shadows die with ``close()`` — nothing of one episode leaks into
+the next, and no temp dir or process outlives it.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
-import stat
-import weakref
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vera_env.verification.check_inputs import named_files, read_regular
-from vera_env.verification.checks import CheckResult
 from vera_env.errors import SandboxError
-from vera_env.verification.mutants import MutantSource
+from vera_env.verification.bank import TargetBank
+from vera_env.verification.check_inputs import WorkspaceIndex, named_files
+from vera_env.verification.checks import CheckResult
+from vera_env.verification.replay import CommandLog
+from vera_env.verification.shadows import DEADLINE, Shadow, ShadowGroup
 from vera_env.wire.protocol import verdict_from_output
 
 if TYPE_CHECKING:
+    from vera_env.sandbox import ExecResult, Sandbox, SandboxLimits, Workspace
     from vera_env.verification.rewards import RewardConfig
-    from vera_env.sandbox import ExecResult, SandboxLimits, Workspace
 
-__all__ = ["assess", "named_files"]
+__all__ = ["StrengthSession"]
 
-_MIN_MUTANT_TIMEOUT_S = 10.0
-_SCRATCH_BUDGET_BYTES = 1 << 30
+_MIN_RUN_TIMEOUT_S = 10.0
+_MAX_NAMED = 64
+_UNFINISHED = "unfinished"
+TimeLeft = Callable[[], float]
+Verdict = bool | None | str
 
 
 @dataclass(frozen=True, slots=True)
-class _Layer:
-    label: str          # "" for a control
-    path: Path          # host file shown in place of the named file
+class _Outcome:
+    """What testing a check against one task file's variants found."""
+
+    kills: tuple[str, ...] = ()
+    weak: str = ""        # decided: the check does not discriminate, and why
+    tried: int = 0        # mutants it passed
+    unfinished: bool = False
+    skipped: str = ""     # this file could not be varied (an empty file)
 
 
-def assess(results: Sequence[CheckResult], workspace: "Workspace", config: "RewardConfig",
-           limits: "SandboxLimits", *, artifact: str = "",
-           workers: int | None = None) -> tuple[CheckResult, ...]:
-    """Strength-test every passing check of one node.
+@dataclass(frozen=True, slots=True)
+class _Site:
+    """Where a check runs against one variant: the real workspace with the task file
+    shown in place (``frozen``), or that variant's shadow (``replay``)."""
+
+    label: str
+    run: Callable[[str, float], ExecResult]
+    ready: Callable[[], Verdict] = lambda: True  # a twin replays first
+
+
+class StrengthSession:
+    """Strength testing for one episode: its command log, variants and shadows.
 
     Args:
-        results: The node's executed checks.
-        workspace: The episode's workspace (its ``run_check`` must accept ``overlay``).
-        config: ``strength_mutants``, ``strength_seed``, ``strength_controls``,
-            ``strength_max_files``, ``strength_max_mb``.
-        limits: ``check_timeout_s`` caps each mutant run.
-        artifact: The node's artifact; mutated too when it is a workspace file.
-        workers: Runs in flight at once (default: CPUs, 2 to 8). Verdicts do not
-            depend on it.
-
-    Returns:
-        ``results`` with ``discriminating`` and ``killed_by`` set on passing checks
-        (and ``detail`` saying why one earns nothing).
-
-    Raises:
-        SandboxError: The sandbox or the harness's scratch space failed (an
-            infrastructure fault: the episode is unscorable, not the check failed).
+        sandbox: The episode's sandbox; shadows are staged by it.
+        sources: The task's files (``Task.data_files()``), as staged for the episode.
+        workspace: The episode's workspace (walked after every command; its scratch
+            space holds the variant files).
+        config: ``strength_*`` settings of ``RewardConfig``.
+        limits: The sandbox's limits (replays and check runs are cut by them).
+        workers: Sandbox runs in flight at once (default: CPUs, 2 to 8). Verdicts do
+            not depend on it.
     """
-    if not any(r.passed for r in results):
-        return tuple(results)
-    listing = workspace.listing()
-    cache = _cache_for(workspace)
-    workers = workers or min(8, max(2, os.cpu_count() or 2))
-    out = []
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for result in results:
-            if not result.passed:
-                out.append(result)
-                continue
-            names = named_files(result.command, listing, workspace.path, artifact=artifact,
-                                limit=config.strength_max_files)
-            cache.trim()
-            out.append(_probe(result, names, workspace, cache, config, limits, pool))
-    return tuple(out)
+
+    def __init__(self, sandbox: Sandbox, sources: Mapping[str, Path], workspace: Workspace,
+                 config: RewardConfig, limits: SandboxLimits, *,
+                 workers: int | None = None) -> None:
+        self._sources = dict(sources)
+        self._workspace, self._config, self._limits = workspace, config, limits
+        self._workers = workers or min(8, max(2, os.cpu_count() or 2))
+        self.log = CommandLog(workspace.path, list(self._sources))
+        staged = {name: _stat(workspace.path / name, path) for name, path in sources.items()}
+        self._staged_inode = {name: (st.st_dev, st.st_ino) for name, st in staged.items()}
+        self.bank = TargetBank(sandbox, self._sources,
+                               lambda: workspace.scratch_dir("strength-"),
+                               {n: (st.st_mtime_ns, st.st_mode & 0o777)
+                                for n, st in staged.items()}, config)
+
+    def record(self, command: str, result: ExecResult) -> None:
+        """Note a command the model ran (replayed later if it changed the workspace)."""
+        self.log.record(command, result)
+
+    def deadline_s(self, results: Sequence[CheckResult]) -> float:
+        """The node's strength deadline (see the module docstring)."""
+        cfg = self._config
+        base = sum(r.duration_s for r in results if r.passed) + self.log.derivation_s
+        return min(cfg.strength_deadline_max_s,
+                   max(cfg.strength_deadline_floor_s, cfg.strength_deadline_factor * base))
+
+    def assess(self, results: Sequence[CheckResult], *,
+               artifact: str = "") -> tuple[CheckResult, ...]:
+        """Strength-test every passing check of one node.
+
+        Args:
+            results: The node's executed checks.
+            artifact: The node's artifact (counts as a file the checks name).
+
+        Returns:
+            ``results`` with ``discriminating``, ``killed_by`` and (when a check earns
+            nothing) ``detail`` set on passing checks.
+
+        Raises:
+            SandboxError: The sandbox or the harness's scratch space failed (an
+                infrastructure fault: the episode is unscorable, not the check failed).
+        """
+        passing = [i for i, r in enumerate(results) if r.passed]
+        if not passing:
+            return tuple(results)
+        budget_s = self.deadline_s(results)
+        ends = time.monotonic() + budget_s
+        time_left = lambda: ends - time.monotonic()
+        index = WorkspaceIndex(self._workspace.listing())
+        out = list(results)
+        try:
+            with ThreadPoolExecutor(self._workers, "strength-run") as runs, \
+                    ThreadPoolExecutor(len(passing), "strength-check") as checks:
+                futures = {i: checks.submit(self._probe, results[i], index, artifact, runs,
+                                            time_left, budget_s) for i in passing}
+                for i, future in futures.items():
+                    out[i] = future.result()
+        except OSError as exc:
+            raise SandboxError(f"strength: cannot write a variant: {exc}") from exc
+        finally:
+            self.bank.trim()
+        return tuple(out)
+
+    def close(self) -> None:
+        """Close every shadow and delete every variant file. Idempotent."""
+        self.bank.close()
+
+    # ----- one check -----
+
+    def _probe(self, result: CheckResult, index: WorkspaceIndex, artifact: str,
+               runs: Executor, time_left: TimeLeft, budget_s: float) -> CheckResult:
+        named = named_files(result.command, index, self._workspace.path, artifact=artifact,
+                            limit=_MAX_NAMED)
+        if not named:
+            return _weak(result, "names no file of the workspace, so the harness cannot "
+                                 "tell what data it checks")
+        untouched = [n for n in named if self._untouched(n)]
+        model = [n for n in named if n not in untouched]
+        plan = [(name, False) for name in untouched[:self._config.strength_max_files]]
+        if model:  # its files came from the model: vary their sources, replay the episode
+            plan += [(name, True) for name in self._targets(model)]
+        if not plan:
+            return _weak(result, f"what it reads ({', '.join(model[:3])}) was written by "
+                                 "commands that name no task file, so it is not derived "
+                                 "from the data")
+        tried: dict[str, int] = {}
+        replayed = False
+        for name, replay in plan:
+            outcome = self._probe_file(result, name, replay, runs, time_left)
+            if outcome.kills:
+                return replace(result, discriminating=True, killed_by=outcome.kills)
+            if outcome.weak:
+                return _weak(result, outcome.weak)
+            if outcome.unfinished:
+                return _weak(result, f"the strength deadline ({budget_s:.0f} s for this "
+                                     f"node) passed before its variants of {name} were run")
+            if not outcome.skipped:
+                tried[name] = tried.get(name, 0) + outcome.tried
+                replayed = replayed or replay
+        if not tried:
+            return _weak(result, "no variant of the task's data could be built (empty "
+                                 "files), so it checks no data")
+        how = " (the episode replayed on each)" if replayed else ""
+        return _weak(result, f"passed on all {sum(tried.values())} mutants of "
+                             f"{', '.join(tried)}{how}: it does not depend on that data")
+
+    def _untouched(self, name: str) -> bool:
+        """``name`` is a task file still as staged (the model has not replaced it)."""
+        try:
+            st = os.lstat(self._workspace.path / name)
+        except OSError:
+            return False
+        return self._staged_inode.get(name) == (st.st_dev, st.st_ino)
+
+    def _targets(self, model_files: Sequence[str]) -> list[str]:
+        """Task files the model's files came from (``CommandLog.sources_behind``),
+        nearest first: varying any other file cannot change what a replay writes."""
+        behind = self.log.sources_behind(model_files, list(self._sources))
+        return behind[:self._config.strength_max_files]
+
+    def _probe_file(self, result: CheckResult, name: str, replay: bool, runs: Executor,
+                    time_left: TimeLeft) -> _Outcome:
+        target = self.bank.acquire(name, time_left)
+        if isinstance(target, str):
+            return _Outcome(skipped=target)
+        try:
+            variants = target.variants
+            if not replay:
+                controls = [self._frozen(name, v.label, v.path) for v in variants.controls]
+                mutants = [self._frozen(name, v.label, v.path) for v in variants.mutants]
+                return self._phases(result, controls, mutants, lambda site: site, runs,
+                                    time_left, variants.windowed, name)
+            group = self.bank.shadow_group(target, time_left)
+            if group == DEADLINE:
+                return _Outcome(unfinished=True)
+            assert isinstance(group, ShadowGroup)
+            group.extend(self.log, self._limits, runs, time_left, self.bank.over_budget)
+            state = group.state(len(self.log))
+            if state:
+                return (_Outcome(unfinished=True) if state == DEADLINE else
+                        _Outcome(weak=f"the episode did not replay the same way: {state}"))
+            controls = [_shadow_site(group.shadows[v.label]) for v in variants.controls]
+            mutants = [_shadow_site(group.shadows[v.label]) for v in variants.mutants
+                       if not group.shadows[v.label].broken]
+            return self._phases(result, controls, mutants,
+                                lambda site: self._twin(group, site, time_left), runs,
+                                time_left, variants.windowed, name)
+        finally:
+            self.bank.release(target)
+
+    def _frozen(self, name: str, label: str, path: Path) -> _Site:
+        ws = self._workspace
+        return _Site(label, lambda cmd, t: ws.run_check(cmd, timeout_s=t, overlay={name: path}))
+
+    def _twin(self, group: ShadowGroup, site: _Site, time_left: TimeLeft) -> _Site:
+        if not len(self.log):
+            return site  # nothing to replay: the same shadow is an identical replay
+        twin = group.twin(site.label)
+
+        def ready() -> Verdict:
+            twin.extend(self.log, self._limits, time_left, self.bank.over_budget)
+            if twin.broken == DEADLINE or twin.replayed < len(self.log):
+                return _UNFINISHED
+            return None if twin.broken else True
+        return _Site(site.label, _shadow_site(twin).run, ready)
+
+    def _phases(self, result: CheckResult, controls: list[_Site], mutants: list[_Site],
+                twin_of: Callable[[_Site], _Site], runs: Executor, time_left: TimeLeft,
+                windowed: bool, name: str) -> _Outcome:
+        if not mutants:
+            return _Outcome(skipped="every mutant's replay failed")
+        timeout = min(self._limits.check_timeout_s,
+                      max(_MIN_RUN_TIMEOUT_S, 5 * result.duration_s + 5))
+        run = _PhaseRunner(result.command, runs, timeout, time_left,
+                           random.Random(f"{self._config.strength_seed}|{result.command}"))
+        first = run({"m": mutants[0], "c": controls[0]})
+        if _UNFINISHED in first.values():
+            return _Outcome(unfinished=True)
+        if first["c"] is not True:
+            return _Outcome(weak=_flaky(name, windowed))
+        kills = [mutants[0]] if first["m"] is False else []
+        if not kills:
+            rest = run({site.label: site for site in mutants[1:]})
+            if _UNFINISHED in rest.values():
+                return _Outcome(unfinished=True)
+            kills = [site for site in mutants[1:] if rest[site.label] is False]
+            if not kills:
+                return _Outcome(tried=len(mutants))
+        last = run({**{site.label: site for site in controls[1:]}, "twin": twin_of(kills[0])})
+        if _UNFINISHED in last.values():
+            return _Outcome(unfinished=True)
+        if any(last[site.label] is not True for site in controls[1:]):
+            return _Outcome(weak=_flaky(name, windowed))
+        if last["twin"] is not False:
+            return _Outcome(weak=f"flaky: {kills[0].label} did not fail it again (the "
+                                 "kill did not repeat)")
+        return _Outcome(kills=tuple(site.label for site in kills))
 
 
-def _probe(result: CheckResult, names: list[str], workspace: "Workspace",
-           cache: "_MutantCache", config: "RewardConfig", limits: "SandboxLimits",
-           pool: ThreadPoolExecutor) -> CheckResult:
-    if not names:
-        return _weak(result, "names no data file of the workspace (scripts and files "
-                             "holding only True/False are not data), so it checks no data")
-    # Generous against a loaded machine (a timeout is not a kill), but a check that
-    # stalls only on mutants must not hold the step for the full check timeout.
-    timeout_s = min(limits.check_timeout_s,
-                    max(_MIN_MUTANT_TIMEOUT_S, 5 * result.duration_s + 5))
+class _PhaseRunner:
+    """Runs a check against several variants at once, in a shuffled order."""
 
-    def run(name: str, layer: _Layer) -> bool | None:
-        res = workspace.run_check(result.command, timeout_s=timeout_s,
-                                  overlay={name: layer.path})
+    def __init__(self, command: str, runs: Executor, timeout_s: float, time_left: TimeLeft,
+                 rng: random.Random) -> None:
+        self._command, self._runs, self._timeout_s = command, runs, timeout_s
+        self._time_left, self._rng = time_left, rng
+
+    def __call__(self, sites: dict[str, _Site]) -> dict[str, Verdict]:
+        keys = list(sites)
+        self._rng.shuffle(keys)  # which variant runs first says nothing
+        futures = {k: self._runs.submit(self._verdict, sites[k]) for k in keys}
+        return {k: f.result() for k, f in futures.items()}
+
+    def _verdict(self, site: _Site) -> Verdict:
+        ready = site.ready()
+        if ready is not True:
+            return ready
+        left = self._time_left()
+        if left <= 0.05:
+            return _UNFINISHED
+        res = site.run(self._command, min(self._timeout_s, left))
+        if res.timed_out and self._time_left() <= 0.05:
+            return _UNFINISHED
         return _clean_verdict(res)
 
-    tried = 0
-    for name in names:
-        layers = cache.layers(workspace, name, config)
-        first = layers.mutant(0) if layers else None
-        if layers is None or first is None:
-            continue
-        # The first mutant alone, then the rest: most real checks die on the first.
-        kills = [first] if run(name, first) is False else []
-        tried += 1
-        if not kills:
-            rest = [m for m in map(layers.mutant, range(1, config.strength_mutants)) if m]
-            tried += len(rest)
-            kills = [m for m, v in zip(rest, pool.map(partial(run, name), rest), strict=True)
-                     if v is False]
-        if not kills:
-            continue
-        # Evidence only if the unchanged file passes (controls) and the kill repeats.
-        checks = [*layers.controls(config.strength_controls), kills[0]]
-        verdicts = list(pool.map(partial(run, name), checks))
-        if any(v is not True for v in verdicts[:-1]):
-            if layers.windowed:
-                return _weak(result, f"its verdict depends on {name} past the first "
-                                     f"{config.strength_max_mb} MiB that strength tests")
-            return _weak(result, f"flaky: its verdict changed on unchanged {name} (a "
-                                 "check must give the same answer on the same data)")
-        if verdicts[-1] is not False:
-            return _weak(result, f"flaky: {kills[0].label} did not fail it twice")
-        return replace(result, discriminating=True, killed_by=tuple(m.label for m in kills))
-    if not tried:
-        return _weak(result, f"no mutant of {', '.join(names)} could be built (empty "
-                             "files), so it checks no data")
-    return _weak(result, f"passed on all {tried} mutants of {', '.join(names)}: it does "
-                         "not depend on that data")
+
+def _shadow_site(shadow: Shadow) -> _Site:
+    ws = shadow.workspace
+    return _Site(shadow.variant.label, lambda cmd, t: ws.run_check(cmd, timeout_s=t))
+
+
+def _flaky(name: str, windowed: bool) -> str:
+    if windowed:
+        return (f"its verdict depends on {name} past the first strength_max_mb "
+                "(after decompression), the window strength varies")
+    return (f"flaky: it failed on a control ({name} unchanged in content), so it depends "
+            "on something besides the data: time, randomness, file metadata or encoding")
 
 
 def _weak(result: CheckResult, why: str) -> CheckResult:
@@ -175,116 +365,15 @@ def _weak(result: CheckResult, why: str) -> CheckResult:
                    detail=f"not discriminating: {why}"[:200])
 
 
-def _clean_verdict(res: "ExecResult") -> bool | None:
+def _clean_verdict(res: ExecResult) -> bool | None:
     if res.status != "ok" or res.exit_code != 0 or res.timed_out:
         return None
     return verdict_from_output(res.stdout)
 
 
-# ----- mutants on disk, built once per file version -----
-
-class _FileLayers:
-    """Controls and mutants of one version of one file, written on first use."""
-
-    def __init__(self, cache: "_MutantCache", workspace: "Workspace", name: str,
-                 config: "RewardConfig") -> None:
-        window = config.strength_max_mb * 2**20
-        raw = read_regular(workspace.path, name, window + 1) or b""
-        self._source = MutantSource(name, raw, complete=len(raw) <= window,
-                                    n=config.strength_mutants, seed=config.strength_seed,
-                                    max_bytes=window)
-        self._write = lambda content: cache.write(workspace, content)
-        self._mutants: list[_Layer] = []
-        self._controls: list[_Layer] = []
-        self.windowed = self._source.windowed
-
-    def mutant(self, i: int) -> _Layer | None:
-        """Mutant ``i`` on disk, or None when the file allows no more."""
-        while len(self._mutants) <= i:
-            built = self._source.get(len(self._mutants))
-            if built is None:
-                return None
-            self._mutants.append(_Layer(built.label, self._write(built.content)))
-        return self._mutants[i]
-
-    def discard(self) -> None:
-        """Delete this version's files (the file changed, or the cache is trimmed)."""
-        for layer in (*self._mutants, *self._controls):
-            layer.path.unlink(missing_ok=True)
-        self._mutants, self._controls = [], []
-
-    def controls(self, n: int) -> list[_Layer]:
-        """``n`` copies of the unchanged file, each its own inode."""
-        if len(self._controls) < n:
-            content = self._source.control
-            self._controls += [_Layer("", self._write(content))
-                               for _ in range(n - len(self._controls))]
-        return self._controls[:n]
-
-
-class _MutantCache:
-    """Mutant and control files of one workspace, keyed by the file's version, so the
-    checks and nodes of an episode that read the same file share them.
-
-    Only a name's current version is kept, and the whole cache is dropped before a
-    check once it holds more than ``_SCRATCH_BUDGET_BYTES``: a model that rewrites a
-    large file every step, or names many, must not turn strength's copies into a
-    disk filler on the host. One check's own files stay bounded by
-    ``strength_max_files`` x (mutants + controls) x the window.
-    """
-
-    def __init__(self) -> None:
-        self._dir: Path | None = None
-        self._files: dict[str, tuple[tuple, _FileLayers]] = {}
-        self.bytes = 0
-
-    def trim(self) -> None:
-        """Drop every cached file if the cache is over its budget."""
-        if self.bytes > _SCRATCH_BUDGET_BYTES:
-            for _, layers in self._files.values():
-                layers.discard()
-            self._files.clear()
-            self.bytes = 0
-
-    def layers(self, workspace: "Workspace", name: str, config: "RewardConfig"
-               ) -> _FileLayers | None:
-        """The layers of ``name`` as it is now; None when it is not a regular file."""
-        try:
-            st = os.lstat(os.path.join(workspace.path, name))
-        except OSError:
-            return None
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, config.strength_seed,
-               config.strength_mutants, config.strength_max_mb)
-        cached = self._files.get(name)
-        if cached is None or cached[0] != key:
-            if cached is not None:
-                cached[1].discard()  # the file changed: its old mutants are dead weight
-            cached = self._files[name] = (key, _FileLayers(self, workspace, name, config))
-        return cached[1]
-
-    def write(self, workspace: "Workspace", content: bytes) -> Path:
-        """Put ``content`` in a new read-only file of the scratch directory."""
-        try:
-            if self._dir is None:
-                self._dir = workspace.scratch_dir("strength-")
-            # A fresh inode under a random name: the path shows in /proc/self/mountinfo
-            # and the inode in stat, and neither may tell a control from a mutant.
-            path = self._dir / secrets.token_hex(8)
-            path.write_bytes(content)
-            path.chmod(0o444)
-            self.bytes += len(content)
-        except OSError as exc:
-            raise SandboxError(f"strength: cannot write a mutant: {exc}") from exc
-        return path
-
-
-_CACHES: "weakref.WeakKeyDictionary[object, _MutantCache]" = weakref.WeakKeyDictionary()
-
-
-def _cache_for(workspace: "Workspace") -> _MutantCache:
-    cache = _CACHES.get(workspace)
-    if cache is None:
-        cache = _CACHES[workspace] = _MutantCache()
-    return cache
+def _stat(staged: Path, source: Path) -> os.stat_result:
+    """The staged task file's stat (its source's if the name is already gone)."""
+    try:
+        return os.lstat(staged)
+    except OSError:
+        return os.stat(source)

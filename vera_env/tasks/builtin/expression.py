@@ -60,8 +60,10 @@ def _stats(milli: np.ndarray, treated: np.ndarray) -> tuple[float, float]:
     return mean(tpm, t) / mean(tpm, c), mean(logs, t) / mean(logs, c)
 
 
-def _solution(gene: str, n_samples: int, n_treated: int, answer: str) -> tuple[str, ...]:
-    v = {"G": gene, "N": n_samples, "T": n_treated, "C": n_samples - n_treated, "ANS": answer}
+def _solution(gene: str, n_samples: int, n_treated: int, answer: str, n_genes: int
+              ) -> tuple[str, ...]:
+    v = {"G": gene, "N": n_samples, "T": n_treated, "C": n_samples - n_treated, "ANS": answer,
+         "ROWS": n_genes + 1}
     return (
         turn("cat README.txt\ncat samples.tsv\nhead -1 expression.tsv | tr '\\t' '\\n' | "
              "awk 'NR == FNR { c[$1] = $2; next } FNR > 1 { print FNR \"\\t\" $1 \"\\t\" c[$1] }' "
@@ -86,8 +88,9 @@ def _solution(gene: str, n_samples: int, n_treated: int, answer: str) -> tuple[s
                      **v)),
                  check("invariance", "python's 2 ** x - 1 gives the same TPM", fill(
                      "python3 -c \"rows = [l.split() for l in open('gene_tpm.tsv')]; "
-                     "print(len(rows) == @N@ and all(abs(2 ** float(r[2]) - 1 - float(r[1])) "
-                     "< 1e-5 and float(r[1]) >= 0 for r in rows))\"", **v))]),
+                     "g = [l.split() for l in open('expression.tsv') if l.split()[0] == '@G@']"
+                     "[0]; print(len(rows) == @N@ and all(abs(2 ** float(x) - 1 - float(r[1])) "
+                     "< 1e-5 and float(r[1]) >= 0 for r, x in zip(rows, g[1:])))\"", **v))]),
         turn("awk -F'\\t' '{ s[$1] += $2; n[$1]++ } END { printf \"%.3f\\n\", (s[\"treated\"] / "
              "n[\"treated\"]) / (s[\"control\"] / n[\"control\"]) }' gene_tpm.tsv "
              "> fold_change.txt\ncat fold_change.txt",
@@ -96,11 +99,12 @@ def _solution(gene: str, n_samples: int, n_treated: int, answer: str) -> tuple[s
                  check("invariance", "recomputed straight from expression.tsv", fill(
                      "python3 -c \"import csv; cond = dict(l.split() for l in open('samples.tsv') "
                      "if not l.startswith('sample')); rows = list(csv.reader(open("
-                     "'expression.tsv'), delimiter='\\t')); head = rows[0]; g = [r for r in rows "
-                     "if r[0] == '@G@'][0]; m = lambda k: [2 ** float(x) - 1 for s, x in "
-                     "zip(head[1:], g[1:]) if cond[s] == k]; t, c = m('treated'), m('control'); "
-                     "f = float(open('fold_change.txt').read()); print(abs(sum(t) / len(t) / "
-                     "(sum(c) / len(c)) - f) < 0.0006 and f == @ANS@)\"", **v))]),
+                     "'expression.tsv'), delimiter='\\t')); g = [r for r in rows if r[0] == "
+                     "'@G@']; m = lambda k: [2 ** float(x) - 1 for s, x in zip(rows[0][1:], "
+                     "g[0][1:]) if cond.get(s) == k]; f = float(open('fold_change.txt').read()); "
+                     "print(len(rows) == @ROWS@ and rows[0][0] == 'gene' and len(g) == 1 and "
+                     "abs(sum(m('treated')) / len(m('treated')) / (sum(m('control')) / "
+                     "len(m('control'))) - f) < 0.0006 and f == @ANS@)\"", **v))]),
         final(answer),
     )
 
@@ -152,5 +156,5 @@ def fold_change(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
         files={"expression.tsv": ("\n".join(lines) + "\n").encode(),
                "samples.tsv": table.encode(), "README.txt": _README.encode()},
         question=question, answer=answer, grader={"kind": "numeric", "abs_tol": 0.001},
-        solution=_solution(gene, 2 * per_group, per_group, answer), trap=trap,
+        solution=_solution(gene, 2 * per_group, per_group, answer, n_genes), trap=trap,
         tags=("tsv", "log-scale", "fold-change"))

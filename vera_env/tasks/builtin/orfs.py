@@ -137,7 +137,8 @@ python3 orfs.py"""
 
 def _solution(cat: str, n_records: int, n_bases: int, answer: int, forward: int
               ) -> tuple[str, ...]:
-    v = {"CAT": cat, "N": n_records, "ROWS": 6 * n_records, "ANS": answer, "NT": 3 * answer + 3}
+    v = {"CAT": cat, "N": n_records, "ROWS": 6 * n_records, "ANS": answer, "NT": 3 * answer + 3,
+         "B": n_bases}
     unwrap = fill("@CAT@ | awk '/^>/ { if (n) print s; s = \"\"; n++; next } { s = s $0 } "
                   "END { if (n) print s }' > seqs.txt\nwc -l < seqs.txt", **v)
     return (
@@ -161,8 +162,11 @@ def _solution(cat: str, n_records: int, n_bases: int, answer: int, forward: int
                 "- 2; i += 3) if (substr($0, i, 3) ~ /^(TAA|TAG|TGA)$/) ok = 0; "
                 "print ok ? \"True\" : \"False\" }' longest_orf.txt", **v)),
             check("invariance", "the ORF reads on the reverse complement of a record",
-                  verdict("test \"$(rev seqs.txt | tr ACGTacgt TGCAtgca | "
-                          "grep -cF -f longest_orf.txt)\" -ge 1"))]),
+                  verdict(fill("test \"$(@CAT@ | awk '/^>/ { if (n) print s; s = \"\"; n++; "
+                               "next } { s = s $0 } END { if (n) print s }' | rev | "
+                               "tr ACGTacgt TGCAtgca | grep -cF -f longest_orf.txt)\" -ge 1 && "
+                               "test \"$(@CAT@ | grep -v '^>' | tr -d '\\n' | wc -c)\" -eq @B@",
+                               **v)))]),
         final(str(answer)),
     )
 

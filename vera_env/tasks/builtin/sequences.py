@@ -103,9 +103,13 @@ _COUNT_SCRIPT = (
 
 
 def _awk_scan(word: str) -> str:
-    """An overlapping scan for ``word`` over seqs.txt, a second route to the count."""
-    return fill("awk -v m=@W@ '{ for (i = 1; i + length(m) - 1 <= length($0); i++) "
-                "if (substr($0, i, length(m)) == m) c++ } END { print c + 0 }' seqs.txt", W=word)
+    """An overlapping scan for ``word`` over the records unwrapped from seqs.fa.gz itself:
+    a second route to the count, from the data (a check that only compares two of the
+    model's own files would pass on any data, and earns nothing under strength)."""
+    return fill("zcat seqs.fa.gz | awk '/^>/ { if (n) print s; s = \"\"; n++; next } "
+                "{ s = s $0 } END { if (n) print s }' | awk -v m=@W@ '{ for (i = 1; "
+                "i + length(m) - 1 <= length($0); i++) if (substr($0, i, length(m)) == m) c++ } "
+                "END { print c + 0 }'", W=word)
 
 
 def _motif_solution(motif: str, n_records: int, n_bases: int, fwd: int, rev: int
@@ -219,8 +223,9 @@ def _gc_solution(n_gc: int, n_called: int, n_bases: int, answer: str) -> tuple[s
                 "test \"$(cut -d' ' -f1 gc_counts.txt)\" -eq "
                 "\"$(@SEQ@ | tr -cd 'GCgc' | wc -c)\"", **v))),
             check("range", "lowercase G/C are included", verdict(fill(
-                "test \"$(cut -d' ' -f1 gc_counts.txt)\" -gt \"$(@SEQ@ | tr -cd 'GC' | wc -c)\"",
-                **v)))]),
+                "test \"$(@SEQ@ | tr -cd 'gc' | wc -c)\" -gt 0 && test \"$(cut -d' ' -f1 "
+                "gc_counts.txt)\" -eq $(( $(@SEQ@ | tr -cd 'GC' | wc -c) + $(@SEQ@ | tr -cd "
+                "'gc' | wc -c) ))", **v)))]),
         turn("awk '{ printf \"%.2f\\n\", 100 * $1 / $2 }' gc_counts.txt > gc_percent.txt\n"
              "cat gc_percent.txt",
              node("interpret", f"GC content {answer}%", "gc_percent.txt", "n1"), [

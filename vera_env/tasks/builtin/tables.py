@@ -108,11 +108,11 @@ def _solution(species: str, target: str, idx: int, n: int, k: int, answer: str
                      "python3 -c \"v = [float(x) for x in open('values.txt')]; m = "
                      "float(open('mean.txt').read()); print(abs(sum(v) / len(v) - m) < 0.006 "
                      "and m == @ANS@)\"", **v)),
-                 check("range", "the mean lies within the measured values",
+                 check("range", "the mean lies within the measured values", fill(
                        "awk 'NR == FNR { m = $1; next } FNR == 1 { lo = hi = $1 } "
                        "{ if ($1 < lo) lo = $1; if ($1 > hi) hi = $1 } "
-                       "END { print (m > lo && m < hi) ? \"True\" : \"False\" }' "
-                       "mean.txt values.txt")]),
+                       "END { print (m > lo && m < hi && m == @ANS@) ? \"True\" : \"False\" }' "
+                       "mean.txt values.txt", **v))]),
         final(answer),
     )
 

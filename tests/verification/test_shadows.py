@@ -1,0 +1,103 @@
+"""Shadow groups: every variant staged in one pass, the derivation replayed incrementally."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from vera_env.sandbox import ExecResult, SandboxLimits, make_sandbox
+from vera_env.verification.replay import CommandLog
+from vera_env.verification.shadows import DEADLINE, ShadowGroup
+from vera_env.verification.variants import build_variants
+
+LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
+TABLE = "".join(f"{i}\t{i * 3}\n" for i in range(40))
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        box = make_sandbox("auto", LIMITS)
+    yield box
+    box.close()
+
+
+@pytest.fixture
+def group(sandbox, tmp_path):
+    tmp_path.chmod(0o755)
+    source = tmp_path / "t.tsv"
+    source.write_text(TABLE)
+    source.chmod(0o444)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    scratch.chmod(0o711)
+    variants = build_variants("t.tsv", source, scratch, mutants=3, controls=2, seed=0,
+                              max_bytes=1 << 20, budget_s=10,
+                              mtime_ns=os.stat(source).st_mtime_ns)
+    made = ShadowGroup(variants, sandbox, {"t.tsv": source}, scratch)
+    yield made
+    made.close()
+
+
+def _log(tmp_path: Path, *commands: str, status: str = "ok") -> CommandLog:
+    root = tmp_path / "real"
+    root.mkdir(exist_ok=True)
+    log = CommandLog(root, ["t.tsv"])
+    for i, command in enumerate(commands):
+        (root / f"f{i}").write_text(command)  # each logged command changed something
+        log.record(command, ExecResult("", "", 0, False, 0.01, status=status))
+    return log
+
+
+def test_group_stages_every_variant_alike(group):
+    seen = {(st.st_nlink, st.st_mtime_ns, st.st_mode) for st in
+            (os.stat(s.workspace.path / "t.tsv") for s in group.shadows.values())}
+    assert len(group.shadows) == 5 and len(seen) == 1
+
+
+def test_extend_replays_only_what_each_shadow_lacks(group, tmp_path):
+    log = _log(tmp_path, "wc -l < t.tsv > n.txt")
+    with ThreadPoolExecutor(2) as pool:
+        group.extend(log, LIMITS, pool, lambda: 60.0, lambda: False)
+        log.entries.append(_log(tmp_path, "cat n.txt n.txt > nn.txt").entries[0])
+        group.extend(log, LIMITS, pool, lambda: 60.0, lambda: False)
+    counts = {s.variant.control: (s.workspace.path / "nn.txt").read_text()
+              for s in group.shadows.values()}
+    assert group.state(2) == "" and counts[True] == "40\n40\n"
+    assert all(s.replayed == 2 and s.bytes > 0 for s in group.shadows.values())
+
+
+def test_replay_that_ends_otherwise_breaks_a_control(group, tmp_path):
+    log = _log(tmp_path, "sleep 30", status="ok")
+    short = SandboxLimits(timeout_s=0.5, check_timeout_s=1)
+    with ThreadPoolExecutor(2) as pool:
+        group.extend(log, short, pool, lambda: 60.0, lambda: False)
+    assert "ended 'timeout'" in group.state(1)
+
+
+def test_extend_stops_between_commands_at_the_deadline(group, tmp_path):
+    log = _log(tmp_path, "true")
+    with ThreadPoolExecutor(2) as pool:
+        group.extend(log, LIMITS, pool, lambda: 0.0, lambda: False)
+    assert group.state(1) == DEADLINE and all(s.replayed == 0 for s in group.shadows.values())
+
+
+def test_twin_is_its_own_inode_and_shadow(group):
+    label = next(s.variant.label for s in group.shadows.values() if not s.variant.control)
+    twin = group.twin(label)
+    original = group.shadows[label]
+    a, b = (os.stat(s.workspace.path / "t.tsv") for s in (original, twin))
+    assert a.st_ino != b.st_ino and a.st_nlink == b.st_nlink and group.twin(label) is twin
+
+
+def test_close_removes_shadows_and_twin_copies(group):
+    label = next(s.variant.label for s in group.shadows.values() if not s.variant.control)
+    group.twin(label)
+    paths = [s.workspace.path for s in (*group.shadows.values(), *group.twins.values())]
+    group.close()
+    assert not any(p.exists() for p in paths) and group.count == 0

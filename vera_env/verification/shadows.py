@@ -1,0 +1,212 @@
+"""Shadow workspaces: the episode replayed on each variant of one task file.
+
+For a check to earn, its verdict must follow the task's data through the model's own
+derivation (issue 11). So for each variant of a task file (``variants``: controls and
+mutants) strength keeps a *shadow* workspace: the task's files as staged for the
+episode, that one file replaced by the variant, and the episode's file-writing
+commands (``replay.CommandLog``) replayed in order under the same constant entropy the
+real commands ran with (``vera_env.sandbox.entropy``). The check then runs there,
+read-only, exactly as it ran in the real workspace.
+
+A ``ShadowGroup`` holds every variant of one task file, and they share one history:
+staged together, replayed together, dropped together. Otherwise a shadow staged or
+replayed later than the others would be told apart by its files' times, and "fails
+only on the mutant made last" would pass for discriminating. Replays are kept and
+extended incrementally from node to node; a group is dropped only as a whole (the
+episode's shadow budget is full, or a replay did not end as the real command did).
+The confirmation replay of a killing mutant (``twin``) is a separate shadow with a
+copy of the mutant's file; it can only confirm a kill, never make one, so its later
+history tells nothing.
+
+Bounds (``RewardConfig``): at most ``strength_max_shadows`` shadows live at once and
+``strength_max_shadow_mb`` of disk between them (variant files plus what replays
+wrote), enforced by dropping the least recently used groups; every replayed command
+gets the real command's timeout cut to the node's strength deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vera_env.verification.replay import CommandLog, walk_tree
+from vera_env.verification.variants import Variant, VariantSet, copy_variant
+
+if TYPE_CHECKING:
+    from vera_env.sandbox import Sandbox, SandboxLimits, Workspace
+
+__all__ = ["DEADLINE", "Shadow", "ShadowGroup"]
+
+DEADLINE = "deadline"
+TimeLeft = Callable[[], float]
+
+
+@dataclass
+class Shadow:
+    """One variant's workspace and how far the derivation is replayed in it.
+
+    Attributes:
+        variant: What it shows in place of the task file.
+        workspace: The staged workspace (closed with its group).
+        replayed: Log entries replayed so far.
+        broken: Why the replay stopped matching the episode ("" while it matches;
+            ``DEADLINE`` when the node's deadline cut it short).
+        bytes: Disk its replayed files take (staged files excluded).
+    """
+
+    variant: Variant
+    workspace: Workspace
+    staged: frozenset[tuple[int, int]]
+    replayed: int = 0
+    broken: str = ""
+    bytes: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def extend(self, log: CommandLog, limits: SandboxLimits, time_left: TimeLeft,
+               over_budget: Callable[[], bool]) -> None:
+        """Replay the log entries this shadow has not run yet, in order.
+
+        Stops between two commands when the deadline is near (the shadow stays
+        consistent and is extended later); a command cut by the deadline, a replay
+        that ends otherwise than the real run, or a group over its disk budget marks
+        the shadow ``broken``.
+        """
+        with self.lock:
+            for i in range(self.replayed, len(log)):
+                if self.broken:
+                    return
+                entry = log.entries[i]
+                left = time_left()
+                if left <= max(0.05, entry.duration_s):
+                    return  # not enough time for it: stop between commands
+                result = self.workspace.run(entry.command,
+                                            timeout_s=min(limits.timeout_s, left))
+                if result.status != entry.status:
+                    self.broken = (DEADLINE if time_left() <= 0.05 else
+                                   f"replaying command {i + 1} ended '{result.status}' "
+                                   f"where the episode's run ended '{entry.status}'")
+                    return
+                self.replayed = i + 1
+                self.measure()
+                if over_budget():
+                    self.broken = "its replays outgrew strength_max_shadow_mb"
+                    return
+
+    def measure(self) -> None:
+        """Record the disk the replay wrote."""
+        self.bytes = walk_tree(self.workspace.path, self.staged).bytes
+
+
+class ShadowGroup:
+    """Every variant of one task file, each in its own shadow, with one history.
+
+    Args:
+        variants: The file's controls and mutants (``build_variants``).
+        sandbox: Stages the shadows (the episode's own sandbox backend).
+        sources: The task's files (name -> host path), as staged for the episode.
+        scratch: Where twin copies of variant files go.
+    """
+
+    def __init__(self, variants: VariantSet, sandbox: Sandbox, sources: Mapping[str, Path],
+                 scratch: Path) -> None:
+        self.variants = variants
+        self._sandbox = sandbox
+        self._sources = dict(sources)
+        self._scratch = scratch
+        self.shadows: dict[str, Shadow] = {}
+        self.twins: dict[str, Shadow] = {}
+        self._twin_paths: dict[str, Path] = {}
+        self.lock = threading.Lock()
+        self.extend_lock = threading.Lock()
+        try:
+            for variant in (*variants.controls, *variants.mutants):
+                self.shadows[variant.label] = self._stage(variant, variant.path)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def name(self) -> str:
+        """The task file this group varies."""
+        return self.variants.name
+
+    @property
+    def count(self) -> int:
+        """Shadows alive in this group."""
+        return len(self.shadows) + len(self.twins)
+
+    @property
+    def bytes(self) -> int:
+        """Disk the replays wrote."""
+        return sum(s.bytes for s in (*self.shadows.values(), *self.twins.values()))
+
+    def twin(self, label: str) -> Shadow:
+        """The confirmation shadow of mutant ``label`` (made on first use)."""
+        with self.lock:
+            if label not in self.twins:
+                variant = self.shadows[label].variant
+                self._twin_paths[label] = copy_variant(variant, self._scratch)
+                self.twins[label] = self._stage(variant, self._twin_paths[label])
+            return self.twins[label]
+
+    def _stage(self, variant: Variant, path: Path) -> Shadow:
+        files = {**self._sources, self.variants.name: path}
+        workspace = self._sandbox.stage(files)
+        try:
+            for name, source in files.items():  # a copy (no hard link) gets the
+                _same_mtime(workspace.path / name, source)  # source's mtime, as a link has
+        except OSError:
+            workspace.close()
+            raise
+        return Shadow(variant, workspace, walk_inodes(workspace.path))
+
+    def state(self, length: int) -> str:
+        """"" when every control has replayed ``length`` log entries and every mutant
+        has or broke on its own; else ``DEADLINE`` (a replay is unfinished) or why a
+        control's replay failed."""
+        for shadow in self.shadows.values():
+            if shadow.broken == DEADLINE or (shadow.replayed < length and not shadow.broken):
+                return DEADLINE
+            if shadow.broken and shadow.variant.control:
+                return f"on a control of {self.name}, {shadow.broken}"
+        return ""
+
+    def extend(self, log: CommandLog, limits: SandboxLimits, pool: Executor,
+               time_left: TimeLeft, over_budget: Callable[[], bool]) -> None:
+        """Replay the log into every shadow that lags, in parallel (``pool``)."""
+        with self.extend_lock:
+            lagging = [s for s in self.shadows.values() if s.replayed < len(log) and not s.broken]
+            futures = [pool.submit(s.extend, log, limits, time_left, over_budget)
+                       for s in lagging]
+            for future in futures:
+                future.result()
+
+    def close(self) -> None:
+        """Close every shadow (kills what runs there, removes its directory) and delete
+        the twins' copies (the variant files belong to the caller)."""
+        for shadow in (*self.shadows.values(), *self.twins.values()):
+            shadow.workspace.close()
+        for path in self._twin_paths.values():
+            path.unlink(missing_ok=True)
+        self.shadows, self.twins, self._twin_paths = {}, {}, {}
+
+
+def walk_inodes(root: Path) -> frozenset[tuple[int, int]]:
+    """(device, inode) of every entry staged under ``root``."""
+    found: set[tuple[int, int]] = set()
+    for directory, dirs, files in os.walk(root):
+        for name in dirs + files:
+            st = os.lstat(os.path.join(directory, name))
+            found.add((st.st_dev, st.st_ino))
+    return frozenset(found)
+
+
+def _same_mtime(staged: Path, source: Path) -> None:
+    st, src = os.lstat(staged), os.stat(source)
+    if (st.st_dev, st.st_ino) != (src.st_dev, src.st_ino):
+        os.utime(staged, ns=(src.st_mtime_ns, src.st_mtime_ns), follow_symlinks=False)
