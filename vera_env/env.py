@@ -29,6 +29,7 @@ from vera_env.errors import GraderError, ResetNeeded, SandboxError
 from vera_env.verification.grading import Judge, grade
 from vera_env.observation.prompts import render_step_prompt
 from vera_env.wire.protocol import Emission, parse_emission
+from vera_env.wire.text import invisible_problem, safe_json
 from vera_env.verification.rewards import RewardConfig, RewardParts, node_verification
 from vera_env.sandbox import Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
 from vera_env.sandbox.reaper import RootLease
@@ -251,7 +252,11 @@ class VeraEnv(gym.Env[str, str]):
     def _play_answer_only(self, ep: Episode, reply: str, turn: Turn) -> None:
         # Only text after the answer prefix counts: asked to commit, a model that keeps
         # acting ("I need to identify the bacterium ... <tool_call>") has not answered.
-        candidate = strip_markup(extract_answer(strip_reasoning(reply)))
+        visible = strip_reasoning(reply)
+        turn.error = invisible_problem(visible)
+        if turn.error:
+            return
+        candidate = strip_markup(extract_answer(visible))
         if answer_is_usable(candidate):
             self._release(ep, candidate, turn)
             return
@@ -381,7 +386,7 @@ class VeraEnv(gym.Env[str, str]):
     def _info(self, parts: RewardParts, turn: "Turn | None" = None) -> dict[str, Any]:
         ep = self._require()
         turn = turn or Turn()
-        return {
+        return safe_json({  # valid UTF-8 whatever a file is called or a command printed
             keys.TASK_ID: ep.task.id, keys.QUESTION: ep.task.question,
             keys.STEP: ep.steps, keys.STEPS_LEFT: self.steps_left, keys.ERROR: turn.error,
             keys.NUDGE: ep.nudge, keys.COMMAND_OUTPUT: turn.output,
@@ -392,7 +397,7 @@ class VeraEnv(gym.Env[str, str]):
             keys.VERIFICATION_TOTAL: ep.verification_total,
             keys.UNSCORABLE: ep.unscorable, keys.FORCING: False, keys.PREFILL: "",
             keys.GATED: ep.gated,
-        }
+        })
 
     def _close_episode(self) -> None:
         if self._episode is not None:

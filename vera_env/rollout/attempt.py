@@ -41,6 +41,7 @@ from typing import Any, Iterator, Literal, get_args
 
 from vera_env import info as keys
 from vera_env.errors import PolicyError, SandboxError
+from vera_env.wire.text import safe_text
 
 __all__ = ["STATUSES", "STEP_FIELDS", "Attempt", "Status"]
 
@@ -103,7 +104,9 @@ class Attempt:
             Whether the episode ended with this step.
         """
         del obs  # the observation is the env's, not the episode's record
-        self.steps.append({"action": action, "reward": float(reward),
+        # The action is the policy's text, unchecked: it may hold a lone surrogate (a
+        # server's JSON can encode one), which would make ``to_json`` unwritable.
+        self.steps.append({"action": safe_text(action), "reward": float(reward),
                            **{k: info.get(k) for k in STEP_FIELDS}})
         return bool(terminated or truncated)
 
@@ -124,11 +127,11 @@ class Attempt:
         """Mark the attempt as ended by ``exc`` (see ``capturing``)."""
         self._faulted = True
         if isinstance(exc, PolicyError):
-            self.status, self.error = "provider", str(exc)
+            self.status, self.error = "provider", safe_text(str(exc))
         elif isinstance(exc, SandboxError):
-            self.status, self.error, self.unscorable = "sandbox", str(exc), True
+            self.status, self.error, self.unscorable = "sandbox", safe_text(str(exc)), True
         else:
-            self.status, self.error = "error", f"{type(exc).__name__}: {exc}"
+            self.status, self.error = "error", safe_text(f"{type(exc).__name__}: {exc}")
 
     def finish(self) -> Attempt:
         """Summarise the recorded steps into the attempt's fields; returns ``self``."""
