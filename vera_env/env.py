@@ -347,14 +347,11 @@ class VeraEnv(gym.Env[str, str]):
         turn.answer_forced = turn.forced_extra
         try:
             verdict = grade(ep.task, answer, self.judge)
-        except GraderError as exc:
-            ep.unscorable, turn.grade_detail = True, f"grader fault: {exc}"
+        except GraderError as exc:  # an outage (judge unreachable), never the answer's doing
+            ep.unscorable, turn.grade_detail = True, f"grader fault (unscorable): {exc}"
             return
-        ep.correct = verdict.correct
-        ep.unscorable = ep.unscorable or verdict.unscorable
-        turn.grade_detail = verdict.detail
-        if verdict.correct is not None and not verdict.unscorable:
-            turn.correctness = self.reward_config.correctness_weight * float(verdict.correct)
+        ep.correct, turn.grade_detail = verdict.correct, verdict.detail
+        turn.correctness = self.reward_config.correctness_weight * float(verdict.correct)
 
     def _finish_step(self, ep: Episode, turn: Turn, *, count_penalty: bool = True
                      ) -> tuple[str, float, bool, bool, dict[str, Any]]:

@@ -54,7 +54,8 @@ def rescore_attempt(attempt: Attempt, source: TaskSource, *, grader: GraderSpec 
 
     Raises:
         KeyError: The task is not in ``source``.
-        GraderError: The grader cannot run (a judge outage); nothing is written then.
+        GraderError: The grader cannot decide (a judge outage, an ``llm`` grader and no
+            judge); ``rescore_run`` then writes nothing.
     """
     if attempt.status in EXCLUDED_STATUSES or not attempt.answer:
         return dataclasses.replace(attempt), ""
@@ -66,11 +67,10 @@ def rescore_attempt(attempt: Attempt, source: TaskSource, *, grader: GraderSpec 
         task = task.model_copy(update={"grader": grader})
     verdict = grade(task, attempt.answer, judge)
     old_part = _correctness_part(attempt)
-    new_part = (None if verdict.correct is None or verdict.unscorable
-                else correctness_weight * float(verdict.correct))
+    new_part = correctness_weight * float(verdict.correct)
     measured = sum(float(step.get("reward", 0.0)) for step in attempt.steps) - (old_part or 0.0)
-    new = dataclasses.replace(attempt, correct=verdict.correct, unscorable=verdict.unscorable,
-                              score=None if new_part is None else measured + new_part)
+    new = dataclasses.replace(attempt, correct=verdict.correct, unscorable=False,
+                              score=measured + new_part)
     return new, verdict.detail
 
 
