@@ -37,3 +37,14 @@ def test_unfinished_episode_is_written_on_reset_and_close(alcohol_task, tmp_path
     second = env.episode_dir
     env.close()
     assert second != first and (second / "graph.txt").read_text() == "(no nodes yet)\n"
+
+
+def test_record_writes_an_action_with_lone_surrogates_as_one_utf8_line(alcohol_task, tmp_path):
+    """A server's JSON can decode to a lone surrogate; the transcript must stay writable."""
+    env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), tmp_path)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step("FINAL ANSWER: 5\udcff\u2028")
+    assert "U+DCFF" in info["error"]
+    env.close()
+    lines = (env.episode_dir / "transcript.jsonl").read_bytes().decode("utf-8").splitlines()
+    assert len(lines) == 2 and json.loads(lines[1])["action"] == "FINAL ANSWER: 5\\xff\u2028"

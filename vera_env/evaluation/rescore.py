@@ -29,6 +29,7 @@ from vera_env.verification.grading import Judge, grade
 from vera_env.verification.rewards import RewardConfig
 from vera_env.rollout import Attempt
 from vera_env.tasks import GraderSpec, TaskSource
+from vera_env.wire.text import json_line
 
 __all__ = ["TRUTH", "Change", "rescore_attempt", "rescore_run"]
 
@@ -109,5 +110,5 @@ def rescore_run(run: RunDir, source: TaskSource, out: Path, *,
     write_atomic(out / "results.jsonl", "".join(a.to_json() + "\n" for a in rescored))
     write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     write_atomic(out / "changes.jsonl", "".join(
-        json.dumps(dataclasses.asdict(c), ensure_ascii=False) + "\n" for c in changes))
+        json_line(dataclasses.asdict(c)) + "\n" for c in changes))
     return summary, changes

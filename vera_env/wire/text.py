@@ -25,11 +25,13 @@ it back (``$'x\\xff.tsv'``), so the model can still open the file it sees listed
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from typing import Any
 
-__all__ = ["describe_char", "invisible_problem", "safe_json", "safe_text", "shell_word"]
+__all__ = ["describe_char", "invisible_problem", "json_line", "safe_json", "safe_text",
+           "shell_word"]
 
 # Characters a turn may not contain: they are invisible or unprintable, so neither the
 # model nor a person reading the transcript can see what they change. Generated from
@@ -134,6 +136,23 @@ def safe_json(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [safe_json(v) for v in value]
     return value
+
+
+# JSON leaves these raw with ensure_ascii=False, and str.splitlines() (and JavaScript
+# before ES2019) breaks a line at them: one record of a .jsonl file would read as two.
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def json_line(value: Any) -> str:
+    """``value`` as one line of JSON Lines, whatever its strings hold.
+
+    Strings go through `safe_json` (valid UTF-8), and the characters that some readers
+    take for a line break (U+2028, U+2029, U+0085) are escaped, so the line is one line
+    for ``str.splitlines``, for a file iterator and for JavaScript alike. No newline is
+    appended.
+    """
+    return json.dumps(safe_json(value), ensure_ascii=False,
+                      separators=(",", ":")).translate(_LINE_BREAKS)
 
 
 def _shell_escape(match: re.Match[str]) -> str:

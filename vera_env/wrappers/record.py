@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
@@ -34,7 +33,7 @@ import gymnasium as gym
 
 from vera_env import info as keys
 from vera_env.errors import VeraError
-from vera_env.wire.text import safe_json, safe_text
+from vera_env.wire.text import json_line, safe_text
 
 __all__ = ["RecordEpisode"]
 
@@ -110,8 +109,8 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def _write(self, record: dict[str, Any]) -> None:
         if self._transcript is not None:
-            # The action is the policy's raw text: escape what UTF-8 cannot hold.
-            self._transcript.write(json.dumps(safe_json(record), ensure_ascii=False) + "\n")
+            # The action is the policy's raw text: what UTF-8 cannot hold is escaped.
+            self._transcript.write(json_line(record) + "\n")
             self._transcript.flush()
 
     def _finish(self) -> None:
