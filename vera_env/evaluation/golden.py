@@ -39,7 +39,7 @@ _STEP_KEYS = {
     "at", "error_contains", "error_empty", "nudge_contains", "nudge_lacks",
     "node_recorded", "n_checks", "checks_passed", "checks_malformed", "reward",
     "reward_max", "verification", "terminated", "truncated", "command_output_contains",
-    "answer", "forcing", "prefill", "gated",
+    "answer", "forcing", "prefill", "gated", "observation_contains", "grade_detail_contains",
 }
 _FINAL_KEYS = {
     "answer", "correct", "terminated", "truncated", "verification_total",
@@ -110,7 +110,8 @@ def load_scenarios(directory: str | Path) -> list[dict[str, Any]]:
 
 
 def run_scenario(scenario: dict[str, Any], *, sandbox: str = "auto",
-                 wrap: Callable[[Any, list[str]], Any] | None = None) -> list[str]:
+                 wrap: Callable[[Any, list[str]], Any] | None = None,
+                 judge: Any = None) -> list[str]:
     """Play a scenario's turns through the real environment and check expectations.
 
     Args:
@@ -118,6 +119,7 @@ def run_scenario(scenario: dict[str, Any], *, sandbox: str = "auto",
         sandbox: Sandbox backend for the environment.
         wrap: ``wrap(env, names)`` applies the scenario's wrappers (given by the test
             suite, so this module does not import the wrappers package).
+        judge: Grades ``llm`` tasks (``grading.Judge``); None leaves them unscorable.
 
     Returns:
         A list of failure messages; empty when every expectation held.
@@ -128,7 +130,8 @@ def run_scenario(scenario: dict[str, Any], *, sandbox: str = "auto",
     with tempfile.TemporaryDirectory(prefix="vera-golden-") as tmp:
         tasks = _tasks_for(scenario, Path(tmp))
         env = VeraEnv(tasks, max_steps=scenario.get("max_steps", len(scenario["turns"])),
-                      sandbox=sandbox, reward=RewardConfig(**scenario.get("reward", {})))
+                      sandbox=sandbox, reward=RewardConfig(**scenario.get("reward", {})),
+                      judge=judge)
         wrapped = wrap(env, scenario.get("wrappers", [])) if wrap else env
         try:
             return _play(scenario, wrapped, env)
@@ -163,22 +166,24 @@ def _play(scenario: dict[str, Any], wrapped: Any, env: Any) -> list[str]:
         if terminated or truncated:
             failures.append(f"turn {at}: the episode had already ended")
             break
-        _, reward, terminated, truncated, info = wrapped.step(turn)
+        obs, reward, terminated, truncated, info = wrapped.step(turn)
         if at in by_step:
             failures += [f"turn {at}: {m}" for m in
-                         _check_step(by_step[at], reward, terminated, truncated, info)]
+                         _check_step(by_step[at], obs, reward, terminated, truncated, info)]
     final = scenario["expect"].get("final", {})
     failures += [f"final: {m}" for m in _check_final(final, env, info, terminated, truncated)]
     return failures
 
 
-def _check_step(want: dict[str, Any], reward: float, terminated: bool, truncated: bool,
-                info: dict[str, Any]) -> list[str]:
+def _check_step(want: dict[str, Any], obs: str, reward: float, terminated: bool,
+                truncated: bool, info: dict[str, Any]) -> list[str]:
     got = {
         "error_contains": info[keys.ERROR], "nudge_contains": info[keys.NUDGE],
         "command_output_contains": info[keys.COMMAND_OUTPUT],
+        "observation_contains": obs,
+        "grade_detail_contains": info[keys.GRADE_DETAIL],
     }
-    out = [f"{k}: {want[k]!r} not in {got[k]!r}" for k in got
+    out = [f"{k}: {want[k]!r} not in {got[k][:400]!r}" for k in got
            if k in want and want[k].lower() not in got[k].lower()]
     if "nudge_lacks" in want and want["nudge_lacks"].lower() in info[keys.NUDGE].lower():
         out.append(f"nudge_lacks: {want['nudge_lacks']!r} in {info[keys.NUDGE]!r}")
