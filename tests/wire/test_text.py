@@ -103,3 +103,17 @@ def test_shell_word_names_the_same_file_to_bash(raw: bytes) -> None:
 @pytest.mark.parametrize("name", ["data.tsv", "a b.tsv", "-n.tsv", "µ.csv", "it's.txt"])
 def test_shell_word_leaves_plain_names_alone(name: str) -> None:
     assert shell_word(name) == name
+
+
+_PIECES = st.sampled_from(["<command>", "</command>", "ls", "\n", 'NODE kind=qc summary="s"',
+                           'CHECK range "r" :: echo True', "FINAL ANSWER: 4", "<think>",
+                           "</think>", *ISSUE_CHARS, *LIKE, *PLAIN])
+
+
+@given(st.lists(_PIECES | st.text(max_size=5), max_size=12).map("".join))
+def test_parse_emission_never_passes_an_invisible_character_on(text: str) -> None:
+    emission = parse_emission(text)
+    parts = [emission.command, emission.summary, emission.artifact, emission.answer,
+             *emission.parents, *(c.name + c.command for c in emission.checks)]
+    assert all(invisible_problem(part) == "" for part in parts)
+    emission.error.encode("utf-8")  # quoted model text is repr-escaped in every message
