@@ -126,7 +126,8 @@ class TurnGenerator:
     def next(self, *, spawn_ok: bool) -> HostileTurn:
         """The next turn; never a spawning one when ``spawn_ok`` is False."""
         kinds = [k for k in KINDS if spawn_ok or k not in SPAWNING]
-        weights = [w for k, w in zip(KINDS, _WEIGHTS) if spawn_ok or k not in SPAWNING]
+        weights = [w for k, w in zip(KINDS, _WEIGHTS, strict=True)
+                   if spawn_ok or k not in SPAWNING]
         for _ in range(20):
             kind = self.rng.choices(kinds, weights)[0]
             text = getattr(self, f"_{kind}")()
