@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from pathlib import Path
@@ -289,3 +290,25 @@ def test_budget_end_without_answer_leaves_the_episode_spent_until_reset(alcohol_
     env.reset(seed=0)
     assert env.phase == "open"
     env.close()
+
+UNDECODABLE = "<command>printf '3\\n' > \"$(printf 'x\\377.tsv')\"; ls</command>"
+
+
+def test_undecodable_file_name_keeps_observation_and_info_utf8(env):
+    """Issue 11: a file named $(printf 'x\\377.tsv') put lone surrogates into the listing."""
+    env.reset(seed=0)
+    obs, _, _, _, info = env.step(UNDECODABLE)
+    obs.encode("utf-8")
+    json.dumps(info, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    assert "- $'x\\xff.tsv'" in obs  # shown as bash takes it back
+    _, _, _, _, info = env.step("<command>cat $'x\\xff.tsv'</command>")
+    assert info[keys.COMMAND_OUTPUT] == "3"
+
+
+def test_invisible_character_in_a_forced_answer_is_refused_with_the_fix(env):
+    env.reset(seed=0)
+    env.unwrapped.force_answer()
+    _, _, term, _, info = env.step("FINAL ANSWER: 5\u200b")
+    assert not term and info[keys.ANSWER] == ""
+    assert "U+200B ZERO WIDTH SPACE" in info[keys.ERROR]
+    assert "U+200B ZERO WIDTH SPACE" in info[keys.NUDGE]

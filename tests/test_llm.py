@@ -198,3 +198,11 @@ def test_dropped_connection_on_a_real_server_is_retried():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_lone_surrogate_in_a_message_is_sent_escaped_not_raised():
+    """Issue 11: a lone surrogate in an observation made the HTTP body unencodable."""
+    transport, seen = scripted(completion())
+    reply = client(transport).chat([{"role": "user", "content": "files: x\udcff.tsv"}])
+    assert reply.text == "36"
+    assert json.loads(seen[0].content)["messages"][0]["content"] == "files: x\\xff.tsv"

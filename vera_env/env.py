@@ -37,6 +37,7 @@ from vera_env.observation.prompts import render_step_prompt
 from vera_env.wire.protocol import Emission, parse_emission
 from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts
 from vera_env.verification.strength import StrengthSession
+from vera_env.wire.text import invisible_problem, safe_json
 from vera_env.sandbox import Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
 from vera_env.sandbox.reaper import RootLease
 from vera_env.observation.spaces import FreeText
@@ -256,6 +257,9 @@ class VeraEnv(gym.Env[str, str]):
     def _play_answer_only(self, ep: Episode, reply: str, turn: Turn) -> None:
         # Only text after the answer prefix counts: asked to commit, a model that keeps
         # acting ("I need to identify the bacterium ... <tool_call>") has not answered.
+        turn.error = invisible_problem(reply)
+        if turn.error:
+            return
         candidate = strip_markup(extract_answer(reply))
         if answer_is_usable(candidate):
             self._release(ep, candidate, turn)
@@ -349,14 +353,11 @@ class VeraEnv(gym.Env[str, str]):
         turn.answer_forced = turn.phase is Phase.EXTRA
         try:
             verdict = grade(ep.task, answer, self.judge)
-        except GraderError as exc:
-            ep.unscorable, turn.grade_detail = True, f"grader fault: {exc}"
+        except GraderError as exc:  # an outage (judge unreachable), never the answer's doing
+            ep.unscorable, turn.grade_detail = True, f"grader fault (unscorable): {exc}"
             return
-        ep.correct = verdict.correct
-        ep.unscorable = ep.unscorable or verdict.unscorable
-        turn.grade_detail = verdict.detail
-        turn.correctness = ep.ledger.correctness(None if verdict.unscorable
-                                                 else verdict.correct)
+        ep.correct, turn.grade_detail = verdict.correct, verdict.detail
+        turn.correctness = ep.ledger.correctness(verdict.correct)
 
     def _outcome(self, ep: Episode) -> Event:
         """What the turn just played did to the episode's phase."""
@@ -391,7 +392,7 @@ class VeraEnv(gym.Env[str, str]):
     def _info(self, parts: RewardParts, turn: Turn | None = None) -> dict[str, Any]:
         ep = self._require()
         turn = turn or Turn()
-        return {
+        return safe_json({  # valid UTF-8 whatever a file is called or a command printed
             keys.TASK_ID: ep.task.id, keys.QUESTION: ep.task.question,
             keys.STEP: ep.steps, keys.STEPS_LEFT: self.steps_left, keys.ERROR: turn.error,
             keys.NUDGE: ep.nudge, keys.COMMAND_OUTPUT: turn.output,
@@ -403,7 +404,7 @@ class VeraEnv(gym.Env[str, str]):
             keys.VERIFICATION_TOTAL: ep.ledger.verification_total,
             keys.UNSCORABLE: ep.unscorable, keys.FORCING: False, keys.PREFILL: "",
             keys.GATED: ep.gated,
-        }
+        })
 
     def _close_episode(self) -> None:
         if self._episode is not None:

@@ -42,6 +42,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vera_env.errors import PolicyError
+from vera_env.wire.text import safe_text
 
 __all__ = ["ChatClient", "ChatReply"]
 
@@ -264,7 +265,10 @@ class ChatClient:
             raise ValueError("messages must hold at least one message")
         payload: dict[str, Any] = {
             "model": self.model,
-            "messages": list(messages),
+            # A lone surrogate would make the body unencodable (UnicodeEncodeError, not
+            # a PolicyError): send it escaped, visibly.
+            "messages": [{**m, "content": safe_text(m["content"])}
+                         if isinstance(m.get("content"), str) else m for m in messages],
             "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
             "temperature": self.temperature if temperature is None else temperature,
         }

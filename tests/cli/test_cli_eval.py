@@ -156,3 +156,45 @@ def test_unknown_wrapper_rejected_by_the_parser(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["eval", "--policy", "oracle", "--out", str(tmp_path), "--wrappers", "forced,nope"])
     assert "unknown wrapper" in capsys.readouterr().err
+
+
+def test_eval_scores_a_wrong_answer_after_an_undecodable_file_name(tmp_path):
+    """Issue 11: lone surrogates in the observation broke the HTTP body; the attempt
+    became an excluded ``error``, an opt-out from its wrong answer. It must be scored."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "data.tsv").write_text("id\tvalue\n1\t3\n2\t5\n")
+    solution = ["<command>printf '3\\n' > \"$(printf 'x\\377.tsv')\"; ls</command>",
+                "FINAL ANSWER: 999"]
+    (tmp_path / "tasks.jsonl").write_text(json.dumps({
+        "id": "odd-name", "question": "Mean of value in data.tsv?", "answer": "4",
+        "grader": {"kind": "numeric"}, "data_dir": "data", "solution": solution}) + "\n")
+    source = load_tasks(tmp_path / "tasks.jsonl")
+    out = tmp_path / "run"
+    with OracleServer(source, max_steps=MAX_STEPS) as server:
+        args = eval_args(server, out)
+        args[args.index("builtin")] = str(tmp_path / "tasks.jsonl")
+        assert main(args) == 0
+    [attempt] = RunDir(out).attempts()
+    assert (attempt.status, attempt.correct, attempt.score) == ("ok", False, 0.0)
+    assert "$'x\\xff.tsv'" in server.requests[1]["messages"][0]["content"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["scored"], summary["excluded"], summary["harness_errors"]) == (1, 0, [])
+
+
+def test_eval_harness_error_is_loud_exit_4_row_and_summary(tmp_path, capsys, monkeypatch):
+    from vera_env.env import VeraEnv
+
+    def broken(self, ep, action, turn):
+        raise RuntimeError("a harness bug")
+
+    monkeypatch.setattr(VeraEnv, "_play", broken)
+    out = tmp_path / "run"
+    code = main(["eval", "--policy", "oracle", "--limit", "1", "--max-steps", "4",
+                 "--wrappers", "none", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 4 and "harness error" in captured.err and "a harness bug" in captured.err
+    assert "HARNESS ERRORS" in captured.out
+    [attempt] = RunDir(out).attempts()
+    assert attempt.status == "error" and "(at test_cli_eval.py:" in attempt.error
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["harness_errors"][0]["error"].startswith("RuntimeError: a harness bug")

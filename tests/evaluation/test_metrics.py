@@ -159,3 +159,15 @@ def test_answers_are_counted_by_the_phase_that_released_them():
     assert (summary["answers_free"], summary["answers_under_forcing"],
             summary["answers_extra_ask"]) == (1, 2, 1)
     assert "answers free / forced / extra ask  1 / 2 / 1" in format_summary(summary)
+
+def test_harness_errors_are_excluded_but_listed_and_printed_first():
+    attempts = [att("a", 0), att("b", 0, "error", error="KeyError: 'x' (at env.py:12 in step)"),
+                att("c", 0, "error", error="ValueError: y")]
+    s = summarise(attempts, k=1)
+    assert (s["scored"], s["excluded"], s["statuses"]["error"]) == (1, 2, 2)
+    assert s["harness_errors"] == [
+        {"task_id": "b", "attempt_index": 0, "error": "KeyError: 'x' (at env.py:12 in step)"},
+        {"task_id": "c", "attempt_index": 0, "error": "ValueError: y"}]
+    first_row = format_summary(s).splitlines()[0]
+    assert first_row.startswith("HARNESS ERRORS") and "b #0: KeyError" in first_row
+    assert "HARNESS" not in format_summary(summarise([att("a", 0)], k=1))

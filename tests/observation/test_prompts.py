@@ -36,3 +36,11 @@ def test_forced_prompt_demands_single_answer_line():
                                 reason="You have used 48 of 50 steps.", nudge="not an answer")
     assert "STOP INVESTIGATING" in text and "FINAL ANSWER: <answer>" in text
     assert "NOTE: not an answer" in text and "<command>" not in text
+
+
+def test_step_prompt_shows_odd_file_names_as_shell_words_and_stays_utf8():
+    files = ["x\udcff.tsv", "new\nline.tsv", "plain.tsv", "-n.tsv"]
+    text = render_step_prompt("q", files, AnalysisState(), [("ls", "x\udcff")], state_budget=100)
+    text.encode("utf-8")
+    for shown in ("- $'x\\xff.tsv'", "- $'new\\nline.tsv'", "- plain.tsv", "- -n.tsv"):
+        assert shown in text

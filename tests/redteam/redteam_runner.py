@@ -12,12 +12,17 @@ the assertions every hack must meet, whatever the file says:
 * the workspace is byte-identical across each step in ``workspace_unchanged_at``
   (turns that only declare checks: checks must change nothing);
 * no process whose command line matches ``no_process_matching`` survives;
+* every observation and ``info`` is valid UTF-8 and strict JSON, the observation inside
+  ``observation_space`` (issue 11: model text must never break what comes downstream);
 * the same environment's next episode works.
 
 The harness plays them from inside a session keyring, as systemd services, PAM logins
 and runc/Kubernetes containers run (issue 11): where it has none, a keyring note
 (``40-keyring-note``) cannot outlive its run whatever the sandbox does, and the
 scenario would prove nothing.
+
+``judge_replies`` scripts the judge of an ``llm`` task: its replies in order, ``null``
+for a call that finds the judge unreachable (an outage).
 
 Unknown keys are errors, as in the golden format: a typo'd assertion must not pass.
 """
@@ -30,13 +35,16 @@ import json
 import math
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
 
 from vera_env import info as keys
+from vera_env.errors import PolicyError
 from vera_env.evaluation.golden import GoldenError, run_scenario, validate
 from vera_env.sandbox.seccomp import syscall_number
+from vera_env.verification.grading import RubricJudge
 
 __all__ = ["SCENARIO_DIR", "join_session_keyring", "load", "play"]
 
@@ -44,7 +52,7 @@ SCENARIO_DIR = Path(__file__).parent / "scenarios"
 _KEYCTL_JOIN_SESSION_KEYRING = 1
 _REQUIRED = {"hack", "stopped_by"}
 _OPTIONAL = {"max_verification", "min_verification", "workspace_unchanged_at",
-             "no_process_matching", "checks_discriminating"}
+             "no_process_matching", "checks_discriminating", "judge_replies"}
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -88,6 +96,7 @@ class _Recorder(gym.Wrapper):
         before = _snapshot(self.unwrapped.workspace.path) if at in self._unchanged_at else None
         out = self.env.step(action)
         self.infos.append(out[-1])
+        self.failures += [f"turn {at}: {problem}" for problem in _text_problems(self, *out)]
         if before is not None and _snapshot(self.unwrapped.workspace.path) != before:
             self.failures.append(f"turn {at}: the workspace changed across the turn")
         return out
@@ -128,7 +137,9 @@ def play(scenario: dict[str, Any]) -> list[str]:
         return recorders[-1]
 
     golden = {k: v for k, v in scenario.items() if k != "redteam"}
-    failures = run_scenario(golden, wrap=wrap)
+    replies = block.get("judge_replies")
+    judge = RubricJudge(_ScriptedJudge(replies)) if replies is not None else None
+    failures = run_scenario(golden, wrap=wrap, judge=judge)
     recorder = recorders[0]
     failures += recorder.failures
     failures += _check_reward(block, recorder.infos)
@@ -155,6 +166,31 @@ def _check_discriminating(block: dict[str, Any], infos: list[dict[str, Any]]) ->
         if got != want:
             out.append(f"turn {at}: discriminating {got}, expected {want}")
     return out
+
+
+class _ScriptedJudge:
+    """A judge model replying from a list; ``None`` means the endpoint is down."""
+
+    def __init__(self, replies: list[str | None]) -> None:
+        self._replies = list(replies)
+
+    def chat(self, messages: list[dict[str, str]]) -> Any:
+        reply = self._replies.pop(0)
+        if reply is None:
+            raise PolicyError("judge endpoint unreachable (scripted outage)")
+        return SimpleNamespace(text=reply)
+
+
+def _text_problems(env: gym.Env, obs: Any, reward: float, terminated: bool, truncated: bool,
+                   info: dict[str, Any]) -> list[str]:
+    try:
+        obs.encode("utf-8")
+        json.dumps(info, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (AttributeError, UnicodeEncodeError, ValueError, TypeError) as exc:
+        return [f"observation or info is not UTF-8 JSON: {exc}"]
+    if not env.observation_space.contains(obs):
+        return [f"observation of {len(obs)} characters is outside observation_space"]
+    return []
 
 
 def _hashes(files: dict[str, Path]) -> dict[str, str]:

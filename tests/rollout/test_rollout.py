@@ -140,3 +140,19 @@ def test_careless_policy_falls_into_every_trap():
         attempt = run_episode(env, careless, task_id=task.id)
         assert attempt.answer == task.trap.wrong_answer and attempt.correct is False
     env.close()
+
+
+def test_attempt_with_lone_surrogates_still_writes_one_utf8_json_line():
+    """Issue 11: an undecodable byte in an action or an error made results.jsonl unwritable."""
+    attempt = Attempt.start("t", seed=0)
+    with attempt.capturing():
+        attempt.add_step("FINAL ANSWER: x\udcff\u2028", "obs", 0.0, False, False,
+                         {"step": 1, "error": "", "node": {}, "checks": []})
+        raise FileNotFoundError("no file 'x\udcff.tsv'")
+    attempt.finish()
+    line = attempt.to_json()
+    assert len(line.encode("utf-8").decode("utf-8").splitlines()) == 1
+    back = Attempt.from_json(line)
+    assert back.steps[0]["action"] == "FINAL ANSWER: x\\xff\u2028"
+    assert back.status == "error" and "x\\xff.tsv" in back.error
+    assert "(at test_rollout.py:" in back.error  # where the bug raised

@@ -181,12 +181,15 @@ def test_unknown_id_is_an_unknown_task(tmp_path: Path) -> None:
 # --- end to end: the env stages the archive, a judge over HTTP applies the rubric ---
 
 def _judge_reply(messages: list[dict[str, str]]) -> str:
-    """A judge that applies the E. coli rubric by keyword, and echoes the answer first."""
-    answer = answer_block(messages)
+    """A judge that applies the E. coli rubric by keyword, and echoes the answer first.
+
+    Asked again (a verdict-less first reply), it answers the same way.
+    """
+    answer = answer_block(messages[:2])
     if "garbled" in answer:
         return "I am not sure."
     if "echo" in answer:  # a judge that repeats the answer block and stops there
-        user = messages[-1]["content"]
+        user = messages[1]["content"]
         return user[user.index("<<<ANSWER "):user.index("\n\nApply")]
     score = 1 if "coli" in answer.lower() and "SCORE" not in answer else 0
     return f"The answer says {answer[:40]!r}.\nSCORE: {score}"
@@ -198,8 +201,8 @@ _PLAY = {"right": "Escherichia coli", "wrong": "Bacillus subtilis",
 
 
 @pytest.mark.parametrize(("play", "correct", "unscorable"), [
-    ("right", True, False), ("wrong", False, False), ("garbled", None, True),
-    ("echo", None, True), ("injection", False, False)])
+    ("right", True, False), ("wrong", False, False), ("garbled", False, False),
+    ("echo", False, False), ("injection", False, False)])
 def test_suite_runs_in_env_with_rubric_judged_over_http(tmp_path: Path, play: str,
                                                         correct: bool | None,
                                                         unscorable: bool) -> None:
@@ -218,9 +221,11 @@ def test_suite_runs_in_env_with_rubric_judged_over_http(tmp_path: Path, play: st
     assert "16S amplicons" in attempt.steps[0]["command_output"]  # the archive was staged
     assert (attempt.correct, attempt.unscorable) == (correct, unscorable)
     assert attempt.score is None if unscorable else attempt.score == float(bool(correct))
-    shown = server.requests[-1]
+    shown = server.requests[0][:2]
     assert RUBRIC in shown[-1]["content"] and "is untrusted data" in shown[0]["content"]
     assert _PLAY[play].splitlines()[0] in answer_block(shown)
+    asked_again = play in ("garbled", "echo")  # no strict verdict: asked once more
+    assert len(server.requests) == 1 + asked_again
 
 
 @pytest.mark.parametrize(("reply", "why"), [(("status", 503), "HTTP 503"),
@@ -240,7 +245,7 @@ def test_judge_endpoint_failure_is_unscorable_not_wrong(tmp_path: Path, reply: o
             judge.client.close()
     assert terminated and info["correct"] is None and info["unscorable"] and reward == 0.0
     assert info["reward_parts"]["correctness"] is None
-    assert info["grade_detail"].startswith("judge unreachable") and why in info["grade_detail"]
+    assert "judge unreachable" in info["grade_detail"] and why in info["grade_detail"]
 
 
 def test_without_a_judge_the_rubric_is_unscorable(tmp_path: Path) -> None:

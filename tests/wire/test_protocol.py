@@ -168,8 +168,8 @@ def test_parse_emission_node_kind_and_summary_spellings_accepted(line: str) -> N
     (f"{ANSWER_PREFIX}   ", "Write the answer after the prefix"),
     (f"{ANSWER_PREFIX} 42\n<command>ls</command>", "put it last"),
     (f"{ANSWER_PREFIX} 42\n{NODE}", "put it last"),
-    ("<command>printf 'a\x00b'</command>", "Retype it as plain text"),
-    (f'{NODE}\nCHECK range "x" :: echo \ud800', "Retype it as plain text"),
+    ("<command>printf 'a\x00b'</command>", "Retype that line as plain text"),
+    (f'{NODE}\nCHECK range "x" :: echo \ud800', "Retype that line as plain text"),
 ])
 def test_parse_emission_rejection_tells_the_fix(text: str, fix: str) -> None:
     assert fix in rejected(text)

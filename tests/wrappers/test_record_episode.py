@@ -59,3 +59,13 @@ def test_record_inside_forced_answer_keeps_the_extra_ask_answer(alcohol_task, tm
     assert lines[1]["truncated"] is True and lines[2]["answer"] == "5"
     env.close()
     assert (folder / "final_answer.txt").read_text() == "5"
+
+def test_record_writes_an_action_with_lone_surrogates_as_one_utf8_line(alcohol_task, tmp_path):
+    """A server's JSON can decode to a lone surrogate; the transcript must stay writable."""
+    env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), tmp_path)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step("FINAL ANSWER: 5\udcff\u2028")
+    assert "U+DCFF" in info["error"]
+    env.close()
+    lines = (env.episode_dir / "transcript.jsonl").read_bytes().decode("utf-8").splitlines()
+    assert len(lines) == 2 and json.loads(lines[1])["action"] == "FINAL ANSWER: 5\\xff\u2028"

@@ -36,6 +36,7 @@ __all__ = ["add_parser", "cmd_eval", "env_spec", "parse_wrappers"]
 POLICIES = tuple(name for name in POLICY_NAMES if name != "human")
 EXIT_SETUP = 2            # bad arguments, unreachable endpoint, mismatched --resume
 EXIT_ALL_PROVIDER = 3     # every attempt of this invocation was a provider fault
+EXIT_HARNESS_ERROR = 4    # some attempt ended in status error: a bug, never the model's text
 EXIT_INTERRUPTED = 130
 
 
@@ -202,6 +203,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("every attempt failed at the provider; first error: "
               f"{finished[0].error}", file=sys.stderr)
         code = EXIT_ALL_PROVIDER
+    if code == 0 and summary["statuses"]["error"]:
+        first = summary["harness_errors"][0]
+        print(f"vera-env eval: {summary['statuses']['error']} attempt(s) ended in a harness "
+              "error, a bug in vera_env or the policy (model text cannot cause one); they "
+              f"are left out of every rate. First: {first['task_id']} "
+              f"#{first['attempt_index']}: {first['error']}", file=sys.stderr)
+        code = EXIT_HARNESS_ERROR
     return code
 
 

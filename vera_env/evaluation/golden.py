@@ -33,6 +33,7 @@ from vera_env import info as keys
 from vera_env.errors import VeraError
 from vera_env.rollout import Attempt, run_episode
 from vera_env.spec import EnvSpec, SandboxName
+from vera_env.verification.grading import Judge
 from vera_env.verification.rewards import RewardConfig
 
 __all__ = ["GoldenError", "load_scenarios", "run_scenario", "validate"]
@@ -45,7 +46,7 @@ _STEP_KEYS = {
     "at", "error_contains", "error_empty", "nudge_contains", "nudge_lacks",
     "node_recorded", "n_checks", "checks_passed", "checks_malformed", "reward",
     "reward_max", "verification", "terminated", "truncated", "command_output_contains",
-    "answer", "forcing", "prefill", "gated",
+    "answer", "forcing", "prefill", "gated", "observation_contains", "grade_detail_contains",
 }
 _FINAL_KEYS = {
     "answer", "correct", "terminated", "truncated", "verification_total",
@@ -116,7 +117,8 @@ def load_scenarios(directory: str | Path) -> list[dict[str, Any]]:
 
 
 def run_scenario(scenario: dict[str, Any], *, sandbox: SandboxName = "auto",
-                 wrap: Callable[[gym.Env, list[str]], gym.Env] | None = None) -> list[str]:
+                 wrap: Callable[[gym.Env, list[str]], gym.Env] | None = None,
+                 judge: Judge | None = None) -> list[str]:
     """Play a scenario's turns through the real environment and check expectations.
 
     The turns are played through the same lifecycle as every episode
@@ -128,6 +130,7 @@ def run_scenario(scenario: dict[str, Any], *, sandbox: SandboxName = "auto",
         sandbox: Sandbox backend for the environment.
         wrap: ``wrap(env, names)`` applies the scenario's wrappers itself (a test that
             wants to observe every step); None builds them from the ``EnvSpec``.
+        judge: Grades ``llm`` tasks (``grading.Judge``); None leaves them unscorable.
 
     Returns:
         A list of failure messages; empty when every expectation held.
@@ -138,13 +141,13 @@ def run_scenario(scenario: dict[str, Any], *, sandbox: SandboxName = "auto",
                    reward=RewardConfig(**scenario.get("reward", {})),
                    wrappers=() if wrap else tuple(names))
     with tempfile.TemporaryDirectory(prefix="vera-golden-") as tmp:
-        env = spec.build(tasks=_tasks_for(scenario, Path(tmp)))
-        env = wrap(env, names) if wrap else env
+        env = spec.build(tasks=_tasks_for(scenario, Path(tmp)), judge=judge)
+        env = _Observed(wrap(env, names) if wrap else env)
         try:
             attempt = run_episode(env, _InOrder(turns), seed=0, max_turns=len(turns))
         finally:
             env.close()
-    return _failures(scenario, attempt)
+    return _failures(scenario, attempt, env.observations)
 
 
 class _InOrder:
@@ -157,7 +160,21 @@ class _InOrder:
         return next(self._turns)
 
 
-def _failures(scenario: dict[str, Any], attempt: Attempt) -> list[str]:
+class _Observed(gym.Wrapper):  # type: ignore[type-arg]
+    """Keeps each step's observation: an Attempt records infos, not what the model saw."""
+
+    def __init__(self, env: gym.Env) -> None:  # type: ignore[type-arg]
+        super().__init__(env)
+        self.observations: list[str] = []
+
+    def step(self, action: Any) -> Any:
+        result = self.env.step(action)
+        self.observations.append(result[0])
+        return result
+
+
+def _failures(scenario: dict[str, Any], attempt: Attempt, observations: list[str]
+              ) -> list[str]:
     if attempt.status in ("error", "provider") or not attempt.steps:
         return [f"the episode raised instead of playing: {attempt.error}"]
     failures: list[str] = []
@@ -167,7 +184,8 @@ def _failures(scenario: dict[str, Any], attempt: Attempt) -> list[str]:
     for want in scenario["expect"].get("steps", []):
         if want["at"] <= len(steps):
             failures += [f"turn {want['at']}: {m}"
-                         for m in _check_step(want, steps[want["at"] - 1])]
+                         for m in _check_step(want, steps[want["at"] - 1],
+                                              observations[want["at"] - 1])]
     final = scenario["expect"].get("final", {})
     failures += [f"final: {m}" for m in _check_final(final, attempt)]
     return failures
@@ -190,14 +208,16 @@ def _tasks_for(scenario: dict[str, Any], tmp: Path) -> Any:
                  grader=grader, data_dir=data)]
 
 
-def _check_step(want: dict[str, Any], info: dict[str, Any]) -> list[str]:
-    """``info``: one recorded step of an Attempt (its info fields, reward, ending)."""
+def _check_step(want: dict[str, Any], info: dict[str, Any], obs: str) -> list[str]:
+    """``info``: one recorded step of an Attempt; ``obs``: the observation it returned."""
     reward, terminated, truncated = info["reward"], info["terminated"], info["truncated"]
     got = {
         "error_contains": info[keys.ERROR], "nudge_contains": info[keys.NUDGE],
         "command_output_contains": info[keys.COMMAND_OUTPUT],
+        "observation_contains": obs,
+        "grade_detail_contains": info[keys.GRADE_DETAIL],
     }
-    out = [f"{k}: {want[k]!r} not in {got[k]!r}" for k in got
+    out = [f"{k}: {want[k]!r} not in {got[k][:400]!r}" for k in got
            if k in want and want[k].lower() not in got[k].lower()]
     if "nudge_lacks" in want and want["nudge_lacks"].lower() in info[keys.NUDGE].lower():
         out.append(f"nudge_lacks: {want['nudge_lacks']!r} in {info[keys.NUDGE]!r}")

@@ -4,9 +4,15 @@ Two rules shape every number here.
 
 Exclusions are not wrong answers. An episode that ended because the provider failed
 (``provider``), the sandbox failed (``sandbox``), the harness raised (``error``) or the
-grader could not decide (``unscorable``) says nothing about the model; counting it as
-wrong makes an outage look like a regression. Such attempts are counted in the status
-breakdown and left out of every rate. An attempt that ran out of budget without an
+grader could not be reached (``unscorable``) says nothing about the model; counting it
+as wrong makes an outage look like a regression. Such attempts are counted in the status
+breakdown and left out of every rate. Nothing a model writes can cause one (a judge
+reply without a verdict grades the answer wrong; ``tests/redteam/test_fuzz_turns.py``
+plays hostile turns to hold this), so an exclusion is never an opt-out from a wrong
+answer. An ``error`` is a bug, in the harness or a policy: it is excluded too (scoring
+it wrong would blame the model for the harness), but never quietly -- the summary
+lists the first ones under ``harness_errors`` and the table prints them in a row of
+their own, and ``vera-env eval`` exits non-zero. An attempt that ran out of budget without an
 answer (``max_steps``) or never produced a well-formed turn (``format``) is the model's
 failure: it is scored wrong, and also reported as "no usable answer".
 
@@ -38,12 +44,13 @@ from typing import Any, Iterable, Sequence
 
 from vera_env.rollout import STATUSES, Attempt
 
-__all__ = ["CONSISTENCY_SHARE", "EXCLUDED_STATUSES", "format_summary", "is_excluded",
-           "latest_attempts", "outcome", "pass_at_k", "per_task", "summarise", "summary_rows",
-           "wilson_interval"]
+__all__ = ["CONSISTENCY_SHARE", "EXCLUDED_STATUSES", "HARNESS_ERRORS_KEPT", "format_summary",
+           "harness_errors", "is_excluded", "latest_attempts", "outcome", "pass_at_k",
+           "per_task", "summarise", "summary_rows", "wilson_interval"]
 
 EXCLUDED_STATUSES = frozenset({"provider", "sandbox", "error"})
 CONSISTENCY_SHARE = 0.8   # right in at least 4 of 5
+HARNESS_ERRORS_KEPT = 5   # harness errors listed in the summary (all are counted)
 _NO_ANSWER_STATUSES = frozenset({"max_steps", "format"})
 
 
@@ -85,6 +92,12 @@ def is_excluded(attempt: Attempt) -> bool:
     """An infrastructure fault or an undecidable grade: kept out of every rate."""
     return attempt.status in EXCLUDED_STATUSES or attempt.unscorable or (
         attempt.status == "ok" and attempt.correct is None)
+
+
+def harness_errors(attempts: Iterable[Attempt]) -> list[dict[str, Any]]:
+    """The attempts a harness bug ended (status ``error``): task, attempt index, error."""
+    return [{"task_id": a.task_id, "attempt_index": a.attempt_index, "error": a.error}
+            for a in attempts if a.status == "error"]
 
 
 def latest_attempts(attempts: Iterable[Attempt]) -> list[Attempt]:
@@ -167,6 +180,7 @@ def summarise(attempts: Sequence[Attempt], k: int) -> dict[str, Any]:
         "no_answer_share": (sum(a.status in _NO_ANSWER_STATUSES for a in scored) / n_scored
                             if n_scored else None),
         "statuses": {s: statuses.get(s, 0) for s in STATUSES},
+        "harness_errors": harness_errors(attempts)[:HARNESS_ERRORS_KEPT],
         "unscorable": sum(a.unscorable or (a.status == "ok" and a.correct is None)
                           for a in attempts),
         "mean_verification_reward": _mean(a.verification_reward for a in scored),
@@ -213,7 +227,14 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         low, high = summary["accuracy_ci95"]
         acc += f" [{100 * low:.1f}–{100 * high:.1f}]"
     statuses = " ".join(f"{s}={n}" for s, n in summary["statuses"].items() if n)
-    rows = [
+    rows = []
+    errors = summary.get("harness_errors") or []
+    if errors:
+        first = errors[0]
+        rows.append(("HARNESS ERRORS", f"{summary['statuses']['error']} attempt(s) raised in "
+                     f"the harness (a bug, excluded from every rate); first: "
+                     f"{first['task_id']} #{first['attempt_index']}: {first['error'][:160]}"))
+    rows += [
         ("tasks x attempts", f"{summary['tasks']} x {k} = {summary['attempts']} "
                              f"({summary['scored']} scored, {summary['excluded']} excluded)"),
         ("accuracy (95% CI)", acc),

@@ -29,6 +29,7 @@ from vera_env.rollout import Attempt
 from vera_env.tasks import GraderSpec, TaskSource
 from vera_env.verification.grading import Judge, grade
 from vera_env.verification.rewards import RewardConfig, RewardLedger
+from vera_env.wire.text import json_line
 
 __all__ = ["TRUTH", "Change", "rescore_attempt", "rescore_run"]
 
@@ -54,7 +55,8 @@ def rescore_attempt(attempt: Attempt, source: TaskSource, *, grader: GraderSpec 
 
     Raises:
         KeyError: The task is not in ``source``.
-        GraderError: The grader cannot run (a judge outage); nothing is written then.
+        GraderError: The grader cannot decide (a judge outage, an ``llm`` grader and no
+            judge); ``rescore_run`` then writes nothing.
     """
     if attempt.status in EXCLUDED_STATUSES or not attempt.answer:
         return dataclasses.replace(attempt), ""
@@ -67,10 +69,10 @@ def rescore_attempt(attempt: Attempt, source: TaskSource, *, grader: GraderSpec 
     verdict = grade(task, attempt.answer, judge)
     old_part = _correctness_part(attempt)
     ledger = RewardLedger(RewardConfig(correctness_weight=correctness_weight))
-    new_part = ledger.correctness(None if verdict.unscorable else verdict.correct)
+    new_part = ledger.correctness(verdict.correct) or 0.0
     measured = sum(float(step.get("reward", 0.0)) for step in attempt.steps) - (old_part or 0.0)
-    new = dataclasses.replace(attempt, correct=verdict.correct, unscorable=verdict.unscorable,
-                              score=None if new_part is None else measured + new_part)
+    new = dataclasses.replace(attempt, correct=verdict.correct, unscorable=False,
+                              score=measured + new_part)
     return new, verdict.detail
 
 
@@ -109,5 +111,5 @@ def rescore_run(run: RunDir, source: TaskSource, out: Path, *,
     write_atomic(out / "results.jsonl", "".join(a.to_json() + "\n" for a in rescored))
     write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     write_atomic(out / "changes.jsonl", "".join(
-        json.dumps(dataclasses.asdict(c), ensure_ascii=False) + "\n" for c in changes))
+        json_line(dataclasses.asdict(c)) + "\n" for c in changes))
     return summary, changes

@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from vera_env.observation.budget import clip_middle
-from vera_env.wire.protocol import PROTOCOL
 from vera_env.observation.state import AnalysisState
+from vera_env.wire.protocol import PROTOCOL
+from vera_env.wire.text import safe_text, shell_word
 
 __all__ = [
     "FORCED_INSTRUCTION",
@@ -74,7 +75,8 @@ def render_window(recent: Sequence[tuple[str, str]], *, window: int = RECENT_WIN
 
 
 def _listing(files: Sequence[str]) -> str:
-    shown = [f"- {name}" for name in files[:_MAX_LISTED_FILES]]
+    # A name with an undecodable byte or a newline is shown as $'...', as bash takes it.
+    shown = [f"- {shell_word(name)}" for name in files[:_MAX_LISTED_FILES]]
     if len(files) > _MAX_LISTED_FILES:
         shown.append(f"- ... and {len(files) - _MAX_LISTED_FILES} more")
     return "\n".join(shown) if shown else "(empty)"
@@ -95,7 +97,8 @@ def render_step_prompt(question: str, files: Sequence[str], state: AnalysisState
         steps_left: Steps remaining in the budget, shown when given.
 
     Returns:
-        The observation text.
+        The observation text, valid UTF-8 (`vera_env.wire.text.safe_text`) whatever
+        the commands printed or the files are called.
     """
     parts = [f"QUESTION: {question}", "", RULES, "",
              f"Files in /work:\n{_listing(files)}", "", PROTOCOL, "",
@@ -109,7 +112,7 @@ def render_step_prompt(question: str, files: Sequence[str], state: AnalysisState
     if steps_left is not None:
         parts.append(f"Steps left: {steps_left}.")
     parts.append("Emit your next block.")
-    return "\n".join(parts)
+    return safe_text("\n".join(parts))
 
 
 def render_forced_prompt(question: str, state: AnalysisState, *, state_budget: int,
@@ -132,4 +135,4 @@ def render_forced_prompt(question: str, state: AnalysisState, *, state_budget: i
     if nudge:
         parts.append(f"NOTE: {nudge}")
     parts += [FORCED_INSTRUCTION]
-    return "\n".join(parts)
+    return safe_text("\n".join(parts))

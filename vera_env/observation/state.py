@@ -28,6 +28,7 @@ from typing import Any, Iterator
 
 from vera_env.observation.budget import count_tokens, fit_tokens
 from vera_env.verification.checks import CheckResult, rho
+from vera_env.wire.text import safe_text
 
 __all__ = ["AnalysisState", "Node"]
 
@@ -157,7 +158,9 @@ class AnalysisState:
         self._nodes[node.id] = node
         # Nodes never change once recorded: render, count and fingerprint them once,
         # not every step (re-rendering was 97% of the per-step overhead at 50 nodes).
-        short, full = node.render_short(), node.render_full()
+        # Escaped once here, so every rendering of the graph is valid UTF-8 (a check's
+        # detail can quote an undecodable file name).
+        short, full = safe_text(node.render_short()), safe_text(node.render_full())
         self._rendered[node.id] = (short, count_tokens(short), full, count_tokens(full))
         self._fingerprints[node.id] = (_normal(node.summary),
                                        frozenset(_normal(c.command) for c in node.checks))

@@ -11,7 +11,9 @@ boundary — "a bad rollout is data, not a crash":
 * ``provider``: the policy's transport failed (``PolicyError``) — an exclusion, never a
   wrong answer;
 * ``sandbox``: the sandbox failed (staging or execution) — an exclusion;
-* ``error``: anything else raised; the message is kept.
+* ``error``: anything else raised -- a bug in the harness or the policy, never the
+  model's text; its type, message and the line that raised are kept, and
+  ``vera-env eval`` reports it loudly (``vera_env.evaluation.metrics``).
 
 ``score`` is ``None`` for exclusions and unscorable grades: an infrastructure fault must
 not become a reward of 0.
@@ -36,12 +38,15 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any, Literal, SupportsFloat, get_args
 
 from vera_env import info as keys
 from vera_env.errors import PolicyError, SandboxError
+from vera_env.wire.text import json_line, safe_text
 
 __all__ = ["STATUSES", "STEP_FIELDS", "Attempt", "Status"]
 
@@ -111,7 +116,9 @@ class Attempt:
             Whether the episode ended with this step.
         """
         del obs  # the observation is the env's, not the episode's record
-        self.steps.append({"action": action, "reward": float(reward),
+        # The action is the policy's text, unchecked: it may hold a lone surrogate (a
+        # server's JSON can encode one), which would make ``to_json`` unwritable.
+        self.steps.append({"action": safe_text(action), "reward": float(reward),
                            "terminated": bool(terminated), "truncated": bool(truncated),
                            **{k: info.get(k) for k in STEP_FIELDS}})
         return bool(terminated or truncated)
@@ -133,11 +140,12 @@ class Attempt:
         """Mark the attempt as ended by ``exc`` (see ``capturing``)."""
         self._faulted = True
         if isinstance(exc, PolicyError):
-            self.status, self.error = "provider", str(exc)
+            self.status, self.error = "provider", safe_text(str(exc))
         elif isinstance(exc, SandboxError):
-            self.status, self.error, self.unscorable = "sandbox", str(exc), True
+            self.status, self.error, self.unscorable = "sandbox", safe_text(str(exc)), True
         else:
-            self.status, self.error = "error", f"{type(exc).__name__}: {exc}"
+            self.status, self.error = "error", safe_text(f"{type(exc).__name__}: {exc}"
+                                                         f"{_raised_at(exc)}")
 
     def finish(self) -> Attempt:
         """Summarise the recorded steps into the attempt's fields; returns ``self``."""
@@ -207,7 +215,7 @@ class Attempt:
 
     def to_json(self) -> str:
         """One JSON line."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        return json_line(self.to_dict())
 
     @classmethod
     def from_json(cls, line: str) -> Attempt:
@@ -226,3 +234,12 @@ class Attempt:
             return cls(**data)
         except TypeError as exc:
             raise ValueError(f"not an Attempt record: {exc}") from exc
+
+
+def _raised_at(exc: BaseException) -> str:
+    """`` (at file.py:123 in fn)`` for the innermost frame, so a bug report points at it."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f" (at {Path(last.filename).name}:{last.lineno} in {last.name})"

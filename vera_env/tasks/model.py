@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from vera_env.errors import GraderError
 from vera_env.verification.grading import GraderSpec, grade_against
 
 __all__ = ["Task", "Trap"]
@@ -104,7 +105,11 @@ class Task(BaseModel):
         answer = info.data.get("answer")
         if answer is None or spec.kind == "llm":
             return spec
-        verdict = grade_against(spec, answer, answer)
+        try:
+            verdict = grade_against(spec, answer, answer)
+        except GraderError as exc:  # a ground truth its own rule cannot read
+            raise ValueError(f"the task's own answer {answer!r} does not pass its "
+                             f"{spec.kind} grader: {exc}") from exc
         if verdict.correct is not True:
             raise ValueError(f"the task's own answer {answer!r} does not pass its "
                              f"{spec.kind} grader: {verdict.detail}")
@@ -131,7 +136,7 @@ class Task(BaseModel):
         if trap is None or spec is None or answer is None:
             return trap
         _ends_with_answer(trap.careless_solution, "careless_solution")
-        if grade_against(spec, answer, trap.wrong_answer).correct is True:
+        if spec.kind != "llm" and grade_against(spec, answer, trap.wrong_answer).correct is True:
             raise ValueError(f"trap.wrong_answer {trap.wrong_answer!r} grades as correct; "
                              "a trap must lead to a wrong answer")
         return trap

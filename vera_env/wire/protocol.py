@@ -23,13 +23,18 @@ fail on it and the model would lose its node unawares.
 
 Lines end at ``\\n`` (``\\r\\n``, ``\\r`` are normalised); parsing is linear in the input. A
 malformed turn comes back as `Emission.error`, addressed to the model and naming the
-fix, and carries nothing else, so no caller acts on half a turn.
+fix, and carries nothing else, so no caller acts on half a turn. A turn holding a NUL,
+a zero-width or another invisible character anywhere outside its reasoning is rejected
+first (`vera_env.wire.text.invisible_problem`): ``NO\\u200bDE`` would be prose and the
+node lost unawares, ``TP53\\u200b`` an answer that reads right and grades wrong.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+
+from vera_env.wire.text import invisible_problem
 
 __all__ = ["ANSWER_PREFIX", "CHECK_KINDS", "NODE_KINDS", "PROTOCOL", "CheckSpec",
            "Emission", "parse_emission", "strip_reasoning", "verdict_from_output"]
@@ -125,8 +130,6 @@ _TWO_COMMANDS = ("Your turn has more than one <command> block; one runs per turn
 _EMPTY_COMMAND = "Your <command> block is empty. Put the shell command between the tags."
 _IN_COMMAND = ("Line {n} of your <command> block is a {what} line, which the shell would "
                "try to run. Close the block with </command> and put it after that.")
-_UNRUNNABLE = ("{what} contains a NUL character or an unpaired surrogate, which a shell "
-               "cannot run. Retype it as plain text.")
 _LEGACY = ("XML-style <node>/<check> tags are not accepted: quotes and > inside their "
            f"attributes cut commands short. Use lines:\n{_NODE_FORM}\n{_CHECK_FORM}")
 _NOT_LAST = ("Your FINAL ANSWER is followed by a <command> block or a NODE/CHECK line. "
@@ -162,7 +165,6 @@ _DECORATION = " \t-*+>#`0123456789.)"
 _CHECK_LINE = re.compile(r'CHECK[ \t]+(\w+)[ \t]+"([^"]*)"[ \t]*::(.*)')
 _NODE_KEY = re.compile(r"(?<!\S)(kind|summary|artifact|parents)[ \t]*=")
 _PARENT_SEP = re.compile(r"[\s,]+")
-_UNPAIRED_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Rejected(Exception):
@@ -263,11 +265,6 @@ def _split_turn(text: str) -> tuple[str | None, list[str], str | None]:
     return command, found, None
 
 
-def _require_runnable(text: str, what: str) -> None:
-    if "\x00" in text or _UNPAIRED_SURROGATE.search(text):
-        raise _Rejected(_UNRUNNABLE.format(what=what))
-
-
 def _validate_command(command: str) -> str:
     """Return the stripped command; reject an empty or protocol-bearing block."""
     command = command.strip()
@@ -279,7 +276,6 @@ def _validate_command(command: str) -> str:
                           (ANSWER_PREFIX, bare.startswith(ANSWER_PREFIX))):
             if hit:
                 raise _Rejected(_IN_COMMAND.format(n=n, what=what))
-    _require_runnable(command, "Your command")
     return command
 
 
@@ -329,7 +325,6 @@ def _parse_checks(lines: list[str]) -> tuple[CheckSpec, ...]:
             raise _Rejected(_EMPTY_NAME)
         if not command:
             raise _Rejected(_EMPTY_CHECK.format(name=name))
-        _require_runnable(command, f"Check {name!r}")
         specs.append(CheckSpec(kind, name, command))
     return tuple(specs)
 
@@ -369,6 +364,9 @@ def parse_emission(text: str) -> Emission:
     if not isinstance(text, str):
         raise TypeError(f"parse_emission expects a str, got {type(text).__name__}")
     text = strip_reasoning(text.replace("\r\n", "\n").replace("\r", "\n"))
+    unreadable = invisible_problem(text)
+    if unreadable:
+        return Emission(error=unreadable)
     try:
         command, lines, answer = _split_turn(text)
         command = "" if command is None else _validate_command(command)

@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
@@ -37,6 +36,7 @@ import gymnasium as gym
 
 from vera_env import info as keys
 from vera_env.errors import VeraError
+from vera_env.wire.text import json_line, safe_text
 
 __all__ = ["RecordEpisode"]
 
@@ -112,7 +112,8 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def _write(self, record: dict[str, Any]) -> None:
         if self._transcript is not None:
-            self._transcript.write(json.dumps(record, ensure_ascii=False) + "\n")
+            # The action is the policy's raw text: what UTF-8 cannot hold is escaped.
+            self._transcript.write(json_line(record) + "\n")
             self._transcript.flush()
 
     def _finish(self) -> None:
@@ -130,4 +131,5 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
         except VeraError as exc:  # the episode never started (reset failed): say so
             graph = f"(graph unavailable: {type(exc).__name__}: {exc})"
         (self._folder / "graph.txt").write_text(graph + "\n", encoding="utf-8")
-        (self._folder / "final_answer.txt").write_text(self._answer, encoding="utf-8")
+        (self._folder / "final_answer.txt").write_text(safe_text(self._answer),
+                                                      encoding="utf-8")

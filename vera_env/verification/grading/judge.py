@@ -2,6 +2,17 @@
 
 The judge reads text the policy wrote, so the policy can write to the judge (see the
 ``grading`` package docstring for the three layers that keep that from paying).
+
+What the answer can provoke must not make the episode unscorable, or a wrong answer
+opts out of its 0. Observed: a wrong answer that asked the judge to "list both possible
+verdict lines" got a reply with ``SCORE: 1`` and ``SCORE: 0``, no strict verdict, and
+the episode was excluded from the evaluation and given no advantage in GRPO. So a reply
+without a strict verdict is asked once more (the reply kept, the verdict line demanded);
+a second one without a verdict grades the answer **incorrect**, with both replies in the
+detail. An answer too long for a judge's context (its endpoint would refuse the
+request) is graded incorrect without asking. Only a judge that cannot be reached --
+transport failure, HTTP error, malformed body, which no answer can cause -- raises
+``GraderError``, which the environment records as unscorable.
 """
 
 from __future__ import annotations
@@ -10,18 +21,32 @@ import hashlib
 import re
 from typing import Any, Protocol
 
-from vera_env.errors import PolicyError
+from vera_env.errors import GraderError, PolicyError
 from vera_env.verification.grading.rules import Grade
 from vera_env.wire.answers import strip_reasoning
 
-__all__ = ["ChatLike", "Judge", "RubricJudge", "judge_messages", "parse_verdict"]
+__all__ = ["MAX_JUDGED_ANSWER_CHARS", "RETRY_PROMPT", "ChatLike", "Judge", "RubricJudge",
+           "judge_messages", "parse_verdict"]
+
+MAX_JUDGED_ANSWER_CHARS = 4000
+"""Longer answers are graded incorrect without asking the judge (no endpoint outage can
+then be provoked by an answer that overflows the judge's context)."""
+
+RETRY_PROMPT = ('Your reply did not end with a verdict line. Reply with exactly one line: '
+                '"SCORE: 1" if the candidate answer meets the rubric, otherwise "SCORE: 0".')
+"""The follow-up sent, after the judge's reply, when that reply had no strict verdict."""
+_REPLY_KEPT_CHARS = 300
 
 
 class Judge(Protocol):
     """Decides an ``llm``-graded answer against its rubric (`RubricJudge`, or a test double)."""
 
     def judge(self, question: str, rubric: str, answer: str) -> Grade:
-        """Return the verdict; ``Grade(None, ..., unscorable=True)`` when it cannot decide."""
+        """Return the verdict.
+
+        Raises:
+            GraderError: The judge could not be consulted (an outage, not the answer).
+        """
         ...
 
 
@@ -108,14 +133,36 @@ class RubricJudge:
         return cls(ChatClient(base_url, model, **client_options))
 
     def judge(self, question: str, rubric: str, answer: str) -> Grade:
-        """Ask the model; unreachable or unparseable means unscorable, never wrong."""
+        """Ask the model for a verdict, once more if its reply has none.
+
+        Returns:
+            The verdict; incorrect when the answer is longer than
+            `MAX_JUDGED_ANSWER_CHARS` or the judge gave no strict verdict twice.
+
+        Raises:
+            GraderError: The judge could not be reached (an outage: unscorable).
+        """
+        if len(answer) > MAX_JUDGED_ANSWER_CHARS:
+            return Grade(False, f"answer of {len(answer)} characters is longer than the "
+                                f"{MAX_JUDGED_ANSWER_CHARS} a judge reads; graded incorrect")
+        messages = judge_messages(question, rubric, answer)
+        replies: list[str] = []
+        for _ in range(2):
+            text = self._ask(messages)
+            score = parse_verdict(text, question, rubric, answer)
+            if score is not None:
+                again = " on being asked again" if replies else ""
+                return Grade(bool(score), f"judge: SCORE: {score}{again} ({rubric[:80]!r})")
+            replies.append(text)
+            messages = [*messages, {"role": "assistant", "content": text},
+                        {"role": "user", "content": RETRY_PROMPT}]
+        shown = " / ".join(repr(r[-_REPLY_KEPT_CHARS:]) for r in replies)
+        return Grade(False, f"judge gave no strict SCORE line, even when asked again; graded "
+                            f"incorrect. Replies: {shown}")
+
+    def _ask(self, messages: list[dict[str, str]]) -> str:
         try:
-            reply = self.client.chat(judge_messages(question, rubric, answer))
+            reply = self.client.chat(messages)
         except PolicyError as exc:
-            return Grade(None, f"judge unreachable: {exc}", unscorable=True)
-        text = str(getattr(reply, "text", ""))
-        score = parse_verdict(text, question, rubric, answer)
-        if score is None:
-            return Grade(None, f"judge reply has no strict SCORE line: {text[-160:]!r}",
-                         unscorable=True)
-        return Grade(bool(score), f"judge: SCORE: {score} ({rubric[:80]!r})")
+            raise GraderError(f"judge unreachable: {exc}") from exc
+        return str(getattr(reply, "text", ""))
