@@ -30,7 +30,7 @@ from vera_env.tasks.real.kinds import RealInstance, RealType
 from vera_env.tasks.real.sources import SOURCES, member_bytes
 from vera_env.tasks.source import TaskSource, UnknownTaskError
 
-__all__ = ["FORMATS", "REAL_TYPES", "make_real_task", "parse_real_id", "real_id", "real_ids",
+__all__ = ["FORMATS", "REAL_TYPES", "SOURCES", "make_real_task", "parse_real_id", "real_id", "real_ids",
            "real_instance", "real_source", "source_licences"]
 
 

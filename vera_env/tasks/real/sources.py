@@ -112,9 +112,7 @@ SOURCES: dict[str, Source] = {
         {"ensembl.gtf.gz": _m("pyranges/example_data/ensembl_human.gtf.gz",
                               "e92bab071fe4395fd7b00ab53e778c17e21121f6badad0db99c1fe8027d86f7c"),
          "control.bam": _m("pyranges/example_data/control.bam",
-                           "9834cf011191ca0b8ac26e2708355f5790cde42906ccdbf3f34bcdd382855d40"),
-         "chip.bam": _m("tests/unit/test_data/test_sorted.bam",
-                        "5ebf11b0ec11a803cfa5150851d577bdafa22c3ed8c9c73996d1c890df1fccdc")}),
+                           "9834cf011191ca0b8ac26e2708355f5790cde42906ccdbf3f34bcdd382855d40")}),
     "gffutils": Source(
         "pypi", "gffutils", "0.14", "MIT (package); FlyBase (CC-BY-4.0)",
         "FlyBase D. melanogaster r5.49 annotation, first 50,000 lines (chr 2L)",
