@@ -61,13 +61,14 @@ def _download(name: str, root: Path, run: Runner, apt_updated: list[bool]) -> bo
 
 
 def fetch(names: Sequence[str] | None = None, *, root: Path | None = None,
-          run: Runner = _run) -> list[str]:
+          run: Runner | None = None) -> list[str]:
     """Download each named source (default: all) not already available.
 
     Args:
         names: Keys of `SOURCES`.
         root: The store (default `sources_dir()`).
-        run: Runs a command in a folder and returns its exit code (tests pass a fake).
+        run: Runs a command in a folder and returns its exit code (default: a subprocess;
+            tests pass a fake).
 
     Returns:
         The names still unavailable afterwards (empty on success).
@@ -76,6 +77,7 @@ def fetch(names: Sequence[str] | None = None, *, root: Path | None = None,
         KeyError: An unknown source name.
     """
     root = root if root is not None else sources_dir()
+    run = run if run is not None else _run
     chosen = list(SOURCES) if names is None else list(names)
     for name in chosen:
         SOURCES[name]  # noqa: B018 - unknown names raise before anything is downloaded
