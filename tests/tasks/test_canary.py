@@ -10,7 +10,11 @@ from solution_replay import replay
 from vera_env.rollout import Attempt
 from vera_env.tasks import load_tasks
 from vera_env.tasks.canary import (
-    CANARY_KINDS, canary_ids, canary_rate, is_canary, make_canary_task,
+    CANARY_KINDS,
+    canary_ids,
+    canary_rate,
+    is_canary,
+    make_canary_task,
 )
 from vera_env.tasks.real import REAL_TYPES, make_real_task, real_id
 from vera_env.tasks.source import UnknownTaskError

@@ -13,7 +13,11 @@ from solution_replay import replay
 
 from vera_env.tasks import load_tasks
 from vera_env.tasks.perturbed import (
-    KINDS, kinds_for, make_perturbed_task, perturbed_source, split_variant_id,
+    KINDS,
+    kinds_for,
+    make_perturbed_task,
+    perturbed_source,
+    split_variant_id,
 )
 from vera_env.tasks.real import make_real_task, real_id
 from vera_env.tasks.source import UnknownTaskError
@@ -122,5 +126,6 @@ def test_base_reference_without_cleaning_breaks_on_a_repeated_header(tmp_path: P
     for name, path in task.data_files().items():
         (tmp_path / "ws" / name).write_bytes(path.read_bytes())
     rows = subprocess.run(["bash", "-c", "awk -F, '$1 == \"species\"' penguins.csv | wc -l"],
-                          cwd=tmp_path / "ws", capture_output=True, text=True).stdout.strip()
+                          cwd=tmp_path / "ws", capture_output=True, text=True,
+                          check=True).stdout.strip()
     assert rows == "2"

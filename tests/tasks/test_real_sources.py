@@ -17,10 +17,15 @@ import pytest
 
 from vera_env.tasks.real import fetch as fetch_module
 from vera_env.tasks.real.sources import (
-    SOURCES, SOURCES_ENV_VAR, MissingSourceError, archive_path, clear_cache, member_bytes,
-    source_available, sources_dir,
+    SOURCES,
+    SOURCES_ENV_VAR,
+    MissingSourceError,
+    archive_path,
+    clear_cache,
+    member_bytes,
+    source_available,
+    sources_dir,
 )
-
 
 REAL_VCF = member_bytes("r-bioc-variantannotation", "chr22.vcf.gz")
 REAL_WHEEL = archive_path("palmerpenguins") or Path("/nonexistent")

@@ -149,7 +149,8 @@ def load_tasks(source: str | Path | Sequence[Task] | TaskSource) -> TaskSource:
     """Turn any supported task source into a `TaskSource`.
 
     Args:
-        source: ``"builtin"``, ``"real"``, ``"perturbed"``, ``"canary"``, a folder suite, a ``.jsonl`` file, a BioMysteryBench suite
+        source: ``"builtin"``, ``"real"``, ``"perturbed"``, ``"canary"``, a folder suite, a
+            ``.jsonl`` file, a BioMysteryBench suite
             (a folder with ``problems.csv``/``problems.parquet`` and ``data/``, or the
             problems file itself), a list of `Task`, or a `TaskSource` (returned as is).
 

@@ -58,7 +58,7 @@ _CUT = (".gz", ".bam", ".h5ad")
 
 
 def _stem(name: str) -> str:
-    return name[:-3] if name.endswith(".gz") else name
+    return name.removesuffix(".gz")
 
 
 def kinds_for(primary: str) -> tuple[str, ...]:
@@ -299,7 +299,8 @@ def perturbed_source(base: str = "real", *, seeds: Sequence[int] = (0,),
     elif base == "builtin":
         from vera_env.tasks.builtin import builtin_ids  # noqa: PLC0415
 
-        ids = perturbed_ids(builtin_ids(difficulties, seeds, types), kinds)  # type: ignore[arg-type]
+        base_ids = builtin_ids(difficulties, seeds, types)  # type: ignore[arg-type]
+        ids = perturbed_ids(base_ids, kinds)
     else:
         raise ValueError(f"base must be 'real' or 'builtin', got {base!r}")
     return TaskSource(name="perturbed", ids=ids, factory=make_perturbed_task)

@@ -17,7 +17,7 @@ __all__ = ["CANNOT_DETERMINE", "CLAUSE", "UNDETERMINED_GRADER", "is_undetermined
 CANNOT_DETERMINE = "cannot be determined"
 CLAUSE = f"If the files do not determine the answer, answer exactly: {CANNOT_DETERMINE}."
 UNDETERMINED_GRADER: dict[str, str] = {"kind": "regex", "pattern": r"cannot\s+be\s+determined"}
-_PHRASE = re.compile(r"\W*cannot\s+be\s+determined\W*", re.I)
+_PHRASE = re.compile(r"\W*cannot\s+be\s+determined\W*", re.IGNORECASE)
 
 
 def with_clause(question: str) -> str:

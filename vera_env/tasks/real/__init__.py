@@ -25,12 +25,22 @@ import numpy as np
 
 from vera_env.tasks.cache import cache_dir, materialise
 from vera_env.tasks.model import Task
-from vera_env.tasks.real import alignments, annotation, calls, cells, genome, reads, survival, tables
+from vera_env.tasks.real import (
+    alignments,
+    annotation,
+    calls,
+    cells,
+    genome,
+    reads,
+    survival,
+    tables,
+)
 from vera_env.tasks.real.kinds import RealInstance, RealType
 from vera_env.tasks.real.sources import SOURCES, member_bytes
 from vera_env.tasks.source import TaskSource, UnknownTaskError
 
-__all__ = ["FORMATS", "REAL_TYPES", "SOURCES", "make_real_task", "parse_real_id", "real_id", "real_ids",
+__all__ = ["FORMATS", "REAL_TYPES", "SOURCES", "make_real_task", "parse_real_id", "real_id",
+           "real_ids",
            "real_instance", "real_source", "source_licences"]
 
 

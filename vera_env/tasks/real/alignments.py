@@ -123,7 +123,8 @@ def _solution(chrom: str, n: int, reverse: int, answer: int) -> tuple[str, ...]:
                      "@R@", str(reverse)), fill(
                      "awk -F'\\t' '$2 != 0 && $2 != 16 { bad = 1 } $2 == 16 { r++ } END { print "
                      "(!bad && r == @R@) ? \"True\" : \"False\" }' reads.sam", **v))]),
-        turn(_KEYS, node("test", fill("@ANS@ duplicates on @C@ by (strand, 5' end); none is flagged", **v), "n.txt",
+        turn(_KEYS, node("test", fill("@ANS@ duplicates on @C@ by (strand, 5' end); none is "
+                                      "flagged", **v), "n.txt",
                          "n1"), [
             check("invariance", "python with CIGAR-aware 5' ends agrees", fill(_PY, **v))]),
         final(str(answer)),

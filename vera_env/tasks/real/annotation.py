@@ -154,7 +154,11 @@ def _gff_solution(mrna: str, links: int, answer: int) -> tuple[str, ...]:
                      "l.startswith('#')]; a = [dict(kv.split('=', 1) for kv in x[8].split(';') "
                      "if '=' in kv) for x in f if len(x) == 9 and x[1] == 'FlyBase' and x[2] == "
                      "'exon']; print(sum('@T@' in d['Parent'].split(',') for d in a) == int("
-                     "open('n.txt').read()) == @ANS@)\"", **v))]),
+                     "open('n.txt').read()) == @ANS@)\"", **v)),
+                 check("range", "more exons than those naming it as their first Parent", verdict(
+                     fill("test \"$(cat n.txt)\" -gt \"$(awk -F'\\t' '$3 == \"exon\"' @F@ | "
+                          "grep -c "
+                          "'Parent=@T@')\"", **v)))]),
         final(str(answer)),
     )
 

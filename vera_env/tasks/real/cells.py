@@ -75,7 +75,8 @@ _LABELS = (f"python3 -c \"{_OPEN}; print(list(f), f['X'].shape, dict(f['raw.X'].
 _COUNT = (f"python3 -c \"{_OPEN}; g = f['raw.X']; p, ix, d = g['indptr'][:], g['indices'][:], "
           "g['data'][:]; j = [v.decode() for v in f['raw.var']['index']].index('@G@'); lab = "
           "open('labels.txt').read().splitlines(); print(sum(1 for i, t in enumerate(lab) if t == "
-          "'@T@' and any((ix[p[i]:p[i + 1]] == j) & (d[p[i]:p[i + 1]] != 0))))\" > n.txt\ncat n.txt")
+          "'@T@' and any((ix[p[i]:p[i + 1]] == j) & (d[p[i]:p[i + 1]] != 0))))\" > n.txt\n"
+          "cat n.txt")
 _DENSE = (f"python3 -c \"import numpy as np; {_OPEN}; g = f['raw.X']; p, ix, d = g['indptr'][:], "
           "g['indices'][:], g['data'][:]; m = np.zeros((len(p) - 1, len(f['raw.var'])));"
           " r = np.repeat(np.arange(len(p) - 1), np.diff(p)); m[r, ix] = d; j = [v.decode() for v "
@@ -83,6 +84,12 @@ _DENSE = (f"python3 -c \"import numpy as np; {_OPEN}; g = f['raw.X']; p, ix, d =
           "bulk_labels_categories'][:]]; t = np.array([c[i] for i in f['obs']['bulk_labels']]) == "
           "'@T@'; print(t.sum() == @N@ and int((m[t, j] != 0).sum()) == int(open('n.txt').read()) "
           "== @ANS@)\"")
+
+
+_ABOVE = (f"python3 -c \"{_OPEN}; j = [v.decode() for v in f['var']['index']].index('@G@'); "
+          "x = f['X'][:, j]; lab = open('labels.txt').read().splitlines(); a = sum(1 for i, t in "
+          "enumerate(lab) if t == '@T@' and x[i] > 0); n = int(open('n.txt').read()); print(a < n "
+          "<= @N@)\"")
 
 
 def _solution(gene: str, cell_type: str, n: int, answer: int) -> tuple[str, ...]:
@@ -96,7 +103,9 @@ def _solution(gene: str, cell_type: str, n: int, answer: int) -> tuple[str, ...]
         turn(fill(_COUNT, **v),
              node("test", fill("@G@ detected (raw.X non-zero) in @ANS@ of @N@ @T@ cells", **v),
                   "n.txt", "n1"), [
-                 check("invariance", "a dense rebuild of raw.X agrees", fill(_DENSE, **v))]),
+                 check("invariance", "a dense rebuild of raw.X agrees", fill(_DENSE, **v)),
+                 check("range", "detected in more cells than X > 0 says, at most all @N@".replace(
+                     "@N@", str(n)), fill(_ABOVE, **v))]),
         final(str(answer)),
     )
 

@@ -24,7 +24,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from vera_env.tasks.real.sources import (
-    SOURCES, archive_path, clear_cache, source_available, sources_dir,
+    SOURCES,
+    archive_path,
+    clear_cache,
+    source_available,
+    sources_dir,
 )
 
 __all__ = ["fetch", "main"]

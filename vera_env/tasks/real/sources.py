@@ -37,8 +37,18 @@ from typing import Literal
 
 from vera_env.errors import VeraError
 
-__all__ = ["SOURCES", "SOURCES_ENV_VAR", "MissingSourceError", "Member", "Source",
-           "archive_path", "clear_cache", "member_bytes", "source_available", "sources_dir"]
+__all__ = [
+    "SOURCES",
+    "SOURCES_ENV_VAR",
+    "Member",
+    "MissingSourceError",
+    "Source",
+    "archive_path",
+    "clear_cache",
+    "member_bytes",
+    "source_available",
+    "sources_dir",
+]
 
 SOURCES_ENV_VAR = "VERA_ENV_SOURCES"
 
@@ -89,40 +99,48 @@ SOURCES: dict[str, Source] = {
     "palmerpenguins": Source(
         "pypi", "palmerpenguins", "0.1.6", "CC0-1.0 (data); MIT (package)",
         "Palmer Station LTER, Gorman et al. 2014",
-        {"penguins.csv": _m("palmerpenguins/data/penguins.csv",
-                            "f204db2c753b0937caac3cb35258562c14f073e4bbc76be24b4c51ce22767a93")}),
+        {"penguins.csv": _m(
+            "palmerpenguins/data/penguins.csv",
+            "f204db2c753b0937caac3cb35258562c14f073e4bbc76be24b4c51ce22767a93")}),
     "scikit-learn": Source(
         "pypi", "scikit-learn", "1.9.1", "CC-BY-4.0 (UCI data); BSD-3-Clause (package)",
         "Wisconsin Diagnostic Breast Cancer, UCI ML repository",
-        {"breast_cancer.csv": _m("sklearn/datasets/data/breast_cancer.csv",
-                                 "fed3eb72d0575ef6192293f5093c6e801b1476b577d0386bf4455504522172ed")}),
+        {"breast_cancer.csv": _m(
+            "sklearn/datasets/data/breast_cancer.csv",
+            "fed3eb72d0575ef6192293f5093c6e801b1476b577d0386bf4455504522172ed")}),
     "lifelines": Source(
         "pypi", "lifelines", "0.30.3", "MIT (package); data from R survival (LGPL-2+)",
         "NCCTG advanced lung cancer trial (Loprinzi et al. 1994)",
-        {"lung.csv": _m("lifelines/datasets/lung.csv",
-                        "16ebd02c38bbb5708186d600cff80ad84d0764974619436f83ba4a605e77eb44")}),
+        {"lung.csv": _m(
+            "lifelines/datasets/lung.csv",
+            "16ebd02c38bbb5708186d600cff80ad84d0764974619436f83ba4a605e77eb44")}),
     "pyrodigal": Source(
         "pypi", "pyrodigal", "3.7.1", "GPL-3.0-or-later (package); NCBI RefSeq (public)",
         "Corynebacterium diphtheriae NCTC11397 chromosome, RefSeq GCF_001457455.1",
-        {"genome.fna.gz": _m("pyrodigal/tests/data/GCF_001457455.1_NCTC11397_genomic.fna.gz",
-                             "e9f88cc1a5c1f0e10f372df91852e44630cbeb1d424a34566ed159e5e94850b3")}),
+        {"genome.fna.gz": _m(
+            "pyrodigal/tests/data/GCF_001457455.1_NCTC11397_genomic.fna.gz",
+            "e9f88cc1a5c1f0e10f372df91852e44630cbeb1d424a34566ed159e5e94850b3")}),
     "pyranges": Source(
         "pypi", "pyranges", "0.1.7", "MIT (package); Ensembl (no restrictions)",
         "Ensembl GRCh38 chr1 GTF subset; ChIP-seq control reads (hg19)",
-        {"ensembl.gtf.gz": _m("pyranges/example_data/ensembl_human.gtf.gz",
-                              "e92bab071fe4395fd7b00ab53e778c17e21121f6badad0db99c1fe8027d86f7c"),
-         "control.bam": _m("pyranges/example_data/control.bam",
-                           "9834cf011191ca0b8ac26e2708355f5790cde42906ccdbf3f34bcdd382855d40")}),
+        {"ensembl.gtf.gz": _m(
+            "pyranges/example_data/ensembl_human.gtf.gz",
+            "e92bab071fe4395fd7b00ab53e778c17e21121f6badad0db99c1fe8027d86f7c"),
+         "control.bam": _m(
+            "pyranges/example_data/control.bam",
+            "9834cf011191ca0b8ac26e2708355f5790cde42906ccdbf3f34bcdd382855d40")}),
     "gffutils": Source(
         "pypi", "gffutils", "0.14", "MIT (package); FlyBase (CC-BY-4.0)",
         "FlyBase D. melanogaster r5.49 annotation, first 50,000 lines (chr 2L)",
-        {"dmel.gff": _m("gffutils/test/data/dmel-all-no-analysis-r5.49_50k_lines.gff",
-                        "e623f34bc1e52e17728dc838d6c9fe322159541607ebcc1a9480f4fb33f28193")}),
+        {"dmel.gff": _m(
+            "gffutils/test/data/dmel-all-no-analysis-r5.49_50k_lines.gff",
+            "e623f34bc1e52e17728dc838d6c9fe322159541607ebcc1a9480f4fb33f28193")}),
     "scanpy": Source(
         "pypi", "scanpy", "1.11.5", "BSD-3-Clause (package); 10x Genomics (CC-BY-4.0)",
         "10x PBMC 68k, 700-cell reduced subset (Zheng et al. 2017)",
-        {"pbmc68k_reduced.h5ad": _m("scanpy/datasets/10x_pbmc68k_reduced.h5ad",
-                                    "e71d41e737c941559b7c57c9243bdb3d2c889c2adfdf00e3422ac6b46783676f")}),
+        {"pbmc68k_reduced.h5ad": _m(
+            "scanpy/datasets/10x_pbmc68k_reduced.h5ad",
+            "e71d41e737c941559b7c57c9243bdb3d2c889c2adfdf00e3422ac6b46783676f")}),
     "r-bioc-dada2": Source(
         "debian", "r-bioc-dada2", "1.26.0+dfsg-1", "LGPL-2 (package and data)",
         "Illumina MiSeq 2x250 16S amplicons of a mock community (dada2 tutorial)",
@@ -135,8 +153,9 @@ SOURCES: dict[str, Source] = {
         "debian", "r-bioc-variantannotation", "1.44.1-1",
         "Artistic-2.0 (package); 1000 Genomes (public, Fort Lauderdale)",
         "1000 Genomes phase 1 chr22 calls of 5 samples, phased",
-        {"chr22.vcf.gz": _m("usr/lib/R/site-library/VariantAnnotation/extdata/chr22.vcf.gz",
-                            "5f64f819420f4bc1d99896b9a16f4c7ce57312030d6f1ae4e53bc9366ab3e749")}),
+        {"chr22.vcf.gz": _m(
+            "usr/lib/R/site-library/VariantAnnotation/extdata/chr22.vcf.gz",
+            "5f64f819420f4bc1d99896b9a16f4c7ce57312030d6f1ae4e53bc9366ab3e749")}),
 }
 
 

@@ -47,7 +47,8 @@ _KM = ("awk -F'\\t' -v n=\"$(wc -l < group.tsv)\" 'function flush() { if (d > 0)
        "> median.txt\ncat median.txt")
 _PY = ("python3 -c \"import csv; from collections import Counter; g = [(int(float(r['time'])), "
        "r['status'] == '1') for r in csv.DictReader(open('lung.csv')) if r['ph.ecog'] == '@E@']; "
-       "d = Counter(t for t, e in g if e); a = Counter(t for t, _ in g); n, s, m = len(g), 1.0, []; "
+       "d = Counter(t for t, e in g if e); a = Counter(t for t, _ in g); "
+       "n, s, m = len(g), 1.0, []; "
        "[(m.append(t) if (s := s * (1 - d[t] / n)) <= 0.5 else None, n := n - a[t]) for t in "
        "sorted(a)]; print(len(g) == @N@ and m[0] == int(open('median.txt').read()) == @ANS@)\"")
 

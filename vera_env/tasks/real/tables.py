@@ -1,4 +1,4 @@
-"""Real tables (CSV): Palmer penguins with ``NA`` strings, and a breast-cancer table coded 0 = malignant.
+"""Real tables (CSV): Palmer penguins with ``NA`` strings; breast cancer coded 0 = malignant.
 
 Why these traps.
 
@@ -78,7 +78,8 @@ def penguin_mass(files: Mapping[str, bytes], rng: np.random.Generator) -> RealIn
     careless = ("awk -F, -v s=" + species + " '$1 == s { t += $6; n++ } END { printf "
                 "\"%.2f\\n\", t / n }' penguins.csv")
     trap = Trap(description="NA strings read as 0 g and averaged in",
-                careless_solution=(turn(careless, node("test", f"mean mass of {species}: {wrong} g"),
+                careless_solution=(turn(careless,
+                                        node("test", f"mean mass of {species}: {wrong} g"),
                                         [check("range", "a positive mass", verdict(
                                             f"test \"$({careless} | cut -d. -f1)\" -gt 0"))]),
                                    final(wrong)),
@@ -90,7 +91,8 @@ def penguin_mass(files: Mapping[str, bytes], rng: np.random.Generator) -> RealIn
                                                    answer),
                         trap=trap, tags=("csv", "missing-values", "palmerpenguins"))
     probe = Probe("Emperor", _penguin_question("Emperor"),
-                  "tail -n +2 penguins.csv | cut -d, -f1 | sort -u", "tail -n +2 penguins.csv | wc -l",
+                  "tail -n +2 penguins.csv | cut -d, -f1 | sort -u",
+                  "tail -n +2 penguins.csv | wc -l",
                   len(rows))
     return RealInstance(instance, "penguins.csv", probe, column="body_mass_g")
 
@@ -114,7 +116,8 @@ def _cancer_solution(col: int, n: int, n_mal: int, answer: str) -> tuple[str, ..
     return (
         turn("head -1 breast_cancer.csv\nawk -F, 'NR > 1 { print $NF }' breast_cancer.csv | "
              "sort | uniq -c",
-             node("load", fill("@N@ tumours; code 0 is malignant (@MAL@), 1 benign (@BEN@)", **v)), [
+             node("load", fill("@N@ tumours; code 0 is malignant (@MAL@), 1 benign (@BEN@)",
+                               **v)), [
                  check("type", "the class named first, code 0, is malignant", verdict(
                      "test \"$(head -1 breast_cancer.csv | cut -d, -f3)\" = malignant")),
                  check("conservation", fill("@MAL@ of @N@ tumours coded 0", **v), fill(
