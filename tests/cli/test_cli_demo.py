@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from vera_env.cli.demo import _demo_tasks
+from vera_env.cli.demo import demo_tasks
+from vera_env.tasks.cache import CACHE_ENV_VAR
 from vera_env.tasks.builtin import TASK_TYPES
 from vera_env.tasks.real import REAL_TYPES
 from vera_env.tasks.real.sources import SOURCES_ENV_VAR, clear_cache
 
 
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory,
+                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path_factory.getbasetemp() / "demo-cache"))
+
+
 def test_demo_plays_every_builtin_and_every_real_type() -> None:
-    ids = _demo_tasks().ids()
+    ids = demo_tasks().ids()
     assert len(ids) == len(TASK_TYPES) + len(REAL_TYPES)
     assert {i for i in ids if i.startswith("real.")} == {f"real.{t}.s0" for t in REAL_TYPES}
 
@@ -24,7 +31,7 @@ def test_demo_without_fetched_sources_says_so_and_plays_builtin(
     clear_cache()
     real_instance.cache_clear()
     try:
-        ids = _demo_tasks().ids()
+        ids = demo_tasks().ids()
     finally:
         clear_cache()
         real_instance.cache_clear()

@@ -165,3 +165,18 @@ def test_validate_and_export_take_the_real_perturbed_and_canary_sources(
         "cannot be determined"
     assert main(["tasks", "show", "real.vcf.het_sites.s0+absent", "--source", "canary"]) == 0
     assert "NA12878" in capsys.readouterr().out
+
+
+def test_strength_sample_is_the_first_seed_of_each_type_and_variant_kind() -> None:
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from vera_env.cli.tasks import _strength_for  # noqa: PLC0415
+
+    ids = ["vcf.titv.easy.s0", "vcf.titv.easy.s1", "vcf.titv.hard.s0", "real.csv.lung_median.s1",
+           "real.csv.lung_median.s0", "real.csv.lung_median.s0+bom",
+           "real.csv.lung_median.s1+bom", "real.csv.lung_median.s0+absent", "suite-q.s1",
+           "suite-q.s2"]
+    chosen = _strength_for([SimpleNamespace(id=i) for i in ids], "first-seed")
+    assert chosen == {"vcf.titv.easy.s0", "vcf.titv.hard.s0", "real.csv.lung_median.s1",
+                      "real.csv.lung_median.s0+bom", "real.csv.lung_median.s0+absent",
+                      "suite-q.s1", "suite-q.s2"}

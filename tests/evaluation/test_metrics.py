@@ -117,4 +117,5 @@ def test_summary_reports_canary_rate_apart_from_accuracy():
     assert (s["canary_rate"], s["canary_attempts"]) == (0.5, 2)  # the provider fault excluded
     assert "canary rate (answered with a value)  50.0% of 2 canary attempts" in \
         format_summary(s)
+    assert "answerable tasks abstained on        0.0%" in format_summary(s)
     assert "canary" not in format_summary(summarise([att("a", 0)], k=1))

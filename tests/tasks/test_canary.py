@@ -11,6 +11,7 @@ from vera_env.rollout import Attempt
 from vera_env.tasks import load_tasks
 from vera_env.tasks.canary import (
     CANARY_KINDS,
+    abstention_rate,
     canary_ids,
     canary_rate,
     is_canary,
@@ -96,3 +97,11 @@ def test_canary_rate_is_the_share_answered_with_a_value() -> None:
     assert canary_rate([{"task_id": LUNG + "+absent", "answer": "42"}]) == (1.0, 1)
     assert canary_rate([{"task_id": LUNG, "answer": "42"}]) == (None, 0)
     assert is_undetermined(" cannot be determined. ") and not is_undetermined("306")
+
+
+def test_abstention_rate_catches_a_policy_that_always_abstains() -> None:
+    attempts = [{"task_id": LUNG, "answer": "Cannot be determined"},
+                {"task_id": LUNG + "+bom", "answer": "306"},
+                {"task_id": LUNG + "+absent", "answer": "cannot be determined"}]
+    assert abstention_rate(attempts) == (0.5, 2)
+    assert abstention_rate([]) == (None, 0)

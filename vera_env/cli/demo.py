@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from vera_env.rollout import Attempt, run_episode
 
-__all__ = ["add_parser", "cmd_demo", "format_table"]
+if TYPE_CHECKING:
+    from vera_env.tasks import TaskSource
+
+__all__ = ["add_parser", "cmd_demo", "demo_tasks", "format_table"]
 
 
 def _progress(done: int, total: int, label: str) -> None:
@@ -48,7 +51,7 @@ def format_table(rows: Sequence[tuple[str, Attempt]]) -> str:
     return "\n".join(lines)
 
 
-def _demo_tasks() -> object:
+def demo_tasks() -> TaskSource:
     """Builtin and real tasks; real ones are left out, with a note, if not fetched."""
     from vera_env.tasks import TaskSource, load_tasks  # noqa: PLC0415
     from vera_env.tasks.real.sources import MissingSourceError  # noqa: PLC0415
@@ -66,7 +69,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from policies import OraclePolicy, careless_policy  # noqa: PLC0415
     from vera_env.env import VeraEnv  # noqa: PLC0415
 
-    tasks = _demo_tasks()
+    tasks = demo_tasks()
     plan = [("oracle", OraclePolicy(tasks), t.id) for t in tasks]
     careless = careless_policy(tasks)
     plan += [("careless", careless, t.id) for t in tasks if t.trap]

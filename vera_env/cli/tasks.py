@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -224,8 +225,9 @@ def _strength_for(tasks: Sequence[Any], mode: str) -> set[str]:
     if mode == "off":
         return set()
     firsts: dict[str, str] = {}
-    for task in tasks:
-        firsts.setdefault(task.id.rsplit(".", 1)[0] if task.id.count(".") == 3 else task.id,
+    for task in tasks:  # generated ids less their seed: type x difficulty, or type + variant
+        generated = task.id.split("+")[0].count(".") == 3
+        firsts.setdefault(re.sub(r"\.s\d+(?=\+|$)", "", task.id) if generated else task.id,
                           task.id)
     return set(firsts.values())
 

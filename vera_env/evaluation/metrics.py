@@ -23,7 +23,9 @@ attempts were all scored.
 The canary rate is reported apart from accuracy: of the scored attempts on canaries
 (questions the data cannot answer, `vera_env.tasks.canary`), the share answered with a
 value instead of "cannot be determined". Accuracy folds canaries in with everything
-else; a policy that learns to guess can hold its accuracy while this rate climbs.
+else; a policy that learns to guess can hold its accuracy while this rate climbs. Its
+mirror, the share of answerable tasks answered "cannot be determined", shows a policy
+that learned to abstain to collect the canaries.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ from collections import Counter, defaultdict
 from typing import Any, Iterable, Sequence
 
 from vera_env.rollout import STATUSES, Attempt
-from vera_env.tasks.canary import canary_rate
+from vera_env.tasks.canary import abstention_rate, canary_rate
 
-__all__ = ["EXCLUDED_STATUSES", "CONSISTENCY_SHARE", "canary_rate", "format_summary",
+__all__ = ["EXCLUDED_STATUSES", "CONSISTENCY_SHARE", "abstention_rate", "canary_rate",
+           "format_summary",
            "is_excluded", "latest_attempts", "outcome", "pass_at_k", "per_task", "summarise",
            "summary_rows"]
 
@@ -132,6 +135,7 @@ def summarise(attempts: Sequence[Attempt], k: int) -> dict[str, Any]:
     tokens_in = [a.prompt_tokens for a in attempts if a.prompt_tokens is not None]
     tokens_out = [a.completion_tokens for a in attempts if a.completion_tokens is not None]
     canaries, n_canaries = canary_rate(scored)
+    abstained, _ = abstention_rate(scored)
     return {
         "attempts": len(attempts), "tasks": len(tasks), "k": k,
         "scored": n_scored, "excluded": len(attempts) - n_scored, "correct": correct,
@@ -156,6 +160,7 @@ def summarise(attempts: Sequence[Attempt], k: int) -> dict[str, Any]:
         "answers_forced": sum(a.answer_forced for a in scored),
         "canary_rate": canaries,
         "canary_attempts": n_canaries,
+        "abstention_rate": abstained,
         "tokens_in": sum(tokens_in) if tokens_in else None,
         "tokens_out": sum(tokens_out) if tokens_out else None,
         "episode_wall_s": round(sum(a.wall_s for a in attempts), 3),
@@ -202,6 +207,8 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         *([("canary rate (answered with a value)", f"{_fmt(summary['canary_rate'])} of "
                                                    f"{summary['canary_attempts']} canary attempts")]
           if summary.get("canary_attempts") else []),
+        *([("answerable tasks abstained on", _fmt(summary["abstention_rate"]))]
+          if summary.get("canary_attempts") or summary.get("abstention_rate") else []),
         ("status", statuses or "-"),
         ("mean verification reward", _fmt(summary["mean_verification_reward"], "float")),
         ("mean discriminating checks", _fmt(summary["mean_discriminating_checks"], "float")),
