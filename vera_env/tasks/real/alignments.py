@@ -25,8 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.model import Trap
-from vera_env.tasks.real.kinds import Probe, RealInstance
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
 from vera_env.tasks.undetermined import with_clause
 
 __all__ = ["Alignment", "duplicates", "marked_duplicates", "read_bam", "unique_reads"]
@@ -142,12 +141,9 @@ def duplicates(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
     mine = [r for r in reads if r.chrom == chrom]
     answer, wrong = len(mine) - unique_reads(reads, chrom), marked_duplicates(reads, chrom)
     careless = (f"samtools view -f 1024 {_FILE} | awk -F'\\t' '$3 == \"{chrom}\"' | wc -l")
-    trap = Trap(description="trusting FLAG 1024: the file was never duplicate-marked",
-                careless_solution=(turn(careless, node("test", f"{wrong} duplicates on {chrom}"), [
-                    check("range", "no read is flagged duplicate", verdict(
-                        f"test \"$({careless})\" -eq {wrong}"))]),
-                                   final(str(wrong))),
-                wrong_answer=str(wrong))
+    trap = careless_trap("trusting FLAG 1024: the file was never duplicate-marked", careless,
+                         f"{wrong} duplicates on {chrom}", "no read is flagged duplicate",
+                         f"test \"$({careless})\" -eq {wrong}", wrong)
     instance = Instance(files={_FILE: data}, question=_question(chrom), answer=str(answer),
                         grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(chrom, len(mine), sum(r.flag & 16 > 0 for r in mine),

@@ -24,8 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.model import Trap
-from vera_env.tasks.real.kinds import Probe, RealInstance
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
 from vera_env.tasks.undetermined import with_clause
 
 __all__ = ["exon_count", "exonic_bp", "gff_attributes", "merged_length"]
@@ -106,11 +105,9 @@ def exonic_bp(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInsta
     wrong = sum(e - s + 1 for s, e in exons[gene])
     careless = (f"zcat {_GTF} | awk -F'\\t' '$3 == \"exon\" && index($9, \"gene_name \\\"{gene}"
                 "\\\";\") { s += $5 - $4 + 1 } END { print s }'")
-    trap = Trap(description="exons shared by transcripts are listed once per transcript",
-                careless_solution=(turn(careless, node("test", f"{gene} exons: {wrong} bp"), [
-                    check("range", "a positive length", verdict(f"test \"$({careless})\" -gt 0"))]),
-                                   final(str(wrong))),
-                wrong_answer=str(wrong))
+    trap = careless_trap("exons shared by transcripts are listed once per transcript", careless,
+                         f"{gene} exons: {wrong} bp", "a positive length",
+                         f"test \"$({careless})\" -gt 0", wrong)
     instance = Instance(files={_GTF: data}, question=_gtf_question(gene), answer=str(answer),
                         grader={"kind": "numeric", "abs_tol": 0},
                         solution=_gtf_solution(gene, len(exons[gene]), len(transcripts[gene]),
@@ -186,11 +183,10 @@ def exon_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
     usable = sorted(m for m in mrnas if every[m] >= 4 and 1 <= first[m] < every[m])
     mrna = usable[int(rng.integers(len(usable)))]
     careless = f"awk -F'\\t' '$3 == \"exon\"' {_GFF} | grep -c 'Parent={mrna}'"
-    trap = Trap(description="grep 'Parent=ID' misses exons whose Parent list names it second",
-                careless_solution=(turn(careless, node("test", f"{mrna}: {first[mrna]} exons"), [
-                    check("range", "at least one exon", verdict(f"test \"$({careless})\" -gt 0"))]),
-                                   final(str(first[mrna]))),
-                wrong_answer=str(first[mrna]))
+    trap = careless_trap("grep 'Parent=ID' misses exons whose Parent list names it second",
+                         careless,
+                         f"{mrna}: {first[mrna]} exons", "at least one exon",
+                         f"test \"$({careless})\" -gt 0", first[mrna])
     instance = Instance(files={_GFF: data}, question=_gff_question(mrna), answer=str(every[mrna]),
                         grader={"kind": "numeric", "abs_tol": 0},
                         solution=_gff_solution(mrna, sum(every.values()), every[mrna]), trap=trap,

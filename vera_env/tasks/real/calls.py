@@ -19,8 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.model import Trap
-from vera_env.tasks.real.kinds import Probe, RealInstance
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
 from vera_env.tasks.undetermined import with_clause
 
 __all__ = ["het_sites"]
@@ -77,11 +76,9 @@ def het_sites(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInsta
     answer = len(het)
     wrong = sum(1 for a, b in het if (a, b) == ("0", "1"))
     careless = f"zcat {_FILE} | grep -v '^#' | cut -f{col + 1} | cut -d: -f1 | grep -cE '^0[|/]1$'"
-    trap = Trap(description="counting 0/1 and 0|1 misses phased 1|0 heterozygotes",
-                careless_solution=(turn(careless, node("test", f"{sample}: {wrong} het sites"), [
-                    check("range", "some het sites", verdict(f"test \"$({careless})\" -gt 0"))]),
-                                   final(str(wrong))),
-                wrong_answer=str(wrong))
+    trap = careless_trap("counting 0/1 and 0|1 misses phased 1|0 heterozygotes", careless,
+                         f"{sample}: {wrong} het sites", "some het sites",
+                         f"test \"$({careless})\" -gt 0", wrong)
     instance = Instance(files={_FILE: data}, question=_question(sample), answer=str(answer),
                         grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(sample, col + 1, len(rows), answer, answer - wrong),

@@ -23,8 +23,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.model import Trap
-from vera_env.tasks.real.kinds import Probe, RealInstance
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
 from vera_env.tasks.undetermined import with_clause
 
 __all__ = ["detected_cells", "read_pbmc"]
@@ -128,11 +127,9 @@ def detected_cells(files: Mapping[str, bytes], rng: np.random.Generator) -> Real
                 f"[:]]; j = [v.decode() for v in f['var']['index']].index('{gene}'); x = f['X'][:];"
                 f" print(sum(1 for i, k in enumerate(f['obs']['bulk_labels']) if c[k] == "
                 f"'{cell_type}' and x[i, j] > 0))\"")
-    trap = Trap(description="X is scaled: X > 0 means above average, not detected (raw.X)",
-                careless_solution=(turn(careless, node("test", f"{gene} in {wrong} cells"), [
-                    check("range", "at most every cell", verdict(
-                        f"test \"$({careless})\" -le 700"))]), final(str(wrong))),
-                wrong_answer=str(wrong))
+    trap = careless_trap("X is scaled: X > 0 means above average, not detected (raw.X)", careless,
+                         f"{gene} in {wrong} cells", "at most every cell",
+                         f"test \"$({careless})\" -le 700", wrong)
     instance = Instance(files={_FILE: data}, question=_question(gene, cell_type),
                         answer=str(answer), grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(gene, cell_type, n, answer), trap=trap,

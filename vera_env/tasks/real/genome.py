@@ -19,8 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.model import Trap
-from vera_env.tasks.real.kinds import Probe, RealInstance
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
 from vera_env.tasks.undetermined import with_clause
 
 __all__ = ["SITES", "site_count"]
@@ -74,11 +73,10 @@ def site_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
     answer = seq.count(site)
     wrong = sum(1 for line in lines[1:] if site in line)
     careless = f"zcat {_FILE} | grep -c {site}"
-    trap = Trap(description="grep -c counts lines, missing sites cut by line wraps and repeats",
-                careless_solution=(turn(careless, node("test", f"{wrong} {site} sites"), [
-                    check("range", "some sites", verdict(f"test \"$({careless})\" -gt 0"))]),
-                                   final(str(wrong))),
-                wrong_answer=str(wrong))
+    trap = careless_trap("grep -c counts lines, missing sites cut by line wraps and repeats",
+                         careless,
+                         f"{wrong} {site} sites", "some sites",
+                         f"test \"$({careless})\" -gt 0", wrong)
     instance = Instance(files={_FILE: data}, question=_question(organism, enzyme),
                         answer=str(answer), grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(enzyme, len(seq), answer), trap=trap,

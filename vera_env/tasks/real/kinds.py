@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vera_env.tasks.builtin.instance import Instance
+from vera_env.tasks.builtin.instance import Instance, check, final, node, turn, verdict
+from vera_env.tasks.model import Trap
 
-__all__ = ["Build", "Probe", "RealInstance", "RealType"]
+__all__ = ["Build", "Probe", "RealInstance", "RealType", "careless_trap"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,3 +78,12 @@ class RealType:
     members: tuple[str, ...]
     build: Build
     trap: str
+
+
+def careless_trap(description: str, command: str, summary: str, check_name: str, test: str,
+                  wrong: object) -> Trap:
+    """The trap of a real type: one careless command, a ``test`` node with one range check
+    (a shell ``test`` expression), and the wrong answer the command prints."""
+    solution = (turn(command, node("test", summary), [check("range", check_name, verdict(test))]),
+                final(str(wrong)))
+    return Trap(description=description, careless_solution=solution, wrong_answer=str(wrong))

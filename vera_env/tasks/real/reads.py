@@ -18,8 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, final, node, turn, verdict
-from vera_env.tasks.model import Trap
-from vera_env.tasks.real.kinds import Probe, RealInstance
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
 from vera_env.tasks.undetermined import with_clause
 
 __all__ = ["FASTQS", "fastq_records", "read_count"]
@@ -94,11 +93,10 @@ def read_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
         raise RuntimeError(f"read_count: no quality line of {name} starts with @; no trap")
     wrong = len(records) + at_quals
     careless = f"zcat {name} | grep -c '^@'"
-    trap = Trap(description="grep -c '^@' also counts quality lines that start with @ (Q31)",
-                careless_solution=(turn(careless, node("test", f"{name}: {wrong} reads"), [
-                    check("range", "some reads", verdict(f"test \"$({careless})\" -gt 0"))]),
-                                   final(str(wrong))),
-                wrong_answer=str(wrong))
+    trap = careless_trap("grep -c '^@' also counts quality lines that start with @ (Q31)",
+                         careless,
+                         f"{name}: {wrong} reads", "some reads",
+                         f"test \"$({careless})\" -gt 0", wrong)
     instance = Instance(files={f: files[f] for f in FASTQS}, question=_question(name),
                         answer=str(len(records)), grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(name, len(records), at_quals), trap=trap,

@@ -22,8 +22,7 @@ import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
 from vera_env.tasks.builtin.survival import km_median
-from vera_env.tasks.model import Trap
-from vera_env.tasks.real.kinds import Probe, RealInstance
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
 from vera_env.tasks.undetermined import with_clause
 
 __all__ = ["lung_median"]
@@ -92,11 +91,10 @@ def lung_median(files: Mapping[str, bytes], rng: np.random.Generator) -> RealIns
     wrong = str(twice // 2) if twice % 2 == 0 else f"{twice / 2:.1f}"
     careless = (f"awk -F, '$6 == \"{ecog}\" {{ print $2 }}' lung.csv | sort -n | awk '{{ v[NR] = "
                 "$1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'")
-    trap = Trap(description="the median of observed times counts censored patients as deaths",
-                careless_solution=(turn(careless, node("test", f"median survival {wrong} days"), [
-                    check("range", "a positive time", verdict(
-                        f"test \"$({careless} | cut -d. -f1)\" -gt 0"))]), final(wrong)),
-                wrong_answer=wrong)
+    trap = careless_trap("the median of observed times counts censored patients as deaths",
+                         careless,
+                         f"median survival {wrong} days", "a positive time",
+                         f"test \"$({careless} | cut -d. -f1)\" -gt 0", wrong)
     instance = Instance(files={"lung.csv": files["lung.csv"]}, question=_question(ecog),
                         answer=str(median), grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(ecog, len(group), sum(died), median), trap=trap,

@@ -24,8 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.model import Trap
-from vera_env.tasks.real.kinds import Probe, RealInstance
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
 from vera_env.tasks.undetermined import with_clause
 
 __all__ = ["FEATURES", "cancer_mean", "penguin_mass"]
@@ -77,13 +76,9 @@ def penguin_mass(files: Mapping[str, bytes], rng: np.random.Generator) -> RealIn
     wrong = f"{sum(masses) / len(mine):.2f}"
     careless = ("awk -F, -v s=" + species + " '$1 == s { t += $6; n++ } END { printf "
                 "\"%.2f\\n\", t / n }' penguins.csv")
-    trap = Trap(description="NA strings read as 0 g and averaged in",
-                careless_solution=(turn(careless,
-                                        node("test", f"mean mass of {species}: {wrong} g"),
-                                        [check("range", "a positive mass", verdict(
-                                            f"test \"$({careless} | cut -d. -f1)\" -gt 0"))]),
-                                   final(wrong)),
-                wrong_answer=wrong)
+    trap = careless_trap("NA strings read as 0 g and averaged in", careless,
+                         f"mean mass of {species}: {wrong} g", "a positive mass",
+                         f"test \"$({careless} | cut -d. -f1)\" -gt 0", wrong)
     instance = Instance(files={"penguins.csv": files["penguins.csv"]},
                         question=_penguin_question(species), answer=answer,
                         grader={"kind": "numeric", "abs_tol": 0.006},
@@ -149,11 +144,9 @@ def cancer_mean(files: Mapping[str, bytes], rng: np.random.Generator) -> RealIns
     wrong = f"{sum(by[1]) / len(by[1]):.6g}"
     careless = (f"awk -F, 'NR > 1 && $31 == 1 {{ s += ${feature + 1}; n++ }} END {{ printf "
                 "\"%.6g\\n\", s / n }' breast_cancer.csv")
-    trap = Trap(description="target 1 read as malignant; the file codes malignant as 0",
-                careless_solution=(turn(careless, node("test", f"malignant mean: {wrong}"), [
-                    check("range", "a positive mean", verdict(
-                        f"test \"$({careless} | tr -d .)\" -gt 0"))]), final(wrong)),
-                wrong_answer=wrong)
+    trap = careless_trap("target 1 read as malignant; the file codes malignant as 0", careless,
+                         f"malignant mean: {wrong}", "a positive mean",
+                         f"test \"$({careless} | tr -d .)\" -gt 0", wrong)
     instance = Instance(files={"breast_cancer.csv": data},
                         question=_cancer_question(feature, "malignant"), answer=answer,
                         grader={"kind": "numeric", "rel_tol": 1e-4},
