@@ -171,3 +171,17 @@ def test_harness_errors_are_excluded_but_listed_and_printed_first():
     first_row = format_summary(s).splitlines()[0]
     assert first_row.startswith("HARNESS ERRORS") and "b #0: KeyError" in first_row
     assert "HARNESS" not in format_summary(summarise([att("a", 0)], k=1))
+
+def test_summary_reports_canary_rate_apart_from_accuracy():
+    canary = "real.csv.lung_median.s0+absent"
+    attempts = [Attempt(task_id=canary, attempt_index=0, answer="306", correct=False),
+                Attempt(task_id=canary, attempt_index=1, answer="cannot be determined",
+                        correct=True),
+                Attempt(task_id=canary, attempt_index=2, answer="", status="provider"),
+                att("real.csv.lung_median.s0", 0)]
+    s = summarise(attempts, k=3)
+    assert (s["canary_rate"], s["canary_attempts"]) == (0.5, 2)  # the provider fault excluded
+    assert "canary rate (answered with a value)  50.0% of 2 canary attempts" in \
+        format_summary(s)
+    assert "answerable tasks abstained on        0.0%" in format_summary(s)
+    assert "canary" not in format_summary(summarise([att("a", 0)], k=1))

@@ -130,7 +130,8 @@ def test_jsonl_duplicate_and_empty_rejected(tmp_path: Path) -> None:
 def test_load_tasks_rejects_unknown_paths(tmp_path: Path, name: str) -> None:
     if name.endswith(".csv"):
         (tmp_path / name).write_text("x")
-    with pytest.raises(TaskFileError, match="expected 'builtin', a suite folder, a .jsonl"):
+    with pytest.raises(TaskFileError, match=r"expected a named source \(builtin, real, "
+                                            r"perturbed, canary\), a suite folder, a .jsonl"):
         load_tasks(tmp_path / name)
 
 

@@ -1,9 +1,10 @@
 """``vera-env demo``: the main job on the embedded default, no model needed.
 
-It needs no model and no network: it plays the oracle (the tasks'
-reference solutions) and a careless scripted policy (one that falls into each task's
-trap) through the real environment and sandbox, and prints what the harness measured.
-It is the quickest proof that the reward comes from executed checks: the careless
+It needs no model and no network: on every builtin type and every real-data type
+(`vera_env.tasks.real`, files from registry packages the install step fetched) it plays
+the oracle (the tasks' reference solutions) and a careless scripted policy (one that falls
+into each task's trap) through the real environment and sandbox, and prints what the
+harness measured. It is the quickest proof that the reward comes from executed checks: the careless
 policy's answers are plausible and wrong, and its checks earn less.
 """
 
@@ -12,11 +13,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from vera_env.evaluation.progress import Progress
 from vera_env.rollout import Attempt, EnvPool, play_job
 
-__all__ = ["add_parser", "cmd_demo", "format_table"]
+if TYPE_CHECKING:
+    from vera_env.tasks import TaskSource
+
+__all__ = ["add_parser", "cmd_demo", "demo_tasks", "format_table"]
 
 
 def format_table(rows: Sequence[tuple[str, Attempt]]) -> str:
@@ -39,13 +44,25 @@ def format_table(rows: Sequence[tuple[str, Attempt]]) -> str:
     return "\n".join(lines)
 
 
+def demo_tasks() -> TaskSource:
+    """Builtin and real tasks; real ones are left out, with a note, if not fetched."""
+    from vera_env.tasks import TaskSource, load_tasks  # noqa: PLC0415
+    from vera_env.tasks.real.sources import MissingSourceError  # noqa: PLC0415
+
+    tasks = list(load_tasks("builtin"))
+    try:
+        tasks += list(load_tasks("real"))
+    except MissingSourceError as exc:
+        print(f"real-data tasks left out: {exc}", file=sys.stderr)
+    return TaskSource(tasks, name="demo")
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Play the oracle and the careless policy on every builtin task."""
+    """Play the oracle and the careless policy on every builtin and real-data task."""
     from vera_env.policy import OraclePolicy, careless_policy  # noqa: PLC0415
     from vera_env.spec import EnvSpec  # noqa: PLC0415
-    from vera_env.tasks import load_tasks  # noqa: PLC0415
 
-    tasks = load_tasks("builtin")
+    tasks = demo_tasks()
     plan = [("oracle", OraclePolicy(tasks), t.id) for t in tasks]
     careless = careless_policy(tasks)
     plan += [("careless", careless, t.id) for t in tasks if t.trap]
@@ -70,7 +87,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``demo`` on the ``vera-env`` parser."""
-    demo = sub.add_parser("demo", help="oracle vs careless policy on the builtin tasks")
+    demo = sub.add_parser("demo", help="oracle vs careless policy on the builtin and real tasks")
     demo.add_argument("--max-steps", type=int, default=20)
     demo.add_argument("--sandbox", choices=["auto", "bwrap", "local"], default="auto")
     demo.set_defaults(func=cmd_demo)

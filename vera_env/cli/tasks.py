@@ -42,10 +42,11 @@ def _csv_arg(text: str) -> list[str]:
 def _source(args: argparse.Namespace) -> Any:
     """The task source named on the command line (builtin honours the sample options)."""
     from vera_env.tasks import load_tasks  # noqa: PLC0415 - keep `vera-env --help` fast
-    from vera_env.tasks.builtin import builtin_source  # noqa: PLC0415
+    from vera_env.tasks.named import SOURCE_NAMES, named_source  # noqa: PLC0415
 
-    if args.source == _BUILTIN:
-        return builtin_source(args.difficulties, range(args.seeds), args.types)
+    if args.source in SOURCE_NAMES:
+        return named_source(args.source, seeds=range(args.seeds), types=args.types,
+                            difficulties=args.difficulties)
     return load_tasks(args.source)
 
 
@@ -72,11 +73,16 @@ def _tasks(args: argparse.Namespace) -> tuple[Any, list[Any]]:
 # ----- list / show -----
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """Print builtin types with their traps, or the tasks of a source."""
-    if args.source == _BUILTIN:
-        print(_types_table())
-        return 0
+    """Print the families of every named source (or of one), or the tasks of a source."""
     from vera_env.tasks import load_tasks  # noqa: PLC0415
+    from vera_env.tasks.named import SOURCE_NAMES, source_table  # noqa: PLC0415
+
+    if args.source in ("all", *SOURCE_NAMES):
+        for name in SOURCE_NAMES if args.source == "all" else [args.source]:
+            print(f"== {name}: {SOURCE_NAMES[name]}")
+            print((_types_table() if name == _BUILTIN else format_rows(*source_table(name)))
+                  + "\n")
+        return 0
 
     rows = [(t.id, t.grader.kind, str(len(t.data_files())), "yes" if t.solution else "-",
              "yes" if t.trap else "-", t.question[:60]) for t in load_tasks(args.source)]
@@ -202,8 +208,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tasks = sub.add_parser("tasks", help="list, show, validate and export task sources")
     tsub = tasks.add_subparsers(dest="tasks_command", required=True)
 
-    listing = tsub.add_parser("list", help="builtin types and traps, or a source's tasks")
-    listing.add_argument("source", nargs="?", default=_BUILTIN)
+    listing = tsub.add_parser("list", help="types and traps by source, or a source's tasks")
+    listing.add_argument("source", nargs="?", default="all",
+                         help="all (default), builtin, real, perturbed, canary, or a path")
     listing.set_defaults(func=_reporting_errors(cmd_list))
 
     show = tsub.add_parser("show", help="one task in full")
@@ -214,8 +221,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     validate = tsub.add_parser("validate", help="replay reference and careless solutions "
                                                 "through the real environment")
-    validate.add_argument("source", help="'builtin', a suite folder, a .jsonl file or a "
-                                         "BioMysteryBench folder")
+    validate.add_argument("source", help="builtin, real, perturbed, canary, a suite folder, a "
+                                         ".jsonl file or a BioMysteryBench folder")
     _sample_options(validate, seeds=5)
     validate.add_argument("--strength", choices=["first-seed", "all", "off"],
                           default="first-seed", help="which tasks' checks are mutation-tested")

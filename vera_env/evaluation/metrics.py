@@ -34,6 +34,13 @@ Consistency follows BioMysteryBench, which runs each problem five times and also
 how often a model is right in at least four of five: a task counts as consistent when
 at least ``ceil(0.8 K)`` of its ``K`` attempts are right, over the tasks whose ``K``
 attempts were all scored.
+
+The canary rate is reported apart from accuracy: of the scored attempts on canaries
+(questions the data cannot answer, `vera_env.tasks.canary`), the share answered with a
+value instead of "cannot be determined". Accuracy folds canaries in with everything
+else; a policy that learns to guess can hold its accuracy while this rate climbs. Its
+mirror, the share of answerable tasks answered "cannot be determined", shows a policy
+that learned to abstain to collect the canaries.
 """
 
 from __future__ import annotations
@@ -43,10 +50,11 @@ from collections import Counter, defaultdict
 from typing import Any, Iterable, Sequence
 
 from vera_env.rollout import STATUSES, Attempt
+from vera_env.tasks.canary import abstention_rate, canary_rate
 
-__all__ = ["CONSISTENCY_SHARE", "EXCLUDED_STATUSES", "HARNESS_ERRORS_KEPT", "format_summary",
-           "harness_errors", "is_excluded", "latest_attempts", "outcome", "pass_at_k",
-           "per_task", "summarise", "summary_rows", "wilson_interval"]
+__all__ = ["CONSISTENCY_SHARE", "EXCLUDED_STATUSES", "HARNESS_ERRORS_KEPT", "abstention_rate",
+           "canary_rate", "format_summary", "harness_errors", "is_excluded", "latest_attempts",
+           "outcome", "pass_at_k", "per_task", "summarise", "summary_rows", "wilson_interval"]
 
 EXCLUDED_STATUSES = frozenset({"provider", "sandbox", "error"})
 CONSISTENCY_SHARE = 0.8   # right in at least 4 of 5
@@ -165,6 +173,8 @@ def summarise(attempts: Sequence[Attempt], k: int) -> dict[str, Any]:
                    if k >= 2 and complete else None)
     tokens_in = [a.prompt_tokens for a in attempts if a.prompt_tokens is not None]
     tokens_out = [a.completion_tokens for a in attempts if a.completion_tokens is not None]
+    canaries, n_canaries = canary_rate(scored)
+    abstained, _ = abstention_rate(scored)
     return {
         "attempts": len(attempts), "tasks": len(tasks), "k": k,
         "scored": n_scored, "excluded": len(attempts) - n_scored, "correct": correct,
@@ -189,6 +199,9 @@ def summarise(attempts: Sequence[Attempt], k: int) -> dict[str, Any]:
         "mean_nodes": _mean(a.n_nodes for a in scored),
         "mean_steps": _mean(a.n_steps for a in scored),
         **_answers_by_phase(scored),
+        "canary_rate": canaries,
+        "canary_attempts": n_canaries,
+        "abstention_rate": abstained,
         "tokens_in": sum(tokens_in) if tokens_in else None,
         "tokens_out": sum(tokens_out) if tokens_out else None,
         "episode_wall_s": round(sum(a.wall_s for a in attempts), 3),
@@ -251,6 +264,11 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("answers free / forced / extra ask",
          " / ".join(str(summary.get(k, "-")) for k in
                     ("answers_free", "answers_under_forcing", "answers_extra_ask"))),
+        *([("canary rate (answered with a value)", f"{_fmt(summary['canary_rate'])} of "
+                                                   f"{summary['canary_attempts']} canary attempts")]
+          if summary.get("canary_attempts") else []),
+        *([("answerable tasks abstained on", _fmt(summary["abstention_rate"]))]
+          if summary.get("canary_attempts") or summary.get("abstention_rate") else []),
         ("status", statuses or "-"),
         ("mean verification reward", _fmt(summary["mean_verification_reward"], "float")),
         ("mean discriminating checks", _fmt(summary["mean_discriminating_checks"], "float")),

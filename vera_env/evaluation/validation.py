@@ -17,6 +17,7 @@ played through the same lifecycle and env pools as every runner
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -121,15 +122,16 @@ def _careless_problems(trap_answer: str, wrong: Attempt) -> list[str]:
 
 def strength_sample(tasks: Sequence[Task], mode: Literal["first-seed", "all", "off"]
                     ) -> set[str]:
-    """Ids to strength-test: all, none, or the first seed of each type x difficulty
-    (a check's structure is the same for every seed of a builtin type)."""
+    """Ids to strength-test: all, none, or the first seed of each type x difficulty (and
+    variant kind, ``+kind``): a check's structure is the same for every seed of a type."""
     if mode == "all":
         return {t.id for t in tasks}
     if mode == "off":
         return set()
     firsts: dict[str, str] = {}
-    for task in tasks:
-        firsts.setdefault(task.id.rsplit(".", 1)[0] if task.id.count(".") == 3 else task.id,
+    for task in tasks:  # generated ids less their seed: type x difficulty, or type + variant
+        generated = task.id.split("+")[0].count(".") == 3
+        firsts.setdefault(re.sub(r"\.s\d+(?=\+|$)", "", task.id) if generated else task.id,
                           task.id)
     return set(firsts.values())
 

@@ -15,6 +15,8 @@ Sources:
 * a **BioMysteryBench** folder (``problems.csv`` or ``.parquet`` + ``data/<id>.zip``),
   read by `vera_env.tasks.biomystery`;
 * ``"builtin"``: the procedurally generated families of `vera_env.tasks.builtin`;
+* ``"real"``, ``"perturbed"``, ``"canary"``: real-data tasks, their messy variants and
+  the unanswerable canaries (`vera_env.tasks.named`);
 * a list of `Task` objects.
 """
 
@@ -29,6 +31,7 @@ from pydantic import ValidationError
 
 from vera_env.errors import TaskFileError
 from vera_env.tasks.model import Task, Trap
+from vera_env.tasks.named import SOURCE_NAMES, named_source
 from vera_env.tasks.source import TaskSource, UnknownTaskError
 from vera_env.verification.grading import GraderSpec
 
@@ -146,7 +149,8 @@ def load_tasks(source: str | Path | Sequence[Task] | TaskSource) -> TaskSource:
     """Turn any supported task source into a `TaskSource`.
 
     Args:
-        source: ``"builtin"``, a folder suite, a ``.jsonl`` file, a BioMysteryBench suite
+        source: ``"builtin"``, ``"real"``, ``"perturbed"``, ``"canary"``, a folder suite, a
+            ``.jsonl`` file, a BioMysteryBench suite
             (a folder with ``problems.csv``/``problems.parquet`` and ``data/``, or the
             problems file itself), a list of `Task`, or a `TaskSource` (returned as is).
 
@@ -160,10 +164,8 @@ def load_tasks(source: str | Path | Sequence[Task] | TaskSource) -> TaskSource:
     """
     if isinstance(source, TaskSource):
         return source
-    if isinstance(source, str) and source == "builtin":
-        from vera_env.tasks.builtin import builtin_source  # noqa: PLC0415 - heavy, on demand
-
-        return builtin_source()
+    if isinstance(source, str) and source in SOURCE_NAMES:
+        return named_source(source)
     if isinstance(source, str | Path):
         from vera_env.tasks.biomystery import find_problems, load_biomystery  # noqa: PLC0415
 
@@ -175,7 +177,8 @@ def load_tasks(source: str | Path | Sequence[Task] | TaskSource) -> TaskSource:
         if path.is_file() and path.suffix == ".jsonl":
             return load_jsonl(path)
         why = "is not a task source" if path.exists() else "does not exist"
-        raise TaskFileError(str(path), "<source>", f"{why}; expected 'builtin', a suite "
+        raise TaskFileError(str(path), "<source>", f"{why}; expected a named source "
+                                                   f"({', '.join(SOURCE_NAMES)}), a suite "
                                                    "folder, a .jsonl file or a "
                                                    "BioMysteryBench problems.csv/.parquet")
     if isinstance(source, Sequence):

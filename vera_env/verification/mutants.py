@@ -197,7 +197,6 @@ def _edit_chars(content: bytes, rng: random.Random) -> bytes | None:
     return text.build({i: [line[:start] + line[start + span:] + b"\n"]})
 
 
-_MAX_INT_DIGITS = 4000  # below sys.get_int_max_str_digits() (4300); found by the turn fuzzer
 
 
 def _perturb_numbers(content: bytes, rng: random.Random) -> bytes | None:

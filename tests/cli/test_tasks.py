@@ -43,9 +43,9 @@ def _task(answer: str = "6", check: str = _GOOD_CHECK, **extra: object) -> dict:
 
 
 def test_list_builtin_prints_every_type_with_its_trap(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["tasks", "list"]) == 0
+    assert main(["tasks", "list", "builtin"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split() == ["family", "type", "trap"]
+    assert out.splitlines()[1].split() == ["family", "type", "trap"]
     for name in TASK_TYPES:
         assert name in out
     assert "mt-" in out and "1-based" in out and "censored" in out
@@ -138,3 +138,45 @@ def test_export_builtin_round_trips_through_a_folder_suite(
     assert main(["tasks", "export", "builtin", str(out_dir), "--types", "seq.longest_orf",
                  "--difficulties", "easy"]) == 1
     assert "exists" in capsys.readouterr().err
+
+
+def test_list_shows_families_by_source(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tasks", "list"]) == 0
+    out = capsys.readouterr().out
+    heads = [line.split(":")[0] for line in out.splitlines() if line.startswith("== ")]
+    assert heads == ["== builtin", "== real", "== perturbed", "== canary"]
+    for name in ("real.bam.duplicates", "real.h5ad.detected_cells", "real.fastq.read_count",
+                 "real.gtf.exonic_bp", "real.gff.exon_count", "truncated", "dropped_column"):
+        assert name in out
+
+
+def test_validate_and_export_take_the_real_perturbed_and_canary_sources(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tasks", "validate", "real", "--types", "csv.penguin_mass", "--seeds", "1",
+                 "--jobs", "1"]) == 0
+    assert "1 ok, 0 failed" in capsys.readouterr().out
+    assert main(["tasks", "validate", "canary", "--types", "csv.penguin_mass", "--seeds", "1",
+                 "--jobs", "2", "--strength", "off"]) == 0
+    assert "4 ok, 0 failed" in capsys.readouterr().out
+    assert main(["tasks", "export", "perturbed", str(tmp_path / "out"), "--types",
+                 "fastq.read_count"]) == 0
+    exported = load_tasks(tmp_path / "out")
+    assert len(exported) == 5 and exported.get("real.fastq.read_count.s0+truncated").answer == \
+        "cannot be determined"
+    assert main(["tasks", "show", "real.vcf.het_sites.s0+absent", "--source", "canary"]) == 0
+    assert "NA12878" in capsys.readouterr().out
+
+
+def test_strength_sample_is_the_first_seed_of_each_type_and_variant_kind() -> None:
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from vera_env.evaluation.validation import strength_sample  # noqa: PLC0415
+
+    ids = ["vcf.titv.easy.s0", "vcf.titv.easy.s1", "vcf.titv.hard.s0", "real.csv.lung_median.s1",
+           "real.csv.lung_median.s0", "real.csv.lung_median.s0+bom",
+           "real.csv.lung_median.s1+bom", "real.csv.lung_median.s0+absent", "suite-q.s1",
+           "suite-q.s2"]
+    chosen = strength_sample([SimpleNamespace(id=i) for i in ids], "first-seed")
+    assert chosen == {"vcf.titv.easy.s0", "vcf.titv.hard.s0", "real.csv.lung_median.s1",
+                      "real.csv.lung_median.s0+bom", "real.csv.lung_median.s0+absent",
+                      "suite-q.s1", "suite-q.s2"}

@@ -1,0 +1,39 @@
+"""``vera-env demo`` plays real-data tasks beside the builtin ones, or says why not."""
+
+from __future__ import annotations
+
+import pytest
+
+from vera_env.cli.demo import demo_tasks
+from vera_env.tasks.cache import CACHE_ENV_VAR
+from vera_env.tasks.builtin import TASK_TYPES
+from vera_env.tasks.real import REAL_TYPES
+from vera_env.tasks.real.sources import SOURCES_ENV_VAR, clear_cache
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory,
+                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path_factory.getbasetemp() / "demo-cache"))
+
+
+def test_demo_plays_every_builtin_and_every_real_type() -> None:
+    ids = demo_tasks().ids()
+    assert len(ids) == len(TASK_TYPES) + len(REAL_TYPES)
+    assert {i for i in ids if i.startswith("real.")} == {f"real.{t}.s0" for t in REAL_TYPES}
+
+
+def test_demo_without_fetched_sources_says_so_and_plays_builtin(
+        tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(SOURCES_ENV_VAR, str(tmp_path / "empty"))
+    from vera_env.tasks.real import real_instance  # noqa: PLC0415
+
+    clear_cache()
+    real_instance.cache_clear()
+    try:
+        ids = demo_tasks().ids()
+    finally:
+        clear_cache()
+        real_instance.cache_clear()
+    assert len(ids) == len(TASK_TYPES)
+    assert "real-data tasks left out" in capsys.readouterr().err

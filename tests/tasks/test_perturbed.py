@@ -1,0 +1,131 @@
+"""Perturbed variants: each kind corrupts the primary file as described, the truth is kept
+or declared undetermined, the reference solution (bash, outside the sandbox) cleans up and
+still gets the answer, and the careless answer stays wrong."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+from pathlib import Path
+
+import pytest
+from solution_replay import replay
+
+from vera_env.tasks import load_tasks
+from vera_env.tasks.perturbed import (
+    KINDS,
+    kinds_for,
+    make_perturbed_task,
+    perturbed_source,
+    split_variant_id,
+)
+from vera_env.tasks.real import make_real_task, real_id
+from vera_env.tasks.source import UnknownTaskError
+from vera_env.tasks.undetermined import CANNOT_DETERMINE
+from vera_env.verification.grading import grade
+
+PENGUINS = real_id("csv.penguin_mass")
+
+
+def _bytes(task, name: str) -> bytes:
+    return task.data_files()[name].read_bytes()
+
+
+def test_bom_crlf_and_dup_header_corrupt_only_the_primary_file() -> None:
+    clean = _bytes(make_real_task(PENGUINS), "penguins.csv")
+    bom = _bytes(make_perturbed_task(PENGUINS + "+bom"), "penguins.csv")
+    crlf = _bytes(make_perturbed_task(PENGUINS + "+crlf"), "penguins.csv")
+    dup = _bytes(make_perturbed_task(PENGUINS + "+dup_header"), "penguins.csv")
+    assert bom == b"\xef\xbb\xbf" + clean
+    assert crlf.replace(b"\r\n", b"\n") == clean and 50 < crlf.count(b"\r\n") < 300
+    header = clean.split(b"\n", 1)[0] + b"\n"
+    assert dup.count(header) == 2 and dup.replace(header, b"", 1).replace(header, b"") == \
+        clean.replace(header, b"")
+    assert not dup[len(header):].startswith(header)  # repeated inside, not at the top
+
+
+def test_truncated_gzip_fails_integrity_and_answer_becomes_undetermined(tmp_path: Path) -> None:
+    task = make_perturbed_task(real_id("vcf.het_sites") + "+truncated")
+    data = _bytes(task, "chr22.vcf.gz")
+    whole = _bytes(make_real_task(real_id("vcf.het_sites")), "chr22.vcf.gz")
+    assert len(data) == int(len(whole) * 0.6)
+    with pytest.raises(EOFError):
+        gzip.decompress(data)
+    assert task.answer == CANNOT_DETERMINE
+    assert grade(task, "Cannot be determined.").correct is True
+    assert grade(task, task.trap.wrong_answer).correct is False
+
+
+def test_decoy_is_an_older_copy_and_bloat_pads_question_and_workspace() -> None:
+    decoy = make_perturbed_task(PENGUINS + "+decoy")
+    old, new = _bytes(decoy, "old/penguins.csv"), _bytes(decoy, "penguins.csv")
+    assert new == _bytes(make_real_task(PENGUINS), "penguins.csv")
+    assert 0.85 < old.count(b"\n") / new.count(b"\n") < 0.95
+    base = make_real_task(PENGUINS)
+    bloat = make_perturbed_task(PENGUINS + "+bloat")
+    assert bloat.question.endswith(base.question) and len(bloat.question) > 2000
+    assert bloat.data_files()["README.md"].stat().st_size > 30_000
+    assert (decoy.answer, bloat.answer) == (base.answer, base.answer)
+
+
+@pytest.mark.parametrize("primary, kinds", [
+    ("penguins.csv", ("bom", "crlf", "dup_header", "decoy", "bloat")),
+    ("chr22.vcf.gz", ("bom", "crlf", "truncated", "decoy", "bloat")),
+    ("control.bam", ("truncated", "bloat")), ("pbmc68k_reduced.h5ad", ("truncated", "bloat"))])
+def test_kinds_apply_by_format(primary: str, kinds: tuple[str, ...]) -> None:
+    assert kinds_for(primary) == kinds
+
+
+def test_inapplicable_or_unknown_kind_and_bad_ids_are_refused() -> None:
+    with pytest.raises(UnknownTaskError, match="does not apply to 'control.bam'"):
+        make_perturbed_task(real_id("bam.duplicates") + "+bom")
+    with pytest.raises(UnknownTaskError, match="unknown perturbation 'smudge'"):
+        make_perturbed_task(PENGUINS + "+smudge")
+    with pytest.raises(UnknownTaskError, match="not a variant id"):
+        split_variant_id(PENGUINS)
+
+
+def test_perturbed_source_lists_every_applicable_kind_and_builtin_bases() -> None:
+    ids = load_tasks("perturbed").ids()
+    assert {i.rpartition("+")[2] for i in ids} == set(KINDS)
+    assert real_id("bam.duplicates") + "+truncated" in ids
+    assert real_id("bam.duplicates") + "+bom" not in ids
+    builtin = perturbed_source("builtin", types=["tab.sentinel_mean"], kinds=["crlf", "bom"])
+    assert builtin.ids() == ("tab.sentinel_mean.easy.s0+crlf", "tab.sentinel_mean.easy.s0+bom")
+    with pytest.raises(ValueError, match="base must be"):
+        perturbed_source("nowhere")
+
+
+REPLAYED = [PENGUINS + f"+{k}" for k in ("bom", "crlf", "dup_header", "decoy", "bloat")] + [
+    real_id("fastq.read_count") + "+crlf", real_id("gtf.exonic_bp") + "+bom",
+    real_id("bam.duplicates") + "+truncated", real_id("h5ad.detected_cells") + "+truncated",
+    real_id("vcf.het_sites") + "+crlf",
+    "tab.sentinel_mean.easy.s0+dup_header", "vcf.het_count.easy.s0+truncated"]
+
+
+@pytest.mark.parametrize("tid", REPLAYED)
+def test_reference_cleans_up_and_answers_careless_stays_wrong(tid: str, tmp_path: Path) -> None:
+    task = make_perturbed_task(tid)
+    (tmp_path / "ws").mkdir()
+    result = replay(task.solution, task.data_files(), tmp_path / "ws", "mawk")
+    assert [v for v in result.verdicts if v[1] != "True"] == []
+    assert grade(task, result.answer).correct is True
+    assert grade(task, task.trap.wrong_answer).correct is False
+
+
+def test_cleaning_turn_shifts_parent_links_of_the_original_analysis() -> None:
+    base, task = make_real_task(PENGUINS), make_perturbed_task(PENGUINS + "+bom")
+    assert len(task.solution) == len(base.solution) + 1
+    assert "parents=n1" in base.solution[1] and "parents=n2" in task.solution[2]
+
+
+def test_base_reference_without_cleaning_breaks_on_a_repeated_header(tmp_path: Path) -> None:
+    """The perturbation matters: the untouched analysis is no longer right."""
+    task = make_perturbed_task(PENGUINS + "+dup_header")
+    (tmp_path / "ws").mkdir()
+    for name, path in task.data_files().items():
+        (tmp_path / "ws" / name).write_bytes(path.read_bytes())
+    rows = subprocess.run(["bash", "-c", "awk -F, '$1 == \"species\"' penguins.csv | wc -l"],
+                          cwd=tmp_path / "ws", capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert rows == "2"

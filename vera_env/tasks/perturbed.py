@@ -1,0 +1,307 @@
+"""Perturbed variants of any task: the data made messy the way real data is.
+
+Why. A policy trained only on clean files learns that files are clean. Real exports
+carry a UTF-8 byte-order mark that breaks the first column's name, Windows line endings
+on some lines that leave a ``\\r`` on the last field, a header repeated where two
+exports were concatenated, a download cut short, an old version of the file lying next
+to the new one, and a README full of text that has nothing to do with the question.
+Each kind below applies one of those to a task's primary file (the file its question
+is about) and says what becomes of the ground truth:
+
+* ``bom``, ``crlf``, ``dup_header``: the data are the same once cleaned, so the answer
+  is unchanged; the reference solution gains a first turn that notices and cleans the
+  file in place (a ``qc`` node whose checks recount the records), then replays the
+  original analysis.
+* ``truncated``: the primary file (gzip, BGZF or HDF5) is cut at 60% of its bytes. What
+  the missing part held cannot be known, so the answer becomes "cannot be determined"
+  (`vera_env.tasks.undetermined`); the reference solution tests the file's integrity.
+* ``decoy``: an older version of the primary file (a tenth of its records dropped) sits
+  in ``old/``; the answer is unchanged and a careful analysis reads the file named.
+* ``bloat``: the question is preceded by three paragraphs of irrelevant study
+  background and the workspace gains a 40 KB README of the same; the answer is unchanged.
+
+The careless solution is the base task's: its answer is the trap's wrong answer, which
+is still wrong (the truth is unchanged or undetermined). Ids are ``<base id>+<kind>``
+(``real.csv.penguin_mass.s0+bom``, ``tab.sentinel_mean.easy.s0+crlf``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import check, final, gz, node, turn, verdict
+from vera_env.tasks.cache import cache_dir, materialise
+from vera_env.tasks.model import Task, Trap
+from vera_env.tasks.source import TaskSource, UnknownTaskError
+from vera_env.tasks.undetermined import CANNOT_DETERMINE, UNDETERMINED_GRADER, with_clause
+
+__all__ = ["KINDS", "base_task", "kinds_for", "make_perturbed_task", "perturb",
+           "perturbed_id", "perturbed_ids", "perturbed_source", "split_variant_id"]
+
+KINDS: dict[str, str] = {
+    "bom": "a UTF-8 byte-order mark before the first line",
+    "crlf": "Windows line endings on about half of the lines",
+    "dup_header": "the header line repeated inside the table",
+    "truncated": "the file cut at 60% of its bytes: the answer cannot be determined",
+    "decoy": "an older version of the file in old/, a tenth of its records missing",
+    "bloat": "three paragraphs of irrelevant background and a 40 KB README",
+}
+_TEXT = (".csv", ".tsv", ".txt", ".vcf", ".gtf", ".gff", ".gff3", ".fa", ".fna", ".fasta",
+         ".fq", ".fastq", ".mtx", ".bed", ".sam")
+_TABLES = (".csv", ".tsv")
+_CUT = (".gz", ".bam", ".h5ad")
+
+
+def _stem(name: str) -> str:
+    return name.removesuffix(".gz")
+
+
+def kinds_for(primary: str) -> tuple[str, ...]:
+    """The perturbation kinds that apply to a primary file, by its name."""
+    stem = _stem(primary)
+    text = stem.endswith(_TEXT)
+    kinds = [k for k, ok in (("bom", text), ("crlf", text),
+                             ("dup_header", stem.endswith(_TABLES)),
+                             ("truncated", primary.endswith(_CUT)), ("decoy", text),
+                             ("bloat", True)) if ok]
+    return tuple(kinds)
+
+
+def split_variant_id(tid: str) -> tuple[str, str]:
+    """``"<base>+<kind>"`` -> (base, kind).
+
+    Raises:
+        UnknownTaskError: No ``+`` suffix.
+    """
+    base, sep, kind = tid.rpartition("+")
+    if not sep or not base or not kind:
+        raise UnknownTaskError(f"{tid!r} is not a variant id: expected <base task id>+<kind>, "
+                               "e.g. real.csv.penguin_mass.s0+bom.")
+    return base, kind
+
+
+def perturbed_id(base_id: str, kind: str) -> str:
+    """Compose a perturbed id, e.g. ``perturbed_id("real.bam.duplicates.s0", "truncated")``."""
+    return f"{base_id}+{kind}"
+
+
+def base_task(base_id: str) -> tuple[Task, str]:
+    """The base task of a variant and its primary file.
+
+    Real tasks name their primary file; for a builtin task it is the largest data file
+    (the matrix, the VCF, the table).
+
+    Raises:
+        UnknownTaskError: The base id is neither a real nor a builtin id.
+    """
+    if base_id.startswith("real."):
+        from vera_env.tasks.real import make_real_task, real_instance  # noqa: PLC0415
+
+        return make_real_task(base_id), real_instance(base_id).primary
+    from vera_env.tasks.builtin import make_task  # noqa: PLC0415
+
+    task = make_task(base_id)
+    files = task.data_files()
+    return task, max(files, key=lambda name: (files[name].stat().st_size, name))
+
+
+def _decode(name: str, data: bytes) -> str:
+    return (gzip.decompress(data) if name.endswith(".gz") else data).decode("utf-8")
+
+
+def _encode(name: str, text: str) -> bytes:
+    return gz(text) if name.endswith(".gz") else text.encode("utf-8")
+
+
+def _reader(name: str) -> str:
+    return f"zcat {name}" if name.endswith(".gz") else f"cat {name}"
+
+
+def _rewrite(name: str, filter_cmd: str) -> str:
+    """Shell that replaces ``name`` by ``filter_cmd`` applied to its text, same encoding."""
+    if name.endswith(".gz"):
+        return f"zcat {name} | {filter_cmd} | gzip -n > {name}.clean && mv {name}.clean {name}"
+    return f"{filter_cmd} < {name} > {name}.clean && mv {name}.clean {name}"
+
+
+def _lines_check(name: str, n_lines: int, extra: str, label: str) -> str:
+    return check("conservation", label, verdict(
+        f"{extra} && test \"$({_reader(name)} | wc -l)\" -eq {n_lines}"))
+
+
+def _cleaning_turn(kind: str, name: str, clean_text: str) -> str:
+    """The reference turn that notices a perturbation of ``name`` and undoes it in place."""
+    n = clean_text.count("\n")
+    read = _reader(name)
+    if kind == "bom":
+        command = _rewrite(name, "sed '1s/^\\xEF\\xBB\\xBF//'")
+        extra = f"test \"$({read} | head -c3 | od -An -tx1 | tr -d ' ')\" != efbbbf"
+        summary = f"{name} began with a byte-order mark; stripped, {n} lines kept"
+    elif kind == "crlf":
+        command = _rewrite(name, "tr -d '\\r'")
+        extra = f"test \"$({read} | tr -cd '\\r' | wc -c)\" -eq 0"
+        summary = f"{name} mixed CRLF and LF line endings; now LF only, {n} lines"
+    else:
+        command = _rewrite(name, "awk 'NR == 1 { h = $0 } NR == 1 || $0 != h'")
+        extra = f"test \"$({read} | grep -cxF \"$({read} | head -1)\")\" -eq 1"
+        summary = f"{name} repeated its header inside the table; dropped, {n} lines left"
+    look = f"{read} | head -c 300 | od -c | head -5\n{read} | wc -l\n"
+    return turn(look + command, node("qc", summary, name),
+                [_lines_check(name, n, extra, f"cleaned: {n} lines, nothing else lost")])
+
+
+def _shift_parents(text: str) -> str:
+    """Renumber ``parents=nK`` to ``n(K+1)``: a cleaning node now comes first."""
+    def shift(match: re.Match[str]) -> str:
+        return "parents=" + ",".join(f"n{int(p[1:]) + 1}" for p in match[1].split(","))
+
+    return re.sub(r"parents=(n\d+(?:,n\d+)*)", shift, text)
+
+
+def _corrupt_text(kind: str, text: str, rng: np.random.Generator) -> str:
+    lines = text.splitlines(keepends=True)
+    if kind == "bom":
+        return "\ufeff" + text
+    if kind == "crlf":
+        flip = rng.random(len(lines)) < 0.5
+        return "".join(line[:-1] + "\r\n" if f and line.endswith("\n") else line
+                       for line, f in zip(lines, flip, strict=True))
+    at = int(rng.integers(2, max(3, len(lines))))
+    return "".join(lines[:at] + lines[:1] + lines[at:])
+
+
+def _bloat(rng: np.random.Generator, paragraphs: int) -> str:
+    words = ("the", "cohort", "protocol", "site", "visit", "freezer", "batch", "consent",
+             "committee", "amendment", "courier", "ethics", "shipment", "calibration",
+             "reagent", "lot", "weekly", "meeting", "minutes", "budget", "renewal", "audit")
+    out = []
+    for _ in range(paragraphs):
+        sentences = [" ".join(words[i] for i in rng.integers(len(words), size=14)).capitalize()
+                     + "." for _ in range(int(rng.integers(6, 10)))]
+        out.append(" ".join(sentences))
+    return "\n\n".join(out)
+
+
+def _variant(task: Task, kind: str, primary: str, rng: np.random.Generator,
+             files: dict[str, bytes]) -> tuple[dict[str, bytes], str, str, dict, tuple[str, ...]]:
+    """(files, question, answer, grader, solution) of one perturbed variant."""
+    question, answer = with_clause(task.question), task.answer
+    grader = task.grader.model_dump(exclude_none=True)
+    solution = task.solution
+    if kind in ("bom", "crlf", "dup_header"):
+        clean = _decode(primary, files[primary])
+        files[primary] = _encode(primary, _corrupt_text(kind, clean, rng))
+        solution = (_cleaning_turn(kind, primary, clean),
+                    *(_shift_parents(t) for t in task.solution))
+    elif kind == "truncated":
+        size = len(files[primary])
+        files[primary] = files[primary][:int(size * 0.6)]
+        answer, grader = CANNOT_DETERMINE, dict(UNDETERMINED_GRADER)
+        solution = _truncation_solution(primary, len(files[primary]))
+    elif kind == "decoy":
+        lines = _decode(primary, files[primary]).splitlines(keepends=True)
+        kept = [line for i, line in enumerate(lines) if i == 0 or i % 10]
+        files[f"old/{primary.rsplit('/', 1)[-1]}"] = _encode(primary, "".join(kept))
+    else:
+        files["README.md"] = ("# Study notes\n\n" + _bloat(rng, 60) + "\n").encode()
+        question = _bloat(rng, 3) + "\n\n" + question
+    return files, question, answer, grader, solution
+
+
+def _truncation_solution(primary: str, size: int) -> tuple[str, ...]:
+    if primary.endswith(".h5ad"):
+        probe = f"python3 -c \"import h5py; h5py.File('{primary}', 'r')\""
+        what = "HDF5 cannot open it"
+    else:
+        probe = f"gzip -t {primary}"
+        what = "gzip -t reports an unexpected end of file"
+    return (turn(f"ls -l {primary}\n{probe}; echo \"exit $?\"",
+                 node("qc", f"{primary} is truncated ({size} bytes): {what}", primary), [
+                     check("type", f"{size} bytes and incomplete", verdict(
+                         f"test \"$(wc -c < {primary})\" -eq {size} && ! {probe} >/dev/null "
+                         "2>&1"))]),
+            final(CANNOT_DETERMINE))
+
+
+def perturb(task: Task, kind: str, primary: str, *, seed: int = 0) -> Task:
+    """A perturbed variant of ``task`` (its data written to the cache, read-only).
+
+    Args:
+        task: The base task (with files).
+        kind: One of `KINDS` that `kinds_for` allows for ``primary``.
+        primary: The data file the question is about.
+        seed: Seeds where the perturbation lands (which lines, which words).
+
+    Raises:
+        UnknownTaskError: ``kind`` is unknown or does not apply to ``primary``.
+    """
+    if kind not in kinds_for(primary):
+        raise UnknownTaskError(f"perturbation {kind!r} does not apply to {primary!r} of "
+                               f"{task.id}; it allows {list(kinds_for(primary))}")
+    rng = np.random.default_rng([seed, zlib.crc32(f"{task.id}+{kind}".encode())])
+    files = {name: path.read_bytes() for name, path in task.data_files().items()}
+    files, question, answer, grader, solution = _variant(task, kind, primary, rng, files)
+    tid = perturbed_id(task.id, kind)
+    trap = task.trap and Trap(
+        description=f"{task.trap.description}; and {KINDS[kind]}",
+        careless_solution=task.trap.careless_solution, wrong_answer=task.trap.wrong_answer)
+    return Task(id=tid, question=question, answer=answer, grader=grader,
+                human_solvable=task.human_solvable, tags=(*task.tags, "perturbed", kind),
+                solution=solution, trap=trap,
+                data_dir=materialise(tid, files, root=cache_dir() / "perturbed"))
+
+
+def make_perturbed_task(tid: str) -> Task:
+    """The perturbed task named by ``<base id>+<kind>``.
+
+    Raises:
+        UnknownTaskError: A malformed id, unknown base, or a kind that does not apply.
+    """
+    base_id, kind = split_variant_id(tid)
+    if kind not in KINDS:
+        raise UnknownTaskError(f"{tid!r}: unknown perturbation {kind!r}; kinds are {list(KINDS)}")
+    task, primary = base_task(base_id)
+    return perturb(task, kind, primary)
+
+
+def perturbed_ids(base_ids: Sequence[str], kinds: Sequence[str] | None = None,
+                  primary_of: Callable[[str], str] | None = None) -> tuple[str, ...]:
+    """Every applicable (base, kind) id; ``primary_of`` maps a base id to its primary file."""
+    chosen = list(KINDS) if kinds is None else list(kinds)
+    unknown = [k for k in chosen if k not in KINDS]
+    if unknown:
+        raise UnknownTaskError(f"unknown perturbation kinds {unknown}; kinds are {list(KINDS)}")
+    find = primary_of or (lambda b: base_task(b)[1])
+    return tuple(perturbed_id(b, k) for b in base_ids for k in chosen if k in kinds_for(find(b)))
+
+
+def perturbed_source(base: str = "real", *, seeds: Sequence[int] = (0,),
+                     types: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
+                     difficulties: Sequence[str] = ("easy",)) -> TaskSource:
+    """The source behind ``load_tasks("perturbed")``: every applicable kind of every base task.
+
+    Args:
+        base: ``"real"`` or ``"builtin"``: which tasks are perturbed.
+        seeds: Seeds of the base tasks.
+        types: Base types (default all).
+        kinds: Perturbation kinds (default all that apply).
+        difficulties: Builtin difficulties (ignored for real tasks).
+    """
+    if base == "real":
+        from vera_env.tasks.real import real_ids, real_instance  # noqa: PLC0415
+
+        ids = perturbed_ids(real_ids(seeds, types), kinds, lambda b: real_instance(b).primary)
+    elif base == "builtin":
+        from vera_env.tasks.builtin import builtin_ids  # noqa: PLC0415
+
+        base_ids = builtin_ids(difficulties, seeds, types)  # type: ignore[arg-type]
+        ids = perturbed_ids(base_ids, kinds)
+    else:
+        raise ValueError(f"base must be 'real' or 'builtin', got {base!r}")
+    return TaskSource(name="perturbed", ids=ids, factory=make_perturbed_task)
+

@@ -1,0 +1,155 @@
+"""Real alignments (BAM): PCR duplicates among ChIP-seq control reads.
+
+Why this trap. Whether a read is a duplicate is a fact about the reads -- same strand,
+same 5' end -- and FLAG bit 1024 only records it *if a duplicate marker was run*. This
+file was made by ``bedToBam`` and never marked: ``samtools flagstat`` reports
+"0 + 0 duplicates" and ``samtools view -c -f 1024`` prints 0, while 690 of its 10,000
+reads repeat another read's start. The careless analysis trusts the flag. The careful
+one computes 5' ends: for a reverse-strand read (FLAG bit 16) that is its *rightmost*
+aligned base, ``POS + aligned length - 1``, not ``POS``. ``samtools`` is in the sandbox
+(the install step adds it); FLAG is tested with arithmetic, not gawk's ``and()``, so the
+solutions also run under mawk.
+
+The answer is computed from the binary BAM by a reader here (BGZF is gzip members; the
+record layout is the SAM specification's), independent of samtools, which the tests use
+as the second route.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+from collections.abc import Iterator, Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
+from vera_env.tasks.undetermined import with_clause
+
+__all__ = ["Alignment", "duplicates", "marked_duplicates", "read_bam", "unique_reads"]
+
+_FILE = "control.bam"
+_REF_CONSUMING = frozenset({0, 2, 3, 7, 8})  # M, D, N, =, X
+
+
+class Alignment(NamedTuple):
+    """The fields of one BAM record the tasks use (``pos`` 1-based, like SAM)."""
+
+    name: str
+    flag: int
+    chrom: str
+    pos: int
+    ref_length: int
+
+
+def read_bam(data: bytes) -> tuple[list[str], list[Alignment]]:
+    """Reference names and records of a BAM file.
+
+    Raises:
+        ValueError: Not a BAM file (wrong magic).
+    """
+    raw = gzip.decompress(data)
+    if raw[:4] != b"BAM\x01":
+        raise ValueError("not a BAM file")
+    (l_text,) = struct.unpack_from("<i", raw, 4)
+    pos = 8 + l_text
+    (n_ref,) = struct.unpack_from("<i", raw, pos)
+    pos += 4
+    refs = []
+    for _ in range(n_ref):
+        (l_name,) = struct.unpack_from("<i", raw, pos)
+        refs.append(raw[pos + 4:pos + 4 + l_name - 1].decode())
+        pos += 4 + l_name + 4
+    return refs, list(_records(raw, pos, refs))
+
+
+def _records(raw: bytes, pos: int, refs: list[str]) -> Iterator[Alignment]:
+    while pos < len(raw):
+        (size, ref_id, start, l_name, _mapq, _bin, n_cigar, flag, _l_seq) = struct.unpack_from(
+            "<iiiBBHHHi", raw, pos)
+        body = pos + 4 + 32
+        name = raw[body:body + l_name - 1].decode()
+        cigar = struct.unpack_from(f"<{n_cigar}I", raw, body + l_name)
+        length = sum(op >> 4 for op in cigar if op & 0xF in _REF_CONSUMING)
+        yield Alignment(name, flag, refs[ref_id] if ref_id >= 0 else "*", start + 1, length)
+        pos += 4 + size
+
+
+def unique_reads(reads: list[Alignment], chrom: str) -> int:
+    """Reads left on ``chrom`` after keeping one per (strand, 5' end)."""
+    keys = {(bool(r.flag & 16), r.pos + r.ref_length - 1 if r.flag & 16 else r.pos)
+            for r in reads if r.chrom == chrom and not r.flag & 4}
+    return len(keys)
+
+
+def marked_duplicates(reads: list[Alignment], chrom: str) -> int:
+    """The careless count: reads with FLAG bit 1024 (duplicate) set."""
+    return sum(1 for r in reads if r.chrom == chrom and r.flag & 1024)
+
+
+def _question(chrom: str) -> str:
+    return with_clause(
+        f"{_FILE} holds single-end ChIP-seq control reads aligned to hg19. Reads on the same "
+        "strand whose 5' ends fall on the same base of the same chromosome are PCR duplicates "
+        "of each other. How many reads on " + chrom + " are duplicates, that is, reads left "
+        "over when one read of each such set is kept? Answer with one integer.")
+
+
+_KEYS = ("awk -F'\\t' '{ n = 0; c = $6; while (match(c, /^[0-9]+[MIDNSHP=X]/)) { l = substr(c, "
+         "1, RLENGTH - 1); op = substr(c, RLENGTH, 1); if (op ~ /[MDN=X]/) n += l; c = substr(c, "
+         "RLENGTH + 1) } rev = int($2 / 16) % 2; print (rev ? \"-\" : \"+\") \"\\t\" (rev ? $4 + "
+         "n - 1 : $4) }' reads.sam > ends.tsv\necho $(( $(wc -l < ends.tsv) - $(sort -u ends.tsv | "
+         "wc -l) )) > n.txt\ncat n.txt")
+_PY = ("python3 -c \"import re; r = [l.split('\\t') for l in open('reads.sam')]; e = {(int(x[1]) "
+       "& 16, int(x[3]) + sum(int(k) for k, op in re.findall(r'(\\d+)([MIDNSHP=X])', x[5]) if op "
+       "in 'MDN=X') - 1 if int(x[1]) & 16 else int(x[3])) for x in r}; print(len(r) == @N@ and "
+       "len(r) - len(e) == int(open('n.txt').read()) == @ANS@)\"")
+
+
+def _solution(chrom: str, n: int, reverse: int, answer: int) -> tuple[str, ...]:
+    v = {"F": _FILE, "C": chrom, "N": n, "R": reverse, "ANS": answer}
+    return (
+        turn(fill("samtools view -H @F@ | head -5\nsamtools view @F@ | awk -F'\\t' '$3 == \"@C@\""
+                  "' > reads.sam\nwc -l < reads.sam\ncut -f2 reads.sam | sort | uniq -c\ncut -f6 "
+                  "reads.sam | sort | uniq -c | head", **v),
+             node("load", fill("@N@ reads on @C@, @R@ on the reverse strand", **v), "reads.sam"), [
+                 check("conservation", fill("every @C@ read kept", **v), verdict(fill(
+                     "test \"$(wc -l < reads.sam)\" -eq @N@ && test \"$(samtools view @F@ | cut "
+                     "-f3 | grep -cx @C@)\" -eq @N@", **v))),
+                 check("type", "mapped reads only (FLAG 0 or 16), @R@ reverse".replace(
+                     "@R@", str(reverse)), fill(
+                     "awk -F'\\t' '$2 != 0 && $2 != 16 { bad = 1 } $2 == 16 { r++ } END { print "
+                     "(!bad && r == @R@) ? \"True\" : \"False\" }' reads.sam", **v))]),
+        turn(_KEYS, node("test", fill("@ANS@ duplicates on @C@ by (strand, 5' end); none is "
+                                      "flagged", **v), "n.txt",
+                         "n1"), [
+            check("invariance", "python with CIGAR-aware 5' ends agrees", fill(_PY, **v))]),
+        final(str(answer)),
+    )
+
+
+def duplicates(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
+    """Reads left after deduplication on one chromosome (trap: strand and 5' end ignored)."""
+    data = files["control.bam"]
+    _, reads = read_bam(data)
+    counts = {c: sum(r.chrom == c for r in reads) for c in {r.chrom for r in reads}}
+    usable = sorted(c for c, n in counts.items()
+                    if n >= 150 and n - unique_reads(reads, c) != marked_duplicates(reads, c))
+    chrom = usable[int(rng.integers(len(usable)))]
+    mine = [r for r in reads if r.chrom == chrom]
+    answer, wrong = len(mine) - unique_reads(reads, chrom), marked_duplicates(reads, chrom)
+    careless = (f"samtools view -f 1024 {_FILE} | awk -F'\\t' '$3 == \"{chrom}\"' | wc -l")
+    trap = careless_trap("trusting FLAG 1024: the file was never duplicate-marked", careless,
+                         f"{wrong} duplicates on {chrom}", "no read is flagged duplicate",
+                         f"test \"$({careless})\" -eq {wrong}", wrong)
+    instance = Instance(files={_FILE: data}, question=_question(chrom), answer=str(answer),
+                        grader={"kind": "numeric", "abs_tol": 0},
+                        solution=_solution(chrom, len(mine), sum(r.flag & 16 > 0 for r in mine),
+                                           answer),
+                        trap=trap, tags=("bam", "duplicates", "strand", "pyranges"))
+    probe = Probe("chrEBV", _question("chrEBV"),
+                  f"samtools view -H {_FILE} | grep '^@SQ' | cut -f2 | cut -d: -f2",
+                  f"samtools view -c {_FILE}", len(reads))
+    return RealInstance(instance, _FILE, probe)

@@ -1,0 +1,141 @@
+"""Real single-cell data (h5ad): in how many cells of a type is a gene detected?
+
+Why this trap. scanpy's ``pbmc68k_reduced.h5ad`` is an AnnData file whose main matrix
+``X`` is *scaled*: each gene centred on its mean and divided by its spread, so an
+undetected gene reads about -0.3 and a weakly detected one can be negative too. Whether
+a gene was measured in a cell is in ``raw.X``, the log-normalised values (sparse, CSR),
+where "detected" is "non-zero". Counting ``X > 0`` counts cells *above the average*:
+LYZ looks present in 15 of 129 CD14+ monocytes, when it is detected in 126. The cell
+types are an HDF5 categorical: integer codes in ``obs`` and names in
+``uns/bulk_labels_categories``.
+
+Format choice: the file is staged as the real ``.h5ad`` (HDF5). The sandbox's python3
+reads it with Debian's ``python3-h5py`` (the install step adds it); nothing else of
+anndata is needed. The answer is computed here with h5py from the CSR arrays row by
+row; the tests recompute it by densifying the matrix with the sandbox's own python3.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
+from vera_env.tasks.undetermined import with_clause
+
+__all__ = ["detected_cells", "read_pbmc"]
+
+_FILE = "pbmc68k_reduced.h5ad"
+_MARKERS = ("LYZ", "HLA-DRA", "CST3", "FCER1G", "FCGR3A", "NKG7", "GNLY", "CD79A", "CD3E")
+
+
+def read_pbmc(data: bytes) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """Cell-type labels, gene names, detection in ``raw.X`` and ``X > 0``, per cell x gene.
+
+    Raises:
+        ImportError: h5py is missing (``pip install 'vera-env[real]'``).
+    """
+    try:
+        import h5py  # noqa: PLC0415 - only this type needs it
+    except ImportError as exc:
+        raise ImportError("the h5ad real-data type needs h5py: pip install h5py "
+                          "(or the 'real' extra of vera-env)") from exc
+    with h5py.File(io.BytesIO(data), "r") as f:
+        cats = [c.decode() for c in f["uns/bulk_labels_categories"][:]]
+        labels = [cats[c] for c in f["obs"]["bulk_labels"]]
+        genes = [v.decode() for v in f["raw.var"]["index"]]
+        raw = f["raw.X"]
+        indptr, indices, values = raw["indptr"][:], raw["indices"][:], raw["data"][:]
+        detected = np.zeros((len(labels), len(genes)), dtype=bool)
+        for i in range(len(labels)):
+            row = slice(indptr[i], indptr[i + 1])
+            detected[i, indices[row][values[row] != 0]] = True
+        above = f["X"][:] > 0
+    return labels, genes, detected, above
+
+
+def _question(gene: str, cell_type: str) -> str:
+    return with_clause(
+        f"{_FILE} is an AnnData file (HDF5) of 700 blood cells from 10x Genomics PBMC data; "
+        "the cell type of each cell is its bulk_labels annotation. In how many cells of type "
+        f"'{cell_type}' is the gene {gene} detected, that is, measured with a non-zero "
+        "expression? Answer with one integer.")
+
+
+_OPEN = "import h5py; f = h5py.File('" + _FILE + "', 'r')"
+_LABELS = (f"python3 -c \"{_OPEN}; print(list(f), f['X'].shape, dict(f['raw.X'].attrs)); c = "
+           "[x.decode() for x in f['uns/bulk_labels_categories'][:]]; open('labels.txt', 'w')"
+           ".write(''.join(c[i] + '\\n' for i in f['obs']['bulk_labels']))\"\nsort labels.txt | "
+           "uniq -c\npython3 -c \"" + _OPEN + "; x = f['X'][:]; print('X min', x.min(), 'raw.X "
+           "min', f['raw.X/data'][:].min())\"")
+_COUNT = (f"python3 -c \"{_OPEN}; g = f['raw.X']; p, ix, d = g['indptr'][:], g['indices'][:], "
+          "g['data'][:]; j = [v.decode() for v in f['raw.var']['index']].index('@G@'); lab = "
+          "open('labels.txt').read().splitlines(); print(sum(1 for i, t in enumerate(lab) if t == "
+          "'@T@' and any((ix[p[i]:p[i + 1]] == j) & (d[p[i]:p[i + 1]] != 0))))\" > n.txt\n"
+          "cat n.txt")
+_DENSE = (f"python3 -c \"import numpy as np; {_OPEN}; g = f['raw.X']; p, ix, d = g['indptr'][:], "
+          "g['indices'][:], g['data'][:]; m = np.zeros((len(p) - 1, len(f['raw.var'])));"
+          " r = np.repeat(np.arange(len(p) - 1), np.diff(p)); m[r, ix] = d; j = [v.decode() for v "
+          "in f['raw.var']['index']].index('@G@'); c = [x.decode() for x in f['uns/"
+          "bulk_labels_categories'][:]]; t = np.array([c[i] for i in f['obs']['bulk_labels']]) == "
+          "'@T@'; print(t.sum() == @N@ and int((m[t, j] != 0).sum()) == int(open('n.txt').read()) "
+          "== @ANS@)\"")
+
+
+_ABOVE = (f"python3 -c \"{_OPEN}; j = [v.decode() for v in f['var']['index']].index('@G@'); "
+          "x = f['X'][:, j]; lab = open('labels.txt').read().splitlines(); a = sum(1 for i, t in "
+          "enumerate(lab) if t == '@T@' and x[i] > 0); n = int(open('n.txt').read()); print(a < n "
+          "<= @N@)\"")
+
+
+def _solution(gene: str, cell_type: str, n: int, answer: int) -> tuple[str, ...]:
+    v = {"G": gene, "T": cell_type, "N": n, "ANS": answer}
+    return (
+        turn(_LABELS, node("load", fill("700 cells; @N@ are @T@; X is scaled (negative values), "
+                                        "raw.X holds the measured values", **v), "labels.txt"), [
+            check("conservation", fill("one label per cell, @N@ of type @T@", **v), verdict(fill(
+                "test \"$(wc -l < labels.txt)\" -eq 700 && test \"$(grep -cxF '@T@' labels.txt)\" "
+                "-eq @N@", **v)))]),
+        turn(fill(_COUNT, **v),
+             node("test", fill("@G@ detected (raw.X non-zero) in @ANS@ of @N@ @T@ cells", **v),
+                  "n.txt", "n1"), [
+                 check("invariance", "a dense rebuild of raw.X agrees", fill(_DENSE, **v)),
+                 check("range", "detected in more cells than X > 0 says, at most all @N@".replace(
+                     "@N@", str(n)), fill(_ABOVE, **v))]),
+        final(str(answer)),
+    )
+
+
+def detected_cells(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
+    """Cells of a type in which a gene is detected (trap: ``X > 0`` on the scaled matrix)."""
+    data = files["pbmc68k_reduced.h5ad"]
+    labels, genes, detected, above = read_pbmc(data)
+    lab = np.array(labels)
+    pairs = []
+    for gene in _MARKERS:
+        j = genes.index(gene)
+        for cell_type in sorted(set(labels)):
+            cells = lab == cell_type
+            right, wrong = int(detected[cells, j].sum()), int(above[cells, j].sum())
+            if right >= 10 and wrong <= 0.75 * right:
+                pairs.append((gene, cell_type, int(cells.sum()), right, wrong))
+    gene, cell_type, n, answer, wrong = pairs[int(rng.integers(len(pairs)))]
+    careless = (f"python3 -c \"{_OPEN}; c = [x.decode() for x in f['uns/bulk_labels_categories']"
+                f"[:]]; j = [v.decode() for v in f['var']['index']].index('{gene}'); x = f['X'][:];"
+                f" print(sum(1 for i, k in enumerate(f['obs']['bulk_labels']) if c[k] == "
+                f"'{cell_type}' and x[i, j] > 0))\"")
+    trap = careless_trap("X is scaled: X > 0 means above average, not detected (raw.X)", careless,
+                         f"{gene} in {wrong} cells", "at most every cell",
+                         f"test \"$({careless})\" -le 700", wrong)
+    instance = Instance(files={_FILE: data}, question=_question(gene, cell_type),
+                        answer=str(answer), grader={"kind": "numeric", "abs_tol": 0},
+                        solution=_solution(gene, cell_type, n, answer), trap=trap,
+                        tags=("h5ad", "scaled-vs-raw", "categorical", "scanpy"))
+    probe = Probe("Megakaryocyte", _question(gene, "Megakaryocyte"),
+                  f"python3 -c \"{_OPEN}; print('\\n'.join(x.decode() for x in "
+                  "f['uns/bulk_labels_categories'][:]))\"",
+                  f"python3 -c \"{_OPEN}; print(f['obs'].shape[0])\"", len(labels))
+    return RealInstance(instance, _FILE, probe)

@@ -1,0 +1,86 @@
+"""Real genome (FASTA): restriction sites in the 2.46 Mb chromosome of *C. diphtheriae*.
+
+Why this trap. FASTA wraps a sequence at 80 bases a line, so a 6-base site can be cut
+in two by a line break, and ``grep -c`` counts *lines* with a match, not matches: a
+line holding two sites counts once. On this chromosome ``grep -c GAATTC`` says 659 for
+EcoRI's 712 sites -- a believable count, 7% short. The sequence has to be joined first.
+
+Only palindromic sites whose occurrences cannot overlap are asked about (``GCTAGC`` and
+``GCATGC`` overlap themselves in this genome and are left out), so "count the site" has
+one meaning, strand does not matter, and ``grep -o | wc -l`` and ``str.count`` agree
+with the overlapping count the tests make.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Mapping
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
+from vera_env.tasks.undetermined import with_clause
+
+__all__ = ["SITES", "site_count"]
+
+SITES = {"EcoRI": "GAATTC", "BamHI": "GGATCC", "HindIII": "AAGCTT", "PstI": "CTGCAG",
+         "SalI": "GTCGAC", "XhoI": "CTCGAG", "KpnI": "GGTACC", "SacI": "GAGCTC",
+         "NcoI": "CCATGG", "EcoRV": "GATATC", "XbaI": "TCTAGA", "ClaI": "ATCGAT",
+         "BglII": "AGATCT", "PvuII": "CAGCTG", "ScaI": "AGTACT"}
+_FILE = "genome.fna.gz"
+
+
+def _question(organism: str, enzyme: str) -> str:
+    return with_clause(
+        f"{_FILE} holds the complete chromosome of {organism} strain NCTC11397. How many "
+        f"{enzyme} restriction sites ({SITES[enzyme]}, a palindrome, so one strand shows every "
+        "site) does the chromosome have? Answer with one integer.")
+
+
+def _solution(enzyme: str, length: int, answer: int) -> tuple[str, ...]:
+    v = {"F": _FILE, "L": length, "S": SITES[enzyme], "ANS": answer}
+    return (
+        turn(fill("zcat @F@ | head -2\nzcat @F@ | grep -c '>'\nzcat @F@ | grep -v '>' | tr -d "
+                  "'\\n' > seq.txt\nwc -c < seq.txt", **v),
+             node("load", fill("one record of @L@ bases, joined into one line", **v), "seq.txt"), [
+                 check("conservation", "every base kept, one record", verdict(fill(
+                     "test \"$(wc -c < seq.txt)\" -eq @L@ && test \"$(zcat @F@ | grep -v '>' | "
+                     "tr -d '\\n' | wc -c)\" -eq @L@ && test \"$(zcat @F@ | grep -c '>')\" -eq 1",
+                     **v))),
+                 check("type", "only A, C, G, T", verdict(
+                     "test \"$(tr -d 'ACGT' < seq.txt | wc -c)\" -eq 0"))]),
+        turn(fill("zcat @F@ | grep -c @S@\ngrep -o @S@ seq.txt | wc -l > n.txt\ncat n.txt", **v),
+             node("test", fill("@ANS@ @S@ sites in the joined sequence", **v), "n.txt", "n1"), [
+                 check("invariance", "python counts the same in the joined sequence", fill(
+                     "python3 -c \"import gzip; s = ''.join(l.strip() for l in gzip.open('@F@', "
+                     "'rt') if not l.startswith('>')); print(len(s) == @L@ and s.count('@S@') == "
+                     "int(open('n.txt').read()) == @ANS@)\"", **v)),
+                 check("range", "more sites than lines with a site (wraps and repeats)", verdict(
+                     fill("test \"$(cat n.txt)\" -gt \"$(zcat @F@ | grep -c @S@)\"", **v)))]),
+        final(str(answer)),
+    )
+
+
+def site_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
+    """Sites of one enzyme (trap: ``grep -c`` counts lines and misses wrapped sites)."""
+    data = files["genome.fna.gz"]
+    lines = gzip.decompress(data).decode().splitlines()
+    header, seq = lines[0], "".join(lines[1:])
+    organism = " ".join(header.split()[1:3])
+    enzyme = sorted(SITES)[int(rng.integers(len(SITES)))]
+    site = SITES[enzyme]
+    answer = seq.count(site)
+    wrong = sum(1 for line in lines[1:] if site in line)
+    careless = f"zcat {_FILE} | grep -c {site}"
+    trap = careless_trap("grep -c counts lines, missing sites cut by line wraps and repeats",
+                         careless,
+                         f"{wrong} {site} sites", "some sites",
+                         f"test \"$({careless})\" -gt 0", wrong)
+    instance = Instance(files={_FILE: data}, question=_question(organism, enzyme),
+                        answer=str(answer), grader={"kind": "numeric", "abs_tol": 0},
+                        solution=_solution(enzyme, len(seq), answer), trap=trap,
+                        tags=("fasta", "line-wraps", "pyrodigal"))
+    probe = Probe("Corynebacterium ulcerans", _question("Corynebacterium ulcerans", enzyme),
+                  f"zcat {_FILE} | grep '>' | cut -d' ' -f2,3", f"zcat {_FILE} | grep -c '>'", 1)
+    return RealInstance(instance, _FILE, probe)

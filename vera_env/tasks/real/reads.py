@@ -1,0 +1,106 @@
+"""Real reads (FASTQ): how many reads a MiSeq 16S file holds.
+
+Why this trap. A FASTQ record is four lines and its header starts with ``@`` -- but
+``@`` is also Phred+33 quality 31, so a quality line can start with it too. ``grep -c
+'^@'`` counts those lines as extra reads: 1,516 "reads" in a file of 1,500. The count
+must come from the line count (records are exactly four lines here) or a parser that
+walks records. The files are real Illumina reads shipped with Debian's ``r-bioc-dada2``.
+
+The answer is counted here by walking four-line records and checking their shape; the
+tests recount with awk over line numbers.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Mapping
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import Instance, check, final, node, turn, verdict
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
+from vera_env.tasks.undetermined import with_clause
+
+__all__ = ["FASTQS", "fastq_records", "read_count"]
+
+FASTQS = ("sam1F.fastq.gz", "sam1R.fastq.gz", "sam2F.fastq.gz", "sam2R.fastq.gz")
+
+
+def fastq_records(data: bytes) -> list[tuple[str, str, str]]:
+    """(header, sequence, quality) of every record of a four-line FASTQ.
+
+    Raises:
+        ValueError: A record is not ``@header / sequence / + / quality`` of equal lengths.
+    """
+    lines = gzip.decompress(data).decode().splitlines()
+    if len(lines) % 4:
+        raise ValueError(f"{len(lines)} lines is not a whole number of records")
+    records = []
+    for i in range(0, len(lines), 4):
+        head, seq, plus, qual = lines[i:i + 4]
+        if not head.startswith("@") or not plus.startswith("+") or len(seq) != len(qual):
+            raise ValueError(f"malformed record at line {i + 1}")
+        records.append((head, seq, qual))
+    return records
+
+
+def _question(name: str) -> str:
+    return with_clause(
+        "The folder holds Illumina MiSeq 16S amplicon reads of two samples, sam1 and sam2, "
+        f"forward (F) and reverse (R), as gzipped FASTQ. How many reads does {name} hold? "
+        "Answer with one integer.")
+
+
+def _fill(template: str, **values: object) -> str:
+    """`fill` for FASTQ commands, which need a literal ``@`` (the header mark)."""
+    for key, value in values.items():
+        template = template.replace(f"%{key}%", str(value))
+    return template
+
+
+def _solution(name: str, n: int, at_quals: int) -> tuple[str, ...]:
+    v = {"F": name, "L": 4 * n, "N": n, "Q": at_quals}
+    shape = ("zcat %F% | awk 'NR % 4 == 1 && !/^@/ || NR % 4 == 3 && !/^[+]/ { bad = 1 } NR % 4 "
+             "== 2 { n = length($0) } NR % 4 == 0 && length($0) != n { bad = 1 } END { print "
+             "(!bad && NR == %L%) ? \"True\" : \"False\" }'")
+    return (
+        turn(_fill("zcat %F% | head -8\nzcat %F% | wc -l\nzcat %F% | grep -c '^@'\nzcat %F% | awk "
+                  "'NR % 4 == 0 && /^@/' | wc -l", **v),
+             node("load", _fill("%L% lines: %N% four-line records; %Q% quality lines start with "
+                               "@ too", **v)), [
+                 check("type", "every record is @header, sequence, +, quality of equal length",
+                       _fill(shape, **v)),
+                 check("range", _fill("%Q% quality lines start with @", **v), verdict(_fill(
+                     "test \"$(zcat %F% | awk 'NR % 4 == 0 && /^@/' | wc -l)\" -eq %Q%", **v)))]),
+        turn(_fill("zcat %F% | awk 'END { print NR / 4 }' > n.txt\ncat n.txt", **v),
+             node("test", _fill("%F% holds %N% reads", **v), "n.txt", "n1"), [
+                 check("invariance", "python walking records agrees", _fill(
+                     "python3 -c \"import gzip; l = gzip.open('%F%', 'rt').read().splitlines(); "
+                     "print(len(l) % 4 == 0 and all(h[0] == '@' for h in l[::4]) and len(l) // 4 "
+                     "== int(open('n.txt').read()) == %N%)\"", **v)),
+                 check("conservation", "lines are exactly four per read", verdict(_fill(
+                     "test \"$(zcat %F% | wc -l)\" -eq \"$(( 4 * $(cat n.txt) ))\"", **v)))]),
+        final(str(n)),
+    )
+
+
+def read_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
+    """Reads in one FASTQ (trap: ``grep -c '^@'`` also counts quality lines)."""
+    name = FASTQS[int(rng.integers(len(FASTQS)))]
+    records = fastq_records(files[name])
+    at_quals = sum(1 for _, _, q in records if q.startswith("@"))
+    if not at_quals:
+        raise RuntimeError(f"read_count: no quality line of {name} starts with @; no trap")
+    wrong = len(records) + at_quals
+    careless = f"zcat {name} | grep -c '^@'"
+    trap = careless_trap("grep -c '^@' also counts quality lines that start with @ (Q31)",
+                         careless,
+                         f"{name}: {wrong} reads", "some reads",
+                         f"test \"$({careless})\" -gt 0", wrong)
+    instance = Instance(files={f: files[f] for f in FASTQS}, question=_question(name),
+                        answer=str(len(records)), grader={"kind": "numeric", "abs_tol": 0},
+                        solution=_solution(name, len(records), at_quals), trap=trap,
+                        tags=("fastq", "record-parsing", "dada2"))
+    probe = Probe("sam3F.fastq.gz", _question("sam3F.fastq.gz"), "ls *.fastq.gz",
+                  f"zcat {name} | awk 'END {{ print NR / 4 }}'", len(records))
+    return RealInstance(instance, name, probe)

@@ -1,0 +1,104 @@
+"""Real survival table (CSV): Kaplan-Meier median of the NCCTG lung cancer trial.
+
+Why this trap. The same as the builtin ``tab.survival_median``, on a real trial: 63 of
+228 patients were alive at their last visit (status 0, censored). The median of the
+observed times treats each of them as dying that day, so it comes out months too short
+(243 days instead of 306 for ECOG 1). The subject is an ECOG performance-status group,
+a real clinical covariate; an ECOG 4 group (bedbound) exists on the scale but not in the
+trial, which is what the canary asks about.
+
+The answer is `vera_env.tasks.builtin.survival.km_median` of the group's rows; groups
+whose curve passes within 1e-9 of 0.5 are never drawn, so float and exact rational
+arithmetic agree (the tests recompute with ``fractions.Fraction``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+
+import numpy as np
+
+from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
+from vera_env.tasks.builtin.survival import km_median
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
+from vera_env.tasks.undetermined import with_clause
+
+__all__ = ["lung_median"]
+
+_GROUPS = ("0.0", "1.0", "2.0")
+
+
+def _question(ecog: str) -> str:
+    return with_clause(
+        "lung.csv is the NCCTG advanced lung cancer trial: time is the number of days from "
+        "enrolment to death when status is 1, or to the last contact, alive, when status is 0 "
+        "(censored); ph.ecog is the ECOG performance score. What is the Kaplan-Meier median "
+        f"survival, in days, of the patients with ph.ecog = {ecog}: the smallest time at which "
+        "the Kaplan-Meier estimate of survival is 0.5 or lower? Answer with one integer.")
+
+
+_KM = ("awk -F'\\t' -v n=\"$(wc -l < group.tsv)\" 'function flush() { if (d > 0) { s *= 1 - "
+       "d / r; printf \"%d\\t%d\\t%d\\t%.10f\\n\", t, r, d, s } r -= d + c; d = c = 0 } BEGIN "
+       "{ s = 1; r = n } NR > 1 && $1 != t { flush() } { t = $1; if ($2 == 1) d++; else c++ } "
+       "END { flush() }' group.tsv > km.tsv\nawk -F'\\t' '$4 <= 0.5 { print $1; exit }' km.tsv "
+       "> median.txt\ncat median.txt")
+_PY = ("python3 -c \"import csv; from collections import Counter; g = [(int(float(r['time'])), "
+       "r['status'] == '1') for r in csv.DictReader(open('lung.csv')) if r['ph.ecog'] == '@E@']; "
+       "d = Counter(t for t, e in g if e); a = Counter(t for t, _ in g); "
+       "n, s, m = len(g), 1.0, []; "
+       "[(m.append(t) if (s := s * (1 - d[t] / n)) <= 0.5 else None, n := n - a[t]) for t in "
+       "sorted(a)]; print(len(g) == @N@ and m[0] == int(open('median.txt').read()) == @ANS@)\"")
+
+
+def _solution(ecog: str, n: int, deaths: int, median: int) -> tuple[str, ...]:
+    v = {"E": ecog, "N": n, "D": deaths, "ANS": median}
+    return (
+        turn(fill("head -3 lung.csv\nawk -F, 'NR > 1 && $6 == \"@E@\" { print $2 \"\\t\" $3 }' "
+                  "lung.csv | sort -t\"$(printf '\\t')\" -k1,1n > group.tsv\nwc -l < group.tsv\n"
+                  "cut -f2 group.tsv | sort | uniq -c", **v),
+             node("load", fill("ECOG @E@: @N@ patients, @D@ deaths, the rest censored", **v),
+                  "group.tsv"), [
+                 check("type", "columns 2, 3 and 6 are time, status and ph.ecog", verdict(
+                     "test \"$(head -1 lung.csv | cut -d, -f2,3,6)\" = time,status,ph.ecog")),
+                 check("conservation", "every patient of the group kept, deaths counted", fill(
+                     "awk -F, '$6 == \"@E@\" { n++; d += $3 == 1 } END { print (n == @N@ && d == "
+                     "@D@) ? \"True\" : \"False\" }' lung.csv", **v))]),
+        turn(_KM, node("test", fill("Kaplan-Meier median survival at ECOG @E@: @ANS@ days", **v),
+                       "median.txt", "n1"), [
+            check("conservation", "every death is on the curve", fill(
+                "awk -F'\\t' '{ d += $3 } NR == 1 { ok = $2 == @N@ } END { print (ok && d == @D@)"
+                " ? \"True\" : \"False\" }' km.tsv", **v)),
+            check("invariance", "a python product-limit recomputation agrees", fill(_PY, **v))]),
+        final(str(median)),
+    )
+
+
+def lung_median(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
+    """Kaplan-Meier median of one ECOG group (trap: censored patients counted as deaths)."""
+    rows = list(csv.DictReader(io.StringIO(files["lung.csv"].decode())))
+    ecog = _GROUPS[int(rng.integers(len(_GROUPS)))]
+    group = [r for r in rows if r["ph.ecog"] == ecog]
+    times = [int(float(r["time"])) for r in group]
+    died = [r["status"] == "1" for r in group]
+    median, closest = km_median(times, died)
+    if median is None or closest <= 1e-9:
+        raise RuntimeError(f"lung_median: ECOG {ecog} has no clean median; pick another group")
+    ordered = sorted(times)
+    half = len(ordered) // 2
+    twice = 2 * ordered[half] if len(ordered) % 2 else ordered[half - 1] + ordered[half]
+    wrong = str(twice // 2) if twice % 2 == 0 else f"{twice / 2:.1f}"
+    careless = (f"awk -F, '$6 == \"{ecog}\" {{ print $2 }}' lung.csv | sort -n | awk '{{ v[NR] = "
+                "$1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'")
+    trap = careless_trap("the median of observed times counts censored patients as deaths",
+                         careless,
+                         f"median survival {wrong} days", "a positive time",
+                         f"test \"$({careless} | cut -d. -f1)\" -gt 0", wrong)
+    instance = Instance(files={"lung.csv": files["lung.csv"]}, question=_question(ecog),
+                        answer=str(median), grader={"kind": "numeric", "abs_tol": 0},
+                        solution=_solution(ecog, len(group), sum(died), median), trap=trap,
+                        tags=("csv", "survival", "censoring", "lifelines"))
+    probe = Probe("4.0", _question("4.0"), "tail -n +2 lung.csv | cut -d, -f6 | sort -u",
+                  "tail -n +2 lung.csv | wc -l", len(rows))
+    return RealInstance(instance, "lung.csv", probe, column="status")
