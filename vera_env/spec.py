@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from vera_env.observation.prompts import ObservationVariant
 from vera_env.sandbox import SandboxLimits
 from vera_env.sandbox.config import SandboxConfig
 from vera_env.verification.rewards import RewardConfig
@@ -67,6 +68,8 @@ class EnvSpec(BaseModel):
     """The agent's toolbox and the sandbox's identity (None: the defaults)."""
     state_budget: int = Field(4000, ge=1)
     """Tokens allowed for the rendered analysis graph in an observation."""
+    observation_variant: ObservationVariant = "full"
+    """How observations tell the rules: ``full`` or ``compact`` (short, no placeholders)."""
 
     @model_validator(mode="after")
     def _distinct_wrappers(self) -> EnvSpec:
@@ -78,7 +81,8 @@ class EnvSpec(BaseModel):
         """The ``VeraEnv`` keyword arguments this spec sets (tasks and judge aside)."""
         return {"max_steps": self.max_steps, "reward": self.reward, "sandbox": self.sandbox,
                 "limits": self.limits, "sandbox_config": self.sandbox_config,
-                "state_budget": self.state_budget}
+                "state_budget": self.state_budget,
+                "observation_variant": self.observation_variant}
 
     def build(self, *, tasks: str | TaskSource | list[Task] | None = None,
               judge: Judge | None = None) -> gym.Env:
