@@ -97,6 +97,8 @@ class Args:
     """Optimizer steps to run."""
     learning_rate: float = 1e-6
     """AdamW learning rate."""
+    trainable_layers: int = 0
+    """Train only the top N decoder layers (and the final norm); 0 trains all. A CPU knob."""
     beta: float = 0.0
     """KL coefficient against the initial model (0: no reference model)."""
     max_completion_length: int = 4096
@@ -251,6 +253,10 @@ def main(args: Args) -> Any:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     tasks = task_source(args.tasks, args.difficulties, args.num_prompts)
     model, tokenizer = load_model(args)
+    if args.trainable_layers:
+        from training.layers import train_top_layers  # noqa: PLC0415
+
+        print(f"training {train_top_layers(model, args.trainable_layers):,} parameters")
     trainer, rollout = build_trainer(args, tasks, model, tokenizer)
     try:
         trainer.train()

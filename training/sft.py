@@ -65,6 +65,8 @@ class Args:
     """Sequences per device per micro-step."""
     gradient_accumulation_steps: int = 8
     """Micro-steps per optimizer step."""
+    trainable_layers: int = 0
+    """Train only the top N decoder layers (and the final norm); 0 trains all. A CPU knob."""
     bf16: bool = False
     """Train in bfloat16 (GPU)."""
     activation_checkpointing: bool = False
@@ -182,6 +184,10 @@ def main(args: Args) -> Any:
                          f"--select {args.select} (min verification {args.min_verification}); "
                          "collect more or relax --select")
     model, tokenizer = load_model(args)
+    if args.trainable_layers:
+        from training.layers import train_top_layers  # noqa: PLC0415
+
+        print(f"training {train_top_layers(model, args.trainable_layers):,} parameters")
     examples = to_examples(kept, ChatFormat(tokenizer), layout=args.layout,
                            max_length=args.max_length, system_prompt=args.system_prompt)
     print(f"kept {len(kept)} of {len(rows)} episodes ({args.select}): "

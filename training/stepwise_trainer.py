@@ -20,8 +20,10 @@ per process) becomes all of its episodes' turns; TRL splits them into
 ``steps_per_generation`` micro-batches, so the number of optimizer steps does not grow
 with episode length (unlike schemes where every turn is a mini-batch row counted
 against the schedule). Each process pads its samples to a multiple of
-``steps_per_generation`` with masked dummy rows, so every process runs the same number
-of backward passes (DDP needs it).
+``steps_per_generation`` and to the largest count of any process with masked dummy
+rows, so every process runs the same number
+of backward passes on the same number of rows (DDP and TRL's gathered loss statistics
+need it).
 """
 
 from __future__ import annotations
@@ -161,9 +163,12 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         eos = self.eos_token_ids[0]
         samples = [(t.prompt_ids, t.completion_ids, t.logprobs, adv * w, 1)
                    for (_, t, adv), w in zip(rows, weights, strict=True)]
-        # Masked dummies: every process runs the same number of micro-steps.
-        while len(samples) < chunks or len(samples) % chunks:
-            samples.append(([eos], [eos], [0.0], 0.0, 0))
+        # Masked dummies: every process gets the same number of rows per micro-step
+        # (TRL gathers per-row statistics in its loss, and all_gather needs equal shapes).
+        counts = self.accelerator.gather(torch.tensor([len(samples)], device=device))
+        target = max(int(counts.max().item()), chunks)
+        target += -target % chunks
+        samples += [([eos], [eos], [0.0], 0.0, 0)] * (target - len(samples))
         prompt = [torch.tensor(p) for p, *_ in samples]
         completion = [torch.tensor(c) for _, c, *_ in samples]
         side = {"padding_side": "left", "pad_to_multiple_of": self.pad_to_multiple_of}

@@ -54,12 +54,13 @@ def parse_wrappers(text: str) -> tuple[str, ...]:
 
 
 def build_env(source: Any, *, max_steps: int, wrappers: tuple[str, ...], reserve: int,
-              sandbox: str, judge: Any = None) -> Any:
+              sandbox: str, judge: Any = None, observation_variant: str = "full") -> Any:
     """A ``VeraEnv`` with the named wrappers, innermost first (``forced`` gets ``reserve``)."""
     from vera_env.env import VeraEnv  # noqa: PLC0415
     from vera_env.wrappers import EmissionGate, ForcedAnswer  # noqa: PLC0415
 
-    env = VeraEnv(source, max_steps=max_steps, sandbox=sandbox, judge=judge)
+    env = VeraEnv(source, max_steps=max_steps, sandbox=sandbox, judge=judge,
+                  observation_variant=observation_variant)  # type: ignore[arg-type]
     for name in wrappers:
         env = ForcedAnswer(env, reserve=min(reserve, max_steps)) if name == "forced" \
             else EmissionGate(env)
@@ -89,7 +90,8 @@ def _settings(args: argparse.Namespace, task_ids: list[str]) -> RunSettings:
         wrappers=args.wrappers, reserve=args.reserve, seed=args.seed,
         temperature=args.temperature, max_tokens=args.max_tokens,
         system_prompt=args.system_prompt, prefill=args.prefill, base_url=args.base_url or "",
-        concurrency=args.concurrency, judge_model=args.judge_model or "")
+        concurrency=args.concurrency, judge_model=args.judge_model or "",
+        observation_variant=args.observation_variant)
 
 
 def _check_args(args: argparse.Namespace) -> str:
@@ -139,7 +141,8 @@ async def _run(args: argparse.Namespace, run: RunDir, source: Any, policy: Any,
 
     def make_env() -> Any:
         env = build_env(source, max_steps=args.max_steps, wrappers=args.wrappers,
-                        reserve=args.reserve, sandbox=args.sandbox, judge=judge)
+                        reserve=args.reserve, sandbox=args.sandbox, judge=judge,
+                        observation_variant=args.observation_variant)
         return RecordEpisode(env, run.transcripts, folder_for=lambda task_id, s:
                              run.transcript_dir(task_id, (s or 0) - seed))
 
@@ -283,5 +286,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judge-model", help="the judge's served model id")
     p.add_argument("--judge-api-key-env", default="OPENAI_API_KEY")
     p.add_argument("--sandbox", choices=["auto", "bwrap", "local"], default="auto")
+    p.add_argument("--observation-variant", choices=["full", "compact"], default="full",
+                   help="how observations tell the rules: full, or compact (short, no "
+                        "placeholders; what a model trained with it expects)")
     p.set_defaults(func=cmd_eval)
 

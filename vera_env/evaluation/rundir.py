@@ -64,6 +64,7 @@ class RunSettings:
     judge_model: str = ""          # the LLM judge of ``llm``-graded tasks ("" none)
     base_url: str = ""
     concurrency: int = 1
+    observation_variant: str = "full"  # how observations tell the rules (full, compact)
     extra: dict[str, Any] = field(default_factory=dict)
 
     NON_BINDING = ("base_url", "concurrency", "extra")
