@@ -7,8 +7,9 @@ grade, and groups get different rewards:
 
 * a builtin motif-count task: member 0 plays the reference solution's first turn and
   then the right answer; member 1 runs one command, then the model plays;
-* a task graded by an LLM judge that is not configured: member 0 answers at once
-  (unscorable), member 1 declares a node with a passing check, then the model plays.
+* a task graded by an LLM judge that is not configured: member 0 answers at once,
+  member 1 declares a node with a passing check, then the model plays; every answer
+  there is unscorable, so the whole group is excluded from training.
 
 Model-played members take the 9 free steps, and their first forced answer (the last 3
 of 12 steps are forced) ends the episode: 10 turns each. Everything below is read back
@@ -124,15 +125,19 @@ def test_stepwise_episode_shares_advantage_and_group_shares_task(run):
 
 
 def test_stepwise_unscorable_episode_gets_no_gradient_or_baseline_share(run):
+    # No judge is configured, so every answer to the judged task is unscorable: member 0
+    # at once, the others at their forced answer. None of them may move the policy.
     episodes = _episodes(run["records"])
     bad = [t for t in episodes.values() if not t[0]["trained"]]
-    assert len(bad) == 1 and bad[0][0]["completion"].startswith("FINAL ANSWER: 42")
-    assert bad[0][0]["advantage"] is None and bad[0][0]["task_id"] == "judged.values"
-    for turns in bad:
-        group = [t for t in episodes.values() if t[0]["group"] == turns[0]["group"]
-                 and t[0]["trained"]]
-        assert len(group) == GROUP - 1
-        assert sum(t[0]["advantage"] for t in group) == pytest.approx(0.0, abs=1e-4)
+    assert len(bad) == GROUP and {t[0]["task_id"] for t in bad} == {"judged.values"}
+    assert all(r["advantage"] is None for t in bad for r in t)
+    assert any(t[0]["completion"].startswith("FINAL ANSWER: 42") for t in bad)
+    trained = [t for t in episodes.values() if t[0]["trained"]]
+    assert len(trained) == GROUP and {t[0]["task_id"] for t in trained} == {MOTIF}
+    assert sum(t[0]["advantage"] for t in trained) == pytest.approx(0.0, abs=1e-4)
+    first = next(h for h in run["trainer"].state.log_history if "loss" in h)
+    assert first["stepwise/excluded_episodes"] == GROUP
+    assert first["stepwise/samples"] == sum(len(t) for t in trained)
 
 
 def test_stepwise_real_checks_and_answers_reach_the_reward(run):
@@ -153,6 +158,4 @@ def test_stepwise_parameters_changed_and_metrics_logged(run):
     assert len(logs) == 2 and all(math.isfinite(float(h["loss"])) for h in logs)
     first = logs[0]
     assert 0 < first["env/format_error_rate"] <= 1
-    assert first["stepwise/samples"] == sum(1 for r in run["records"]
-                                            if r["step"] == 0 and r["trained"])
     assert 0 <= first["frac_reward_zero_std"] < 1
