@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable
 
+from scripted_sampler import ScriptedTurns
 
-class StepScripted:
-    """Wraps a sampler; plays ``plans[marker][member]`` for the episodes it recognises.
+
+class StepScripted(ScriptedTurns):
+    """Wraps a sampler; plays ``plans[marker][member]`` for the episodes it recognises
+    (``ScriptedTurns``'s batching, with step-wise recognition of members).
 
     Args:
         inner: The model's sampler, for every turn not scripted.
@@ -28,9 +31,8 @@ class StepScripted:
     def __init__(self, inner: Callable, tokenizer: Any,
                  plans: dict[str, dict[int, list[tuple[str | None, str]]]], *,
                  first: str, model_tokens: int = 16) -> None:
-        self.inner, self.tokenizer, self.plans, self.first = inner, tokenizer, plans, first
-        self.model_tokens = model_tokens
-        self.played: list[str] = []
+        super().__init__(inner, tokenizer, plans, model_tokens=model_tokens)  # type: ignore[arg-type]
+        self.first = first
 
     def _turn(self, text: str, seen: Counter) -> str | None:
         for marker, members in self.plans.items():
@@ -45,19 +47,3 @@ class StepScripted:
                 if later:
                     return later[-1]
         return None
-
-    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list:
-        seen: Counter = Counter()
-        texts = [self.tokenizer.decode(c) for c in contexts]
-        scripted = {i: t for i, text in enumerate(texts)
-                    if (t := self._turn(text, seen)) is not None}
-        rest = [i for i in range(len(contexts)) if i not in scripted]
-        out = dict(zip(rest, self.inner([contexts[i] for i in rest],
-                                        min(max_new_tokens, self.model_tokens))
-                       if rest else []))
-        for i, text in scripted.items():
-            ids = self.tokenizer.encode(text, add_special_tokens=False)
-            ids.append(self.tokenizer.eos_token_id)
-            self.played.append(text)
-            out[i] = (ids, None)
-        return [out[i] for i in range(len(contexts))]
