@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
+from policies.chat import chat_messages
 from vera_env import info as keys
 from vera_env.llm import ChatClient, ChatReply
 
@@ -76,9 +77,8 @@ class OpenAIChatPolicy:
             f"last_reply_{id(self)}", default=None)
 
     def messages(self, observation: str) -> list[dict[str, str]]:
-        """The chat messages sent for ``observation``."""
-        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        return [*system, {"role": "user", "content": observation}]
+        """The chat messages sent for ``observation`` (``policies.chat.chat_messages``)."""
+        return chat_messages(observation, self.system_prompt)
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         """One turn.

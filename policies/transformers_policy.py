@@ -3,11 +3,11 @@
 After training, the quickest question is "did the checkpoint get better?". Serving it
 with vLLM first is the right answer at scale; this policy answers it on the training
 machine, from the folder the trainer saved, with the same prompt path as
-``OpenAIChatPolicy``: the observation is the one user message, rendered with the
-tokenizer's chat template (plain text when it has none), and a forced answer's
-``info["prefill"]`` is appended after the generation prompt, so the model continues it
-exactly as vLLM's ``continue_final_message`` would. The returned text starts with the
-prefill.
+``OpenAIChatPolicy`` and step-wise training (``policies.chat``): the observation is
+the one user message, rendered with the tokenizer's chat template (plain text when it
+has none), and a forced answer's ``info["prefill"]`` is appended after the generation
+prompt, so the model continues it exactly as vLLM's ``continue_final_message`` would.
+The returned text starts with the prefill.
 
 torch and transformers are an optional dependency (the ``training`` extra); importing
 this module does not import them — constructing from a path does.
@@ -23,6 +23,7 @@ import contextvars
 import threading
 from typing import Any
 
+from policies.chat import prompt_ids, prompt_text
 from vera_env import info as keys
 from vera_env.errors import PolicyError
 
@@ -100,15 +101,8 @@ class TransformersPolicy:
 
     def prompt(self, observation: str, prefill: str = "") -> str:
         """The exact text the model is conditioned on (template, then the prefill)."""
-        messages = ([{"role": "system", "content": self.system_prompt}]
-                    if self.system_prompt else [])
-        messages.append({"role": "user", "content": observation})
-        if getattr(self.tokenizer, "chat_template", None):
-            text = self.tokenizer.apply_chat_template(messages, tokenize=False,
-                                                      add_generation_prompt=True)
-        else:
-            text = "\n\n".join(m["content"] for m in messages) + "\n\n"
-        return text + prefill
+        return prompt_text(self.tokenizer, observation, prefill=prefill,
+                           system_prompt=self.system_prompt)
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         """Generate one turn (the prefill, when forcing, starts it).
@@ -119,8 +113,8 @@ class TransformersPolicy:
         import torch  # noqa: PLC0415 - only reached with a model, so torch is there
 
         prefill = str(info.get(keys.PREFILL) or "")
-        ids = self.tokenizer(self.prompt(observation, prefill), return_tensors="pt",
-                             add_special_tokens=False)["input_ids"]
+        ids = torch.tensor([prompt_ids(self.tokenizer, observation, prefill=prefill,
+                                       system_prompt=self.system_prompt)], dtype=torch.long)
         if self.max_prompt_tokens is not None:
             ids = ids[:, -self.max_prompt_tokens:]
         sampling = ({"do_sample": True, "temperature": self.temperature}

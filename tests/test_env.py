@@ -312,3 +312,16 @@ def test_invisible_character_in_a_forced_answer_is_refused_with_the_fix(env):
     assert not term and info[keys.ANSWER] == ""
     assert "U+200B ZERO WIDTH SPACE" in info[keys.ERROR]
     assert "U+200B ZERO WIDTH SPACE" in info[keys.NUDGE]
+
+def test_env_observation_variant_compact_reaches_forced_prompt_and_spec(alcohol_task):
+    from vera_env.spec import EnvSpec
+
+    env = EnvSpec(max_steps=2, wrappers=("forced",), reserve=1,
+                  observation_variant="compact").build(tasks=[alcohol_task])
+    obs, info = env.reset(seed=0)
+    assert "Node kinds: load" in obs and "<kind>" not in obs
+    obs, _, _, _, info = env.step("<command>ls</command>")
+    assert info["forcing"] and "<answer>" not in obs and "FINAL ANSWER:" in obs
+    env.close()
+    with pytest.raises(ValueError, match="observation_variant must be one of"):
+        VeraEnv([alcohol_task], observation_variant="small")  # type: ignore[arg-type]

@@ -63,6 +63,13 @@ def test_prefill_sent_as_continued_assistant_turn_and_prepended():
     assert reply.text == "FINAL ANSWER: 36"
 
 
+def test_prefill_echoed_by_the_server_is_not_doubled():
+    # llama.cpp's llama-server returns the prefill inside the content (measured with
+    # SmolLM2-135M: prefill "ZQX colour:" came back as "ZQX colour: ZQ").
+    transport, _ = scripted(completion("FINAL ANSWER: 36"))
+    assert client(transport).chat(USER, prefill="FINAL ANSWER: ").text == "FINAL ANSWER: 36"
+
+
 def test_500_and_429_are_retried_then_succeed():
     transport, seen = scripted(httpx.Response(500, text="overloaded"),
                                httpx.Response(429, headers={"Retry-After": "0"}),

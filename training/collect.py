@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Sequence
 
 from training.episodes import ChatFormat, Start, draw_starts, tokenize_transcript
-from training.grpo import make_env, task_source
+from training.grpo import env_spec, task_source
+from vera_env import info as keys
+from vera_env.observation.prompts import ObservationVariant
 from vera_env.rollout import Attempt, map_episodes, run_episode
 from vera_env.tasks import TaskSource
 
@@ -36,9 +38,10 @@ from vera_env.tasks import TaskSource
 class Args:
     """Collect rollouts of a policy through VeraEnv."""
 
-    policy: Literal["oracle", "careless", "openai", "transformers"] = "oracle"
-    """oracle (reference solutions), careless (falls into each trap), openai (an
-    OpenAI-compatible endpoint: OpenAIChatPolicy) or transformers (a local model folder)."""
+    policy: Literal["oracle", "brief", "careless", "openai", "transformers"] = "oracle"
+    """oracle (reference solutions), brief (training.teacher: short verified turns),
+    careless (falls into each trap), openai (an OpenAI-compatible endpoint:
+    OpenAIChatPolicy) or transformers (a local model folder)."""
     base_url: str = ""
     """Endpoint root with the version, e.g. http://127.0.0.1:8000/v1 (policy openai)."""
     model: str = ""
@@ -59,6 +62,12 @@ class Args:
     """Step budget of one episode."""
     wrappers: tuple[str, ...] = ("forced",)
     """Env wrappers, innermost first: forced, gate."""
+    reserve: int = 3
+    """Final steps of the budget in which the forced wrapper demands an answer."""
+    observation_variant: ObservationVariant = "full"
+    """How observations tell the rules: full, or compact (short, no placeholders)."""
+    system_prompt: str = ""
+    """System message of model policies (and of the input_ids written with --tokenizer)."""
     sandbox: str = "auto"
     """Sandbox backend: auto, bwrap or local."""
     concurrency: int = 4
@@ -78,11 +87,13 @@ class _Recording:
         self._policy = policy
         self.observations: list[str] = []
         self.actions: list[str] = []
+        self.prefills: list[str] = []
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         action = self._policy.act(observation, info)
         self.observations.append(observation)
         self.actions.append(action)
+        self.prefills.append(str(info.get(keys.PREFILL) or ""))
         return action
 
     def __getattr__(self, name: str) -> Any:  # begin_episode, last_usage, ... if present
@@ -98,7 +109,7 @@ def episode_row(attempt: Attempt, recording: _Recording, question: str, policy: 
         "correct": attempt.correct, "unscorable": attempt.unscorable, "score": attempt.score,
         "verification_reward": attempt.verification_reward, "answer": attempt.answer,
         "n_steps": attempt.n_steps, "actions": recording.actions,
-        "observations": recording.observations,
+        "observations": recording.observations, "prefills": recording.prefills,
         "rewards": [float(step["reward"]) for step in attempt.steps],
         "attempt": attempt.to_json(),
     }
@@ -156,6 +167,10 @@ def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Any:
         from policies import OraclePolicy  # noqa: PLC0415
 
         return OraclePolicy(tasks)
+    if args.policy == "brief":
+        from training.teacher import BriefTeacher  # noqa: PLC0415
+
+        return BriefTeacher(tasks)
     if args.policy == "careless":
         from policies import careless_policy  # noqa: PLC0415
 
@@ -168,11 +183,12 @@ def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Any:
         if not args.base_url:
             raise SystemExit("--policy openai needs --base-url")
         return OpenAIChatPolicy(args.base_url, args.model, temperature=args.temperature,
-                                max_tokens=args.max_tokens)
+                                max_tokens=args.max_tokens, system_prompt=args.system_prompt)
     from policies import TransformersPolicy  # noqa: PLC0415
 
     return TransformersPolicy.from_pretrained(args.model, temperature=args.temperature,
-                                              max_new_tokens=args.max_tokens)
+                                              max_new_tokens=args.max_tokens,
+                                              system_prompt=args.system_prompt)
 
 
 def write_rows(rows: list[dict[str, Any]], path: str | Path) -> Path:
@@ -206,9 +222,11 @@ def main(args: Args) -> list[dict[str, Any]]:
 
         fmt = ChatFormat(AutoTokenizer.from_pretrained(args.tokenizer))
     policy = make_policy(args, tasks, starts)
+    spec = env_spec(max_steps=args.env_max_steps, wrappers=args.wrappers,
+                    reserve=args.reserve, sandbox=args.sandbox,
+                    observation_variant=args.observation_variant)
     rows = collect(tasks, policy, starts, attempts=args.attempts, concurrency=args.concurrency,
-                   make_env_fn=lambda: make_env(tasks, max_steps=args.env_max_steps,
-                                                wrappers=args.wrappers, sandbox=args.sandbox),
+                   make_env_fn=lambda: spec.build(tasks=tasks),
                    policy_name=args.policy if args.policy in ("oracle", "careless")
                    else f"{args.policy}:{args.model}", fmt=fmt)
     path = write_rows(rows, args.output)

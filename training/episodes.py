@@ -176,11 +176,16 @@ class ChatFormat:
 
 
 def tokenize_transcript(fmt: ChatFormat, observations: Sequence[str], actions: Sequence[str],
-                        layout: Layout = "episode") -> list[tuple[list[int], list[int]]]:
+                        layout: Layout = "episode", *, prefills: Sequence[str] = (),
+                        system_prompt: str = "") -> list[tuple[list[int], list[int]]]:
     """A played transcript as ``(input_ids, labels)`` sequences for supervised training.
 
     ``observations[i]`` is what the policy saw before ``actions[i]``. Labels are the ids
     on action tokens and each turn's closing end-of-turn token, ``IGNORE`` elsewhere.
+    In the ``turns`` layout each sequence's context is exactly what an evaluation policy
+    is conditioned on (``policies.chat.prompt_ids``: system prompt, observation, and the
+    turn's prefill ``prefills[i]``, which the action then starts with and which is not
+    labelled).
 
     Raises:
         ValueError: Not one observation per action, or an unknown layout.
@@ -190,19 +195,30 @@ def tokenize_transcript(fmt: ChatFormat, observations: Sequence[str], actions: S
                          f"observations for {len(actions)} actions")
     if layout not in ("episode", "turns"):
         raise ValueError(f"layout must be 'episode' or 'turns', got {layout!r}")
-    sequences: list[tuple[list[int], list[int]]] = []
+    if layout == "turns":
+        return [_turn_sequence(fmt, obs, action, prefill, system_prompt)
+                for obs, action, prefill in zip(observations, actions,
+                                                list(prefills) or [""] * len(actions))]
     ids: list[int] = []
     labels: list[int] = []
     for i, (obs, action) in enumerate(zip(observations, actions)):
-        context = fmt.first(obs) if i == 0 or layout == "turns" else fmt.observation(obs)
+        context = fmt.first(obs) if i == 0 else fmt.observation(obs)
         turn = fmt.encode(action) + list(fmt.eos_ids[:1])
-        if layout == "turns":
-            ids, labels = [], []
         ids += context + turn
         labels += [IGNORE] * len(context) + turn
-        if layout == "turns":
-            sequences.append((ids, labels))
-    return sequences if layout == "turns" else [(ids, labels)]
+    return [(ids, labels)]
+
+
+def _turn_sequence(fmt: ChatFormat, observation: str, action: str, prefill: str,
+                   system_prompt: str) -> tuple[list[int], list[int]]:
+    from policies.chat import prompt_ids  # noqa: PLC0415 - policies import vera_env only
+
+    if prefill and not action.startswith(prefill):
+        prefill = ""  # the policy did not continue the prefill: train the whole turn
+    context = prompt_ids(fmt.tokenizer, observation, prefill=prefill,
+                         system_prompt=system_prompt)
+    turn = fmt.encode(action[len(prefill):]) + list(fmt.eos_ids[:1])
+    return context + turn, [IGNORE] * len(context) + turn
 
 
 @dataclass

@@ -9,47 +9,46 @@ A real run (see training/README.md for the GPU recipe):
     python -m training.grpo --model Qwen/Qwen2.5-1.5B-Instruct --use-vllm \\
         --vllm-mode colocate --bf16 --train-steps 200 --output-dir runs/grpo
 
-How it fits TRL. ``GRPOTrainer(rollout_func=...)`` hands this script the prompts of a
-generation batch, each repeated ``num_generations`` times in a row; every prompt here
-is a task start (``{"task_id": ..., "seed": ...}``) drawn from a task source, so all
-members of a group play the same task instance. Each element becomes one whole
-episode in its own env, sampled turn by turn with the trainer's model and returned as
-token ids with ``env_mask`` (1 on sampled tokens, 0 on observations; see
-``training.episodes``). The reward is what the env measured, split into three reward
-functions (verification, correctness, format) that read it from extra rollout fields —
-never from the decoded text. An infrastructure fault (sandbox, or a grader that cannot
-decide) makes every reward function return ``None``: TRL then gives that episode zero
-advantage and leaves it out of its group's baseline, where a fake 0 would have
-rewarded or punished the model for an outage.
+Two layouts (``--layout``):
+
+* ``stepwise`` (the default): every model turn is one sample whose prompt is exactly
+  what an evaluation policy sees at that turn — the observation through
+  ``policies.chat``, prefill included — and whose completion is the turn as sampled
+  (``training.stepwise``, ``training.stepwise_trainer``). Advantages are group-relative
+  per episode and broadcast to its turns (``--advantage reward_to_go`` credits each
+  turn with the return from it on); unscorable episodes get no gradient; each episode
+  weighs the same whatever its length (``training.advantages``). A sample's context is
+  bounded by the observation budget (``--state-budget`` and the env's command window),
+  not by the turn index, so long episodes train.
+* ``episode``: the whole episode as one sequence with ``env_mask`` on observations
+  (``training.concatenated``), TRL's public ``rollout_func``. The context grows by an
+  observation per turn and differs from what evaluation shows; kept as an option.
+
+The dataset is task starts (``{"task_id": ..., "seed": ...}``); TRL repeats each
+``num_generations`` times, so a group plays one task instance. Rewards are the env's
+(``training.rewards``), never read from the text.
 """
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Literal, Sequence
 
-import numpy as np
-
-from training.episodes import (
-    ChatFormat,
-    Sampler,
-    TokenEpisode,
-    draw_starts,
-    format_start,
-    parse_start,
-    play_episodes,
-)
-from vera_env import VeraEnv
-from vera_env.verification.rewards import RewardConfig
+from training.concatenated import VeraRollout
+from training.envs import env_spec, make_env
+from training.episodes import draw_starts, format_start
+from training.rewards import REWARD_FUNCS
+from vera_env.observation.prompts import ObservationVariant
 from vera_env.tasks import TaskSource, load_tasks
-from vera_env.wrappers import apply_wrappers
+
+__all__ = ["REWARD_FUNCS", "Args", "VeraRollout", "build_dataset", "build_trainer", "env_spec",
+           "grpo_config", "load_model", "main", "make_env", "task_source"]
 
 
 @dataclass
 class Args:
-    """GRPO through VeraEnv with TRL's rollout_func."""
+    """GRPO through VeraEnv: step-wise samples (default) or whole episodes."""
 
     model: str = ""
     """Model folder or hub id to train (must have a chat template). Empty with --tiny."""
@@ -57,6 +56,12 @@ class Args:
     """Build a random-weight tiny model and a locally trained tokenizer (CPU, no hub)."""
     output_dir: str = "runs/grpo"
     """Where checkpoints and the final model go."""
+    layout: Literal["stepwise", "episode"] = "stepwise"
+    """stepwise: one sample per model turn, its prompt exactly the evaluation's
+    observation; episode: one concatenated sequence per episode (observations masked)."""
+    advantage: Literal["episode", "reward_to_go"] = "episode"
+    """Step-wise advantages: the episode's, broadcast to every turn, or each turn's
+    return from it on (normalised over its group's turns)."""
     tasks: str = "builtin"
     """Task source: 'builtin' (generated families, unlimited seeds), a suite folder or a .jsonl file."""
     difficulties: tuple[str, ...] = ("easy",)
@@ -67,6 +72,15 @@ class Args:
     """Step budget of one episode (turns the model may take)."""
     wrappers: tuple[str, ...] = ("forced",)
     """Env wrappers, innermost first: 'forced' (ForcedAnswer), 'gate' (EmissionGate)."""
+    reserve: int = 3
+    """Final steps of the budget in which 'forced' demands an answer (clipped to the budget)."""
+    observation_variant: ObservationVariant = "full"
+    """How observations tell the rules: full, or compact (short, no placeholders: small models)."""
+    state_budget: int = 4000
+    """Tokens of the analysis graph in an observation. Step-wise, this and the env's
+    12,000-character command window bound every sample's prompt, whatever the turn."""
+    system_prompt: str = ""
+    """System message before every observation (step-wise; give evaluation the same)."""
     sandbox: str = "auto"
     """Sandbox backend: auto, bwrap or local (local is not isolation)."""
     env_workers: int = 8
@@ -83,12 +97,16 @@ class Args:
     """Optimizer steps to run."""
     learning_rate: float = 1e-6
     """AdamW learning rate."""
+    trainable_layers: int = 0
+    """Train only the top N decoder layers (and the final norm); 0 trains all. A CPU knob."""
     beta: float = 0.0
     """KL coefficient against the initial model (0: no reference model)."""
     max_completion_length: int = 4096
-    """Tokens after the prompt: model turns and observations together."""
+    """Episode layout only: tokens after the first prompt, turns and observations
+    together (an episode ends when the next observation would not fit). Step-wise, a
+    sample's completion is one turn, bounded by --max-turn-tokens."""
     max_turn_tokens: int = 512
-    """Tokens one model turn may sample."""
+    """Tokens one model turn may sample (both layouts)."""
     temperature: float = 1.0
     """Sampling temperature."""
     use_vllm: bool = False
@@ -109,6 +127,11 @@ class Args:
     """Log every this many optimizer steps."""
     report_to: str = "none"
     """Where to report metrics: none, tensorboard, wandb."""
+    dump_rollouts: str = ""
+    """Step-wise: write one JSON line per sample (episode, group, task, turn, observation,
+    decoded prompt, completion, advantage, reward parts) to this file."""
+    print_samples: int = 0
+    """Step-wise: print this many episodes of every generation batch, turn by turn."""
     save_final: bool = True
     """Save the trained model and tokenizer to output_dir at the end."""
     seed: int = 0
@@ -140,146 +163,6 @@ def task_source(spec: str, difficulties: Sequence[str], num_prompts: int) -> Tas
     from vera_env.tasks.builtin import builtin_source  # noqa: PLC0415
 
     return builtin_source(difficulties=tuple(difficulties), seeds=range(num_prompts))  # type: ignore[arg-type]
-
-
-# ----- reward functions: the env's measurement, never the text -----
-
-def verification_reward(completions: list, verification: list[float],
-                        unscorable: list[bool], **_: Any) -> list[float | None]:
-    """Harness-executed verification reward of each episode (None if unscorable)."""
-    return [None if bad else value for value, bad in zip(verification, unscorable, strict=True)]
-
-
-def correctness_reward(completions: list, correctness: list[float | None],
-                       unscorable: list[bool], correct: list[bool | None],
-                       out_of_tokens: list[bool], log_metric: Callable | None = None,
-                       **_: Any) -> list[float | None]:
-    """Correctness reward (0 when no answer was released; None if unscorable)."""
-    scorable = [i for i, bad in enumerate(unscorable) if not bad]
-    if log_metric is not None and scorable:
-        log_metric("env/correct", float(np.mean([correct[i] is True for i in scorable])))
-        log_metric("env/out_of_tokens", float(np.mean([out_of_tokens[i] for i in scorable])))
-        log_metric("env/unscorable", 1.0 - len(scorable) / len(unscorable))
-    return [None if bad else (value or 0.0)
-            for value, bad in zip(correctness, unscorable, strict=True)]
-
-
-def format_reward(completions: list, format_penalty: list[float], unscorable: list[bool],
-                  **_: Any) -> list[float | None]:
-    """Minus the format penalties of rejected turns (None if unscorable)."""
-    return [None if bad else -value for value, bad in zip(format_penalty, unscorable, strict=True)]
-
-
-REWARD_FUNCS = [verification_reward, correctness_reward, format_reward]
-"""Their sum is the env's episode reward; weigh them with ``GRPOConfig.reward_weights``."""
-
-
-# ----- the rollout function -----
-
-def make_env(tasks: TaskSource, *, max_steps: int, wrappers: Sequence[str] = ("forced",),
-             sandbox: str = "auto", reward: RewardConfig | None = None) -> Any:
-    """A ``VeraEnv`` with the named wrappers (see ``vera_env.wrappers.apply_wrappers``)."""
-    return apply_wrappers(VeraEnv(tasks, max_steps=max_steps, sandbox=sandbox, reward=reward),
-                          wrappers)
-
-
-class VeraRollout:
-    """``rollout_func`` for ``trl.GRPOTrainer``: one VeraEnv episode per prompt element.
-
-    Args:
-        tasks: The task source the dataset's task ids come from.
-        max_steps: Env step budget per episode.
-        wrappers: Env wrappers, innermost first.
-        sandbox: Sandbox backend.
-        max_turn_tokens: Tokens one model turn may sample.
-        env_workers: Threads stepping envs.
-        reward: The env's reward configuration.
-        sampler: Builds the sampler from the trainer (default: vLLM when the trainer
-            uses it, else ``model.generate``). A seam for other backends.
-
-    The envs (one per element of the largest batch seen) are kept between calls;
-    ``close()`` releases them. ``last_episodes`` holds the latest batch, for inspection;
-    ``timings`` the seconds spent sampling (``sample_s``) and stepping envs (``env_s``).
-    """
-
-    def __init__(self, tasks: TaskSource, *, max_steps: int = 6,
-                 wrappers: Sequence[str] = ("forced",), sandbox: str = "auto",
-                 max_turn_tokens: int = 512, env_workers: int = 8,
-                 reward: RewardConfig | None = None,
-                 sampler: Callable[[Any], Sampler] | None = None) -> None:
-        if max_turn_tokens < 1 or env_workers < 1:
-            raise ValueError(f"max_turn_tokens and env_workers must be >= 1, got "
-                             f"{max_turn_tokens} and {env_workers}")
-        self.tasks = tasks
-        self._make_env = lambda: make_env(tasks, max_steps=max_steps, wrappers=wrappers,
-                                          sandbox=sandbox, reward=reward)
-        self.max_turn_tokens = max_turn_tokens
-        self._sampler_factory = sampler
-        self._envs: list[Any] = [self._make_env()]  # a bad env setting fails here, not mid-run
-        self._pool = ThreadPoolExecutor(max_workers=env_workers)
-        self._format: tuple[Any, ChatFormat] | None = None
-        self.last_episodes: list[TokenEpisode] = []
-        self.timings: dict[str, float] = {}
-
-    def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
-        starts = [parse_start(p) for p in prompts]
-        while len(self._envs) < len(starts):
-            self._envs.append(self._make_env())
-        if self._format is None or self._format[0] is not trainer:
-            self._format = (trainer, ChatFormat(trainer.processing_class, trainer.eos_token_ids))
-        fmt = self._format[1]
-        if self._sampler_factory is None:
-            from training.samplers import trainer_sampler  # noqa: PLC0415 - needs torch
-
-            sample = trainer_sampler(trainer)
-        else:
-            sample = self._sampler_factory(trainer)
-        distributed = trainer.accelerator.num_processes > 1
-        episodes = play_episodes(
-            self._envs[: len(starts)], starts, sample, fmt,
-            max_completion_length=trainer.max_completion_length,
-            max_turn_tokens=self.max_turn_tokens, pool=self._pool,
-            any_active=_any_active(trainer) if distributed else (lambda local: local),
-            fixed_width=distributed, timings=self.timings)
-        self.last_episodes = episodes
-        return rollout_fields(episodes)
-
-    def close(self) -> None:
-        """Close every env and stop the step threads."""
-        for env in self._envs:
-            env.close()
-        self._envs.clear()
-        self._pool.shutdown(wait=True)
-
-
-def _any_active(trainer: Any) -> Callable[[bool], bool]:
-    import torch  # noqa: PLC0415
-
-    def any_active(local: bool) -> bool:
-        flag = torch.tensor([int(local)], device=trainer.accelerator.device)
-        return bool(trainer.accelerator.gather(flag).sum().item() > 0)
-
-    return any_active
-
-
-def rollout_fields(episodes: Sequence[TokenEpisode]) -> dict[str, list]:
-    """What ``rollout_func`` returns: ids, masks, logprobs and the env's measurements."""
-    logprobs = [e.logprobs for e in episodes]
-    return {
-        "prompt_ids": [e.prompt_ids for e in episodes],
-        "completion_ids": [e.completion_ids for e in episodes],
-        "logprobs": None if any(lp is None for lp in logprobs) else logprobs,
-        "env_mask": [e.env_mask for e in episodes],
-        "task_id": [e.start.task_id for e in episodes],
-        "verification": [e.verification for e in episodes],
-        "correctness": [e.correctness for e in episodes],
-        "format_penalty": [e.penalty for e in episodes],
-        "env_reward": [e.env_reward for e in episodes],
-        "unscorable": [e.unscorable for e in episodes],
-        "correct": [e.correct for e in episodes],
-        "out_of_tokens": [e.out_of_tokens for e in episodes],
-        "n_turns": [len(e.actions) for e in episodes],
-    }
 
 
 # ----- the script -----
@@ -323,26 +206,58 @@ def grpo_config(args: Args) -> Any:
         steps_per_generation=args.steps_per_generation,
         gradient_accumulation_steps=args.gradient_accumulation_steps,
         max_steps=args.train_steps, learning_rate=args.learning_rate, beta=args.beta,
-        max_completion_length=args.max_completion_length, temperature=args.temperature,
+        max_completion_length=(args.max_turn_tokens if args.layout == "stepwise"
+                               else args.max_completion_length),
+        temperature=args.temperature,
         bf16=args.bf16, use_cpu=not torch.cuda.is_available(),
         activation_checkpointing=args.activation_checkpointing, logging_steps=args.logging_steps,
         report_to=args.report_to, save_strategy="no", seed=args.seed, **vllm)
 
 
+def build_trainer(args: Args, tasks: TaskSource, model: Any, tokenizer: Any
+                  ) -> tuple[Any, Any]:
+    """The trainer for ``args.layout`` and the rollout it plays episodes with."""
+    spec = env_spec(max_steps=args.env_max_steps, wrappers=args.wrappers, reserve=args.reserve,
+                    sandbox=args.sandbox, observation_variant=args.observation_variant,
+                    state_budget=args.state_budget)
+    dataset = build_dataset(tasks, args.num_prompts, seed=args.seed)
+    common = {"model": model, "reward_funcs": REWARD_FUNCS, "args": grpo_config(args),
+              "train_dataset": dataset, "processing_class": tokenizer}
+    if args.layout == "episode":
+        from trl import GRPOTrainer  # noqa: PLC0415
+
+        if args.dump_rollouts or args.print_samples or args.system_prompt:
+            raise SystemExit("--dump-rollouts, --print-samples and --system-prompt need "
+                             "--layout stepwise")
+        rollout = VeraRollout(tasks, spec=spec, max_turn_tokens=args.max_turn_tokens,
+                              env_workers=args.env_workers)
+        return GRPOTrainer(rollout_func=rollout, **common), rollout
+    from training.dump import RolloutDump  # noqa: PLC0415
+    from training.stepwise import StepwiseRollout  # noqa: PLC0415
+    from training.stepwise_trainer import StepwiseGRPOTrainer  # noqa: PLC0415
+
+    rollout = StepwiseRollout(tasks, spec, max_turn_tokens=args.max_turn_tokens,
+                              env_workers=args.env_workers, system_prompt=args.system_prompt)
+    try:
+        trainer = StepwiseGRPOTrainer(
+            step_rollout=rollout, advantage=args.advantage, print_samples=args.print_samples,
+            dump=RolloutDump(args.dump_rollouts) if args.dump_rollouts else None, **common)
+    except BaseException:
+        rollout.close()
+        raise
+    return trainer, rollout
+
+
 def main(args: Args) -> Any:
     """Train; returns the trainer (its ``state.log_history`` holds the metrics)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from trl import GRPOTrainer  # noqa: PLC0415
-
     tasks = task_source(args.tasks, args.difficulties, args.num_prompts)
-    dataset = build_dataset(tasks, args.num_prompts, seed=args.seed)
     model, tokenizer = load_model(args)
-    rollout = VeraRollout(tasks, max_steps=args.env_max_steps, wrappers=args.wrappers,
-                          sandbox=args.sandbox, max_turn_tokens=args.max_turn_tokens,
-                          env_workers=args.env_workers)
-    trainer = GRPOTrainer(model=model, reward_funcs=REWARD_FUNCS, args=grpo_config(args),
-                          train_dataset=dataset, processing_class=tokenizer,
-                          rollout_func=rollout)
+    if args.trainable_layers:
+        from training.layers import train_top_layers  # noqa: PLC0415
+
+        print(f"training {train_top_layers(model, args.trainable_layers):,} parameters")
+    trainer, rollout = build_trainer(args, tasks, model, tokenizer)
     try:
         trainer.train()
     finally:

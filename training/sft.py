@@ -9,10 +9,11 @@ threshold (``verified``), or either. Unscorable episodes and exclusions (provide
 sandbox faults) are never kept — nobody knows whether they went well.
 
 Each kept episode is tokenized with the trained model's tokenizer (collected ids may
-come from another one) in one of two layouts: ``episode`` — the whole transcript as
-one sequence, the context ``training.grpo`` trains in, so SFT then GRPO see the same
-thing — or ``turns`` — one sequence per turn from its observation alone, the context
-``OpenAIChatPolicy`` and ``TransformersPolicy`` give a model at evaluation. Either way
+come from another one) in one of two layouts: ``turns`` (the default) — one sequence
+per turn whose context is exactly what ``OpenAIChatPolicy``, ``TransformersPolicy``
+and step-wise ``training.grpo`` give the model (``policies.chat``: system prompt,
+observation, a forced answer's prefill) — or ``episode`` — the whole transcript as one
+sequence, the context of ``training.grpo --layout episode``. Either way
 the loss is on the model's turns only: prompt and observation tokens are labelled -100
 (``training.episodes.tokenize_transcript``), and ``SFTTrainer`` takes the
 pre-tokenized ``input_ids`` and ``labels`` as they are.
@@ -46,8 +47,12 @@ class Args:
     """Keep episodes graded correct, with verification reward >= min_verification, or either."""
     min_verification: float = 0.1
     """Verification reward an episode needs under --select verified/either."""
-    layout: Layout = "episode"
-    """episode: one sequence per episode (as GRPO); turns: one per turn (as eval policies)."""
+    layout: Layout = "turns"
+    """turns: one sequence per turn, its context exactly what an evaluation policy and
+    step-wise GRPO show the model; episode: one sequence per episode (the concatenated
+    GRPO layout)."""
+    system_prompt: str = ""
+    """System message in each turn's context (turns layout; use the one eval will use)."""
     max_length: int = 8192
     """Longer sequences are cut to this many tokens."""
     epochs: float = 1.0
@@ -60,6 +65,8 @@ class Args:
     """Sequences per device per micro-step."""
     gradient_accumulation_steps: int = 8
     """Micro-steps per optimizer step."""
+    trainable_layers: int = 0
+    """Train only the top N decoder layers (and the final norm); 0 trains all. A CPU knob."""
     bf16: bool = False
     """Train in bfloat16 (GPU)."""
     activation_checkpointing: bool = False
@@ -112,8 +119,8 @@ def select_rows(rows: Sequence[dict[str, Any]], select: Selection = "correct",
     return kept
 
 
-def to_examples(rows: Sequence[dict[str, Any]], fmt: ChatFormat, *, layout: Layout = "episode",
-                max_length: int = 8192) -> list[dict[str, list[int]]]:
+def to_examples(rows: Sequence[dict[str, Any]], fmt: ChatFormat, *, layout: Layout = "turns",
+                max_length: int = 8192, system_prompt: str = "") -> list[dict[str, list[int]]]:
     """``{"input_ids", "labels"}`` examples of the rows, cut to ``max_length`` tokens.
 
     Sequences whose every label is masked after the cut (nothing left to learn) are dropped.
@@ -122,7 +129,9 @@ def to_examples(rows: Sequence[dict[str, Any]], fmt: ChatFormat, *, layout: Layo
     for row in rows:
         if not row["actions"]:
             continue
-        for ids, labels in tokenize_transcript(fmt, row["observations"], row["actions"], layout):
+        for ids, labels in tokenize_transcript(fmt, row["observations"], row["actions"], layout,
+                                               prefills=row.get("prefills") or (),
+                                               system_prompt=system_prompt):
             ids, labels = ids[:max_length], labels[:max_length]
             if any(label != -100 for label in labels):
                 examples.append({"input_ids": ids, "labels": labels})
@@ -170,15 +179,22 @@ def main(args: Args) -> Any:
 
     rows = load_rollouts(args.rollouts)
     kept = select_rows(rows, args.select, args.min_verification)
+    if not kept:
+        raise SystemExit(f"nothing to train on: none of the {len(rows)} episodes passed "
+                         f"--select {args.select} (min verification {args.min_verification}); "
+                         "collect more or relax --select")
     model, tokenizer = load_model(args)
+    if args.trainable_layers:
+        from training.layers import train_top_layers  # noqa: PLC0415
+
+        print(f"training {train_top_layers(model, args.trainable_layers):,} parameters")
     examples = to_examples(kept, ChatFormat(tokenizer), layout=args.layout,
-                           max_length=args.max_length)
+                           max_length=args.max_length, system_prompt=args.system_prompt)
     print(f"kept {len(kept)} of {len(rows)} episodes ({args.select}): "
           f"{len(examples)} sequences, {sum(len(e['input_ids']) for e in examples)} tokens")
     if not examples:
         raise SystemExit(f"nothing to train on: {len(kept)} episodes kept, none with a model "
-                         f"turn within --max-length {args.max_length}; collect more, relax "
-                         f"--select or raise --max-length")
+                         f"turn within --max-length {args.max_length}; raise --max-length")
     trainer = SFTTrainer(model=model, args=sft_config(args),
                          train_dataset=Dataset.from_list(examples), processing_class=tokenizer)
     trainer.train()

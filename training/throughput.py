@@ -36,6 +36,8 @@ class Args:
 
     shape: Literal["tiny", "0.5b"] = "tiny"
     """Model body: tiny (CPU) or a Qwen2.5-0.5B-shaped one (GPU)."""
+    layout: Literal["stepwise", "episode"] = "stepwise"
+    """Training layout (see training.grpo)."""
     train_steps: int = 3
     """Optimizer steps to time (the first one includes warm-up)."""
     num_generations: int = 4
@@ -79,7 +81,8 @@ def build_model(shape: str, folder: Path) -> Path:
 def main(args: Args) -> dict[str, Any]:
     """Build, train ``train_steps`` steps, report."""
     folder = build_model(args.shape, Path(args.output_dir) / "model")
-    run = grpo.Args(model=str(folder), output_dir=args.output_dir, num_prompts=64,
+    run = grpo.Args(model=str(folder), layout=args.layout, output_dir=args.output_dir,
+                    num_prompts=64,
                     env_max_steps=args.env_max_steps, num_generations=args.num_generations,
                     per_device_train_batch_size=args.per_device_train_batch_size,
                     steps_per_generation=1, train_steps=args.train_steps,
@@ -90,8 +93,10 @@ def main(args: Args) -> dict[str, Any]:
     trainer = grpo.main(run)
     wall = time.perf_counter() - started
     steps = [h for h in trainer.state.log_history if "step_time" in h]
-    timings = trainer.rollout_func.timings
-    sampled = sum(h["completions/mean_length"] for h in steps) * args.per_device_train_batch_size
+    rollout = trainer.rollout_func if args.layout == "episode" else trainer.step_rollout
+    timings = rollout.timings
+    sampled = sum(h["completions/mean_length"]  # per sample: a turn, or a whole episode
+                  * h.get("stepwise/samples", args.per_device_train_batch_size) for h in steps)
     report = {
         "args": asdict(args), "wall_s": round(wall, 2),
         "step_s": [round(h["step_time"], 2) for h in steps],

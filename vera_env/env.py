@@ -33,7 +33,8 @@ from vera_env.episode import Episode, Turn
 from vera_env.phase import Event, Phase, advance
 from vera_env.errors import GraderError, ResetNeeded, SandboxError
 from vera_env.verification.grading import Judge, grade
-from vera_env.observation.prompts import render_step_prompt
+from vera_env.observation.prompts import (OBSERVATION_VARIANTS, ObservationVariant,
+                                          render_step_prompt)
 from vera_env.wire.protocol import Emission, parse_emission
 from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts
 from vera_env.verification.strength import StrengthSession
@@ -73,6 +74,9 @@ class VeraEnv(gym.Env[str, str]):
         render_mode: ``"ansi"`` (``render`` returns the observation) or ``"human"``.
         judge: Grades ``llm``-graded tasks (``grading.RubricJudge``); without one their
             answers are unscorable.
+        observation_variant: How observations tell the rules: ``"full"`` (the default)
+            or ``"compact"`` (short rules without placeholders, for small models; see
+            ``observation.prompts``).
 
     Example:
         >>> import gymnasium as gym, vera_env
@@ -88,12 +92,17 @@ class VeraEnv(gym.Env[str, str]):
                  sandbox: str | Sandbox = "auto", limits: SandboxLimits | None = None,
                  sandbox_config: SandboxConfig | None = None, state_budget: int = 4000,
                  max_observation_chars: int = 100_000, max_action_chars: int = 50_000,
-                 render_mode: str | None = None, judge: Judge | None = None) -> None:
+                 render_mode: str | None = None, judge: Judge | None = None,
+                 observation_variant: ObservationVariant = "full") -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, "
                              f"got {render_mode!r}")
+        if observation_variant not in OBSERVATION_VARIANTS:
+            raise ValueError(f"observation_variant must be one of {list(OBSERVATION_VARIANTS)}, "
+                             f"got {observation_variant!r}")
+        self.observation_variant = observation_variant
         self.tasks = tasks if isinstance(tasks, TaskSource) else load_tasks(tasks)
         self.max_steps = max_steps
         self.reward_config = reward or RewardConfig()
@@ -385,7 +394,8 @@ class VeraEnv(gym.Env[str, str]):
         ep = self._require()
         obs = render_step_prompt(ep.task.question, ep.workspace.listing(), ep.state,
                                  ep.recent, state_budget=self.state_budget,
-                                 nudge=ep.nudge, steps_left=self.steps_left)
+                                 nudge=ep.nudge, steps_left=self.steps_left,
+                                 variant=self.observation_variant)
         self._last_obs = clip_middle(obs, self.observation_space.max_length)
         return self._last_obs
 

@@ -298,7 +298,12 @@ class ChatClient:
                               f"{_snippet(response)}") from exc
         choice = body.choices[0]
         usage = body.usage or _Usage()
-        return ChatReply(text=prefill + _content_text(choice.message.content),
+        content = _content_text(choice.message.content)
+        # vLLM and SGLang return only the continuation; llama.cpp's llama-server returns
+        # the whole assistant message, prefill included (measured: prefill "ZQX colour:"
+        # came back as "ZQX colour: ZQ"). Prepend the prefill only when it is missing.
+        text = content if prefill and content.startswith(prefill) else prefill + content
+        return ChatReply(text=text,
                          prompt_tokens=usage.prompt_tokens,
                          completion_tokens=usage.completion_tokens,
                          finish_reason=choice.finish_reason or "",

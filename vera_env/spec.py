@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from vera_env.observation.prompts import ObservationVariant
 from vera_env.sandbox import SandboxLimits
 from vera_env.sandbox.config import SandboxConfig
 from vera_env.verification.rewards import RewardConfig
@@ -98,6 +99,8 @@ class EnvSpec(BaseModel):
     """Longer turns are rejected with an error."""
     judge: JudgeEndpoint | None = None
     """The judge of ``llm``-graded tasks (None: their answers are unscorable)."""
+    observation_variant: ObservationVariant = "full"
+    """How observations tell the rules: ``full`` or ``compact`` (short, no placeholders)."""
 
     @model_validator(mode="after")
     def _distinct_wrappers(self) -> EnvSpec:
@@ -111,7 +114,8 @@ class EnvSpec(BaseModel):
                 "limits": self.limits, "sandbox_config": self.sandbox_config,
                 "state_budget": self.state_budget,
                 "max_observation_chars": self.max_observation_chars,
-                "max_action_chars": self.max_action_chars}
+                "max_action_chars": self.max_action_chars,
+                "observation_variant": self.observation_variant}
 
     def differences(self, other: EnvSpec) -> list[str]:
         """Fields that differ and could change an outcome (not ``NON_BINDING``), as

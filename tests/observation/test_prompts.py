@@ -1,3 +1,5 @@
+import pytest
+
 from vera_env.observation.prompts import WINDOW_CHARS, render_forced_prompt, render_step_prompt, render_window
 from vera_env.observation.state import AnalysisState
 
@@ -44,3 +46,41 @@ def test_step_prompt_shows_odd_file_names_as_shell_words_and_stays_utf8():
     text.encode("utf-8")
     for shown in ("- $'x\\xff.tsv'", "- $'new\\nline.tsv'", "- plain.tsv", "- -n.tsv"):
         assert shown in text
+
+def test_compact_variant_names_real_kinds_and_files_with_no_placeholders():
+    # Incident (issue 12): SmolLM2-135M copied the full rules' placeholders back
+    # ("NODE kind=<kind> summary=\"<finding>\""), so every free turn was rejected.
+    files = ["README.txt", "counts.mtx.gz", "genes.tsv"]
+    full = render_step_prompt("How many cells?", files, AnalysisState(), [("ls", "x")],
+                              state_budget=500, nudge="fix it", steps_left=3)
+    compact = render_step_prompt("How many cells?", files, AnalysisState(), [("ls", "x")],
+                                 state_budget=500, nudge="fix it", steps_left=3,
+                                 variant="compact")
+    assert "<kind>" in full and '"<finding>"' in full
+    for placeholder in ("<kind>", "<finding>", "<file>", "<name>", "<answer>", "<n1"):
+        assert placeholder not in compact
+    for piece in ("How many cells?", "counts.mtx.gz", "$ ls", "NOTE: fix it", "Steps left: 3",
+                  "(no nodes yet)", "<command>zcat counts.mtx.gz | head -n 5</command>",
+                  "artifact=counts.mtx.gz", "load, qc, transform"):
+        assert piece in compact
+    assert len(compact) < len(full) / 2
+
+
+def test_compact_example_lines_parse_as_a_node_with_a_check():
+    from vera_env.wire.protocol import parse_emission
+
+    text = render_step_prompt("q", ["values.txt"], AnalysisState(), [], state_budget=100,
+                              variant="compact")
+    lines = [line for line in text.splitlines() if line.startswith(("NODE", "CHECK"))]
+    emission = parse_emission("\n".join(lines))
+    assert emission.error == "" and emission.kind == "load"
+    assert emission.checks[0].command.startswith('test "$(cat values.txt | wc -l)" -eq 12')
+
+
+def test_forced_prompt_compact_and_unknown_variant_rejected():
+    text = render_forced_prompt("How many?", AnalysisState(), state_budget=100,
+                                reason="Budget spent.", variant="compact")
+    assert "<answer>" not in text and "FINAL ANSWER:" in text and "Budget spent." in text
+    with pytest.raises(ValueError, match="observation variant must be one of"):
+        render_step_prompt("q", [], AnalysisState(), [], state_budget=10,
+                           variant="tiny")  # type: ignore[arg-type]

@@ -182,3 +182,23 @@ def test_chat_format_suffix_with_real_model_templates(tokenizer, template):
     assert tok.decode(fmt.observation("obs two")) == \
         "\n<|im_start|>user\nobs two<|im_end|>\n<|im_start|>assistant\n"
     assert tok.decode(fmt.first("obs one")).endswith("obs one<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_tokenize_transcript_turns_context_is_the_evaluation_prompt_prefill_unlabelled(fmt,
+                                                                                      tokenizer):
+    from policies.chat import prompt_ids
+
+    observations = ["QUESTION: q\nYour turn:", "QUESTION: q\nSTOP INVESTIGATING."]
+    actions = ["<command>ls</command>", "FINAL ANSWER: 7"]
+    (first, ids_first), (second, labels) = [
+        (ids, labels) for ids, labels in tokenize_transcript(
+            fmt, observations, actions, "turns", prefills=["", "FINAL ANSWER: "],
+            system_prompt="S")]
+    context = prompt_ids(tokenizer, observations[1], prefill="FINAL ANSWER: ",
+                         system_prompt="S")
+    assert second[:len(context)] == context
+    assert all(label == IGNORE for label in labels[:len(context)])
+    assert tokenizer.decode([t for t, label in zip(second, labels) if label != IGNORE]) == (
+        "7<|im_end|>")
+    assert first[:len(prompt_ids(tokenizer, observations[0], system_prompt="S"))] == prompt_ids(
+        tokenizer, observations[0], system_prompt="S")

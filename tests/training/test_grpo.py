@@ -1,4 +1,5 @@
-"""GRPO through the real env: two optimizer steps of a tiny model, real sandbox and checks.
+"""GRPO in the concatenated layout (``--layout episode``) through the real env: two
+optimizer steps of a tiny model, real sandbox and checks.
 
 One run (module fixture) on two task starts, four episodes each:
 
@@ -55,7 +56,7 @@ def run(tokenizer, judged_task, tmp_path_factory):
 
     rollout = VeraRollout(tasks, max_steps=3, wrappers=(), max_turn_tokens=256,
                           env_workers=4, sampler=sampler)
-    args = Args(tiny=True, output_dir=str(tmp_path_factory.mktemp("grpo")),
+    args = Args(tiny=True, layout="episode", output_dir=str(tmp_path_factory.mktemp("grpo")),
                 num_generations=GROUP, per_device_train_batch_size=4,
                 steps_per_generation=2, train_steps=2, learning_rate=1e-2,
                 max_completion_length=1600, temperature=1.0)

@@ -47,5 +47,5 @@ def test_trainer_sampler_follows_use_vllm():
 
 
 def test_rollout_rejects_an_env_setting_before_training():
-    with pytest.raises(ValueError, match="larger than the step budget"):
-        VeraRollout(load_tasks("builtin"), max_steps=2, wrappers=("forced",))
+    with pytest.raises(ValueError, match="wrappers"):
+        VeraRollout(load_tasks("builtin"), max_steps=2, wrappers=("forced", "nope"))

@@ -15,13 +15,13 @@ def test_parse_args_reads_flags_and_uses_field_docstrings_as_help(capsys):
                                   "--learning-rate", "3e-6"])
     assert args.tiny and args.wrappers == ("forced", "gate") and not args.save_final
     assert args.learning_rate == 3e-6 and args.num_generations == 4
-    assert field_docs(grpo.Args)["max_turn_tokens"] == "Tokens one model turn may sample."
+    assert field_docs(grpo.Args)["max_turn_tokens"] == "Tokens one model turn may sample (both layouts)."
     with pytest.raises(SystemExit):
         parse_args(collect.Args, ["--policy", "gpt"])
-    assert "{oracle,careless,openai,transformers}" in capsys.readouterr().err
+    assert "{oracle,brief,careless,openai,transformers}" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         parse_args(grpo.Args, ["--help"])
-    assert "Tokens one model turn may sample." in capsys.readouterr().out
+    assert "Tokens one model turn may sample (both layouts)." in capsys.readouterr().out
 
 
 def test_collect_then_sft_then_grpo_from_flags(tmp_path, capsys):

@@ -61,7 +61,8 @@ def env_spec(args: argparse.Namespace) -> EnvSpec:
                            api_key_env=args.judge_api_key_env)
              if judge_url and judge_model else None)
     return EnvSpec(tasks=str(args.tasks), max_steps=args.max_steps, wrappers=args.wrappers,
-                   reserve=args.reserve, sandbox=args.sandbox, judge=judge)
+                   reserve=args.reserve, sandbox=args.sandbox, judge=judge,
+                   observation_variant=getattr(args, "observation_variant", "full"))
 
 
 def _settings(args: argparse.Namespace, spec: EnvSpec, task_ids: list[str]) -> RunSettings:
@@ -259,5 +260,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judge-model", help="the judge's served model id")
     p.add_argument("--judge-api-key-env", default="OPENAI_API_KEY")
     p.add_argument("--sandbox", choices=["auto", "bwrap", "local"], default="auto")
+    p.add_argument("--observation-variant", choices=["full", "compact"], default="full",
+                   help="how observations tell the rules: full, or compact (short, no "
+                        "placeholders; what a model trained with it expects)")
     p.set_defaults(func=cmd_eval)
 

@@ -7,19 +7,31 @@ provided analysis logs", because node summaries are lossy and drop the concrete 
 (filenames, column labels, sample ids) the next step needs. Compressing *old* context is
 affordable; compressing *recent* context destroys the analysis. So the last four
 commands and their outputs are shown, newest first in priority, within 12,000 chars.
+
+Two variants share that content and differ only in how the rules are told. ``full`` is
+the protocol in prose with placeholders (``NODE kind=<kind> ...``). ``compact`` exists
+because of a measured failure: SmolLM2-135M-Instruct, given the full rules (about 900 of
+its tokens, 85% boilerplate), copied the placeholders back (``NODE kind=<kind>
+summary="<finding>"``), so every free turn was rejected, every GRPO group scored the
+same and nothing could be learned. The compact rules fit in a few lines, name the kinds
+instead of ``<kind>``, and show one runnable example per line form built on the task's
+own first file, so a copied line is well-formed (and earns only what its check proves).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Literal, Sequence, get_args
 
 from vera_env.observation.budget import clip_middle
 from vera_env.observation.state import AnalysisState
-from vera_env.wire.protocol import PROTOCOL
+from vera_env.wire.protocol import CHECK_KINDS, NODE_KINDS, PROTOCOL
 from vera_env.wire.text import safe_text, shell_word
 
 __all__ = [
+    "COMPACT_FORCED_INSTRUCTION",
     "FORCED_INSTRUCTION",
+    "OBSERVATION_VARIANTS",
+    "ObservationVariant",
     "RECENT_WINDOW",
     "RULES",
     "WINDOW_CHARS",
@@ -27,6 +39,10 @@ __all__ = [
     "render_step_prompt",
     "render_window",
 ]
+
+ObservationVariant = Literal["full", "compact"]
+"""How the rules are told: ``full`` (prose protocol) or ``compact`` (see the docstring)."""
+OBSERVATION_VARIANTS: tuple[str, ...] = get_args(ObservationVariant)
 
 RECENT_WINDOW = 4
 WINDOW_CHARS = 12_000
@@ -42,6 +58,22 @@ FORCED_INSTRUCTION = (
     "Give your single best answer from the analysis above, even if you are not certain: "
     "an uncertain answer scores better than none, and no further commands will be run.\n\n"
     "Reply with exactly one line and nothing else:\nFINAL ANSWER: <answer>")
+
+COMPACT_FORCED_INSTRUCTION = (
+    "No more commands will run. Reply with one line: FINAL ANSWER: then the value the "
+    "question asks for, your best estimate even if unsure.")
+
+_COMPACT_RULES = """Each turn, write one or more of these lines, in this order:
+<command>{command}</command>
+NODE kind=load summary="{file} has 12 lines" artifact={file}
+CHECK range "12 lines" :: test "$({count})" -eq 12 && echo True || echo False
+FINAL ANSWER: the value the question asks for
+The command runs in /work; you see its output next turn. A NODE states one finding
+you saw in an output, with its numbers. Each CHECK line under it is one shell command
+that prints True only if the finding is right. Put the numbers you measured in place
+of the example's 12.
+Node kinds: {nodes}.
+Check kinds: {checks}."""
 
 
 def render_window(recent: Sequence[tuple[str, str]], *, window: int = RECENT_WINDOW,
@@ -82,9 +114,33 @@ def _listing(files: Sequence[str]) -> str:
     return "\n".join(shown) if shown else "(empty)"
 
 
+def _check_variant(variant: str) -> str:
+    if variant not in OBSERVATION_VARIANTS:
+        raise ValueError(f"observation variant must be one of {list(OBSERVATION_VARIANTS)}, "
+                         f"got {variant!r}")
+    return variant
+
+
+def _inline_listing(files: Sequence[str]) -> str:
+    shown = list(files[:_MAX_LISTED_FILES])
+    more = f" and {len(files) - _MAX_LISTED_FILES} more" if len(files) > _MAX_LISTED_FILES else ""
+    return (", ".join(shown) + more) if shown else "(empty)"
+
+
+def _compact_rules(files: Sequence[str]) -> str:
+    """The compact rules, their examples built on the task's first data file."""
+    data = [f for f in files if not f.upper().startswith("README")] or list(files) or ["data.txt"]
+    file = data[0] if " " not in data[0] else f"'{data[0]}'"
+    read = f"zcat {file}" if file.rstrip("'").endswith(".gz") else f"cat {file}"
+    return _COMPACT_RULES.format(command=f"{read} | head -n 5", file=file,
+                                 count=f"{read} | wc -l", nodes=", ".join(NODE_KINDS),
+                                 checks=", ".join(CHECK_KINDS))
+
+
 def render_step_prompt(question: str, files: Sequence[str], state: AnalysisState,
                        recent: Sequence[tuple[str, str]], *, state_budget: int,
-                       nudge: str = "", steps_left: int | None = None) -> str:
+                       nudge: str = "", steps_left: int | None = None,
+                       variant: ObservationVariant = "full") -> str:
     """Assemble one step's observation.
 
     Args:
@@ -95,14 +151,23 @@ def render_step_prompt(question: str, files: Sequence[str], state: AnalysisState
         state_budget: Tokens allowed for the rendered graph.
         nudge: Why the last turn was rejected, or what to fix; "" for none.
         steps_left: Steps remaining in the budget, shown when given.
+        variant: ``full`` or ``compact`` rules (the module docstring says why).
 
     Returns:
         The observation text, valid UTF-8 (`vera_env.wire.text.safe_text`) whatever
         the commands printed or the files are called.
+
+    Raises:
+        ValueError: An unknown ``variant``.
     """
-    parts = [f"QUESTION: {question}", "", RULES, "",
-             f"Files in /work:\n{_listing(files)}", "", PROTOCOL, "",
-             "=== ANALYSIS SO FAR ===", state.render(state_budget), ""]
+    if _check_variant(variant) == "compact":
+        parts = [f"QUESTION: {question}", "", f"Files in /work: {_inline_listing(files)}",
+                 "", _compact_rules(files), "", "ANALYSIS SO FAR:", state.render(state_budget),
+                 ""]
+    else:
+        parts = [f"QUESTION: {question}", "", RULES, "",
+                 f"Files in /work:\n{_listing(files)}", "", PROTOCOL, "",
+                 "=== ANALYSIS SO FAR ===", state.render(state_budget), ""]
     window = render_window(recent)
     if window:
         shown = min(len(recent), RECENT_WINDOW)
@@ -111,12 +176,13 @@ def render_step_prompt(question: str, files: Sequence[str], state: AnalysisState
         parts += [f"NOTE: {nudge}", ""]
     if steps_left is not None:
         parts.append(f"Steps left: {steps_left}.")
-    parts.append("Emit your next block.")
+    parts.append("Your turn:" if variant == "compact" else "Emit your next block.")
     return safe_text("\n".join(parts))
 
 
 def render_forced_prompt(question: str, state: AnalysisState, *, state_budget: int,
-                         reason: str, nudge: str = "") -> str:
+                         reason: str, nudge: str = "",
+                         variant: ObservationVariant = "full") -> str:
     """The observation that demands a final answer with no further commands.
 
     Exists because of the largest measured loss in the seed run: 22 of 73 problems
@@ -129,10 +195,16 @@ def render_forced_prompt(question: str, state: AnalysisState, *, state_budget: i
         state_budget: Tokens allowed for the rendered graph.
         reason: Why answering is forced now (the budget).
         nudge: Why the previous forced reply was refused, if it was.
+        variant: ``full`` or ``compact`` wording of the instruction.
+
+    Raises:
+        ValueError: An unknown ``variant``.
     """
-    parts = [f"QUESTION: {question}", "", "=== YOUR ANALYSIS ===",
-             state.render(state_budget), "", f"STOP INVESTIGATING. {reason}"]
+    compact = _check_variant(variant) == "compact"
+    parts = [f"QUESTION: {question}", "", "ANALYSIS SO FAR:" if compact else
+             "=== YOUR ANALYSIS ===", state.render(state_budget), "",
+             f"STOP INVESTIGATING. {reason}"]
     if nudge:
         parts.append(f"NOTE: {nudge}")
-    parts += [FORCED_INSTRUCTION]
+    parts += [COMPACT_FORCED_INSTRUCTION if compact else FORCED_INSTRUCTION]
     return safe_text("\n".join(parts))

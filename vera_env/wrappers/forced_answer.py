@@ -90,7 +90,7 @@ class ForcedAnswer(gym.Wrapper, gym.utils.RecordConstructorArgs):
         base = self.env.unwrapped
         return render_forced_prompt(base.task.question, base.state,
                                     state_budget=base.state_budget, reason=reason,
-                                    nudge=info[keys.NUDGE])
+                                    nudge=info[keys.NUDGE], variant=base.observation_variant)
 
     @staticmethod
     def _mark(info: dict[str, Any]) -> dict[str, Any]:

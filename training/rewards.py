@@ -1,0 +1,47 @@
+"""Reward functions for TRL: the environment's measurement, never the decoded text.
+
+``training.grpo`` hands these to ``GRPOTrainer`` in both layouts. Each reads the env's
+reward parts from fields the rollout returns, one value per episode; their sum is the
+env's episode reward (weigh them with ``GRPOConfig.reward_weights``). An infrastructure
+fault (sandbox, or a grader that cannot decide) makes every one of them return
+``None``: TRL then gives that episode zero advantage and leaves it out of its group's
+baseline, where a fake 0 would reward or punish the model for an outage.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["REWARD_FUNCS", "correctness_reward", "format_reward", "verification_reward"]
+
+
+def verification_reward(completions: list, verification: list[float],
+                        unscorable: list[bool], **_: Any) -> list[float | None]:
+    """Harness-executed verification reward of each episode (None if unscorable)."""
+    return [None if bad else value for value, bad in zip(verification, unscorable, strict=True)]
+
+
+def correctness_reward(completions: list, correctness: list[float | None],
+                       unscorable: list[bool], correct: list[bool | None],
+                       out_of_tokens: list[bool], log_metric: Callable | None = None,
+                       **_: Any) -> list[float | None]:
+    """Correctness reward (0 when no answer was released; None if unscorable)."""
+    scorable = [i for i, bad in enumerate(unscorable) if not bad]
+    if log_metric is not None and scorable:
+        log_metric("env/correct", float(np.mean([correct[i] is True for i in scorable])))
+        log_metric("env/out_of_tokens", float(np.mean([out_of_tokens[i] for i in scorable])))
+        log_metric("env/unscorable", 1.0 - len(scorable) / len(unscorable))
+    return [None if bad else (value or 0.0)
+            for value, bad in zip(correctness, unscorable, strict=True)]
+
+
+def format_reward(completions: list, format_penalty: list[float], unscorable: list[bool],
+                  **_: Any) -> list[float | None]:
+    """Minus the format penalties of rejected turns (None if unscorable)."""
+    return [None if bad else -value for value, bad in zip(format_penalty, unscorable, strict=True)]
+
+
+REWARD_FUNCS = [verification_reward, correctness_reward, format_reward]
+"""Their sum is the env's episode reward; weigh them with ``GRPOConfig.reward_weights``."""

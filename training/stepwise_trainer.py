@@ -1,0 +1,300 @@
+"""``StepwiseGRPOTrainer``: TRL's GRPO with one sample per model turn.
+
+Why a subclass. TRL's public seam for multi-turn work, ``rollout_func``, must return
+exactly one sample per prompt element, and TRL then groups consecutive rows by
+``num_generations`` (TRL issue 4543 meets the same wall). A step-wise batch has a
+variable number of samples per episode, so this class overrides one method,
+``_generate_and_score_completions``: it plays the episodes (``training.stepwise``),
+scores each *episode* with the trainer's own reward functions and weights
+(``_calculate_rewards``, so ``reward_weights``, async reward functions and
+``log_metric`` work as usual), computes group-relative advantages per episode
+(``training.advantages``), broadcasts them to the episode's turns, weights the samples
+so long episodes do not dominate, and returns the dict TRL's loss consumes. Everything
+else — the loss, clipping, ``loss_type``, optimizer, vLLM weight sync, checkpoints — is
+TRL's. The override reads TRL internals (``_calculate_rewards``,
+``_get_per_token_logps_and_entropies``, ``_metrics``), so it is pinned to the TRL
+range it is tested on (``TESTED_TRL``; pyproject pins the same) and refuses others.
+
+The generation batch (``per_device_train_batch_size * steps_per_generation`` episodes
+per process) becomes all of its episodes' turns; TRL splits them into
+``steps_per_generation`` micro-batches, so the number of optimizer steps does not grow
+with episode length (unlike schemes where every turn is a mini-batch row counted
+against the schedule). Each process pads its samples to a multiple of
+``steps_per_generation`` and to the largest count of any process with masked dummy
+rows, so every process runs the same number
+of backward passes on the same number of rows (DDP and TRL's gathered loss statistics
+need it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+import trl
+from accelerate.utils import gather_object
+from packaging.version import Version
+from trl import GRPOTrainer
+from trl.trainer.utils import pad
+
+from training.advantages import (AdvantageMode, group_advantages, reward_to_go_advantages,
+                                 sample_weights)
+from training.dump import RolloutDump, format_episode
+from training.stepwise import StepEpisode
+
+__all__ = ["TESTED_TRL", "StepwiseGRPOTrainer", "check_trl"]
+
+TESTED_TRL = ("1.16", "1.17")
+"""TRL versions ``[low, high)`` this override is tested against."""
+
+
+def check_trl(version: str = trl.__version__) -> None:
+    """Refuse a TRL outside ``TESTED_TRL`` (the override reads its internals).
+
+    Raises:
+        RuntimeError: The version is outside the tested range.
+    """
+    low, high = map(Version, TESTED_TRL)
+    if not low <= Version(version) < high:
+        raise RuntimeError(f"training.stepwise_trainer is tested with trl>={TESTED_TRL[0]},"
+                           f"<{TESTED_TRL[1]}; found {version}. Install that range, or use "
+                           "--layout episode (TRL's public rollout_func only)")
+
+
+class StepwiseGRPOTrainer(GRPOTrainer):
+    """GRPO where every model turn is one sample (see the module docstring).
+
+    Args:
+        step_rollout: Plays episodes: ``step_rollout(prompts, trainer) -> list[StepEpisode]``
+            (``training.grpo.StepwiseRollout``).
+        advantage: ``episode`` (broadcast) or ``reward_to_go`` (needs the default
+            reward functions, whose parts it re-weighs per turn).
+        dump: Where to write sample records (``--dump-rollouts``), or None.
+        print_samples: Print this many episodes of every generation batch.
+        *args, **kwargs: ``GRPOTrainer``'s (give no ``rollout_func``).
+    """
+
+    def __init__(self, *args: Any, step_rollout: Any, advantage: AdvantageMode = "episode",
+                 dump: RolloutDump | None = None, print_samples: int = 0,
+                 **kwargs: Any) -> None:
+        check_trl()
+        if kwargs.get("rollout_func") is not None:
+            raise ValueError("StepwiseGRPOTrainer plays its own episodes: pass step_rollout, "
+                             "not rollout_func")
+        if advantage not in ("episode", "reward_to_go"):
+            raise ValueError(f"advantage must be episode or reward_to_go, got {advantage!r}")
+        super().__init__(*args, **kwargs)
+        if advantage == "reward_to_go" and self.reward_func_names != [
+                "verification_reward", "correctness_reward", "format_reward"]:
+            raise ValueError("advantage='reward_to_go' needs training.rewards.REWARD_FUNCS: "
+                             "it splits their parts per turn")
+        self.step_rollout, self.advantage_mode = step_rollout, advantage
+        self.dump, self.print_samples = dump, print_samples
+        self.last_episodes: list[StepEpisode] = []
+        self.last_records: list[dict[str, Any]] = []
+
+    # ----- the override -----
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        mode = "train" if self.model.training else "eval"
+        if self.use_vllm and self.state.global_step != self._last_loaded_step:
+            self.vllm_generation.sync_weights()
+            self._last_loaded_step = self.state.global_step
+        prompts = [x["prompt"] for x in inputs]
+        episodes = self.step_rollout(prompts, self)
+        self.last_episodes = episodes
+        advantages = self._episode_advantages(inputs, prompts, episodes, mode)
+        keep = [not e.excluded for e in episodes]
+        rows = [(e, t, adv) for e, ok, advs in zip(episodes, keep, advantages, strict=True)
+                if ok for t, adv in zip(e.turns, advs, strict=True)]
+        weights = sample_weights([len(e.turns) if ok else 0 for e, ok in zip(episodes, keep)])
+        self._record(episodes, advantages, keep, weights)
+        output = self._batch(rows, weights)
+        self._log_batch(episodes, keep, rows, mode)
+        return output
+
+    # ----- rewards and advantages -----
+
+    def _episode_advantages(self, inputs: list[dict[str, Any]], prompts: list[Any],
+                            episodes: Sequence[StepEpisode], mode: str) -> list[list[float]]:
+        fields = [e.fields() for e in episodes]
+        rows = [{**x, **f} for x, f in zip(inputs, fields, strict=True)]
+        completions = [e.turns[-1].action if e.turns else "" for e in episodes]
+        last_ids = [e.turns[-1].completion_ids if e.turns else [] for e in episodes]
+        per_func = self._calculate_rewards(rows, prompts, completions, last_ids)
+        weights = self.reward_weights.to(per_func.device)
+        rewards = (per_func * weights.unsqueeze(0)).nansum(dim=1)
+        rewards[torch.isnan(per_func).all(dim=1)] = torch.nan
+        groups = self.num_generations if mode == "train" else self.num_generations_eval
+        adv, zero_std = group_advantages(rewards.tolist(), groups, self.scale_rewards)
+        offset = self.accelerator.process_index * len(prompts)
+        local = adv[offset: offset + len(prompts)]
+        for i, name in enumerate(self.reward_func_names):
+            self._metrics[mode][f"rewards/{name}/mean"].append(
+                torch.nanmean(per_func[:, i]).item())
+        scored = rewards[~torch.isnan(rewards)]
+        self._metrics[mode]["reward"].append(scored.mean().item() if scored.numel() else 0.0)
+        self._metrics[mode]["reward_std"].append(scored.std().item() if scored.numel() > 1
+                                                 else 0.0)
+        self._metrics[mode]["frac_reward_zero_std"].append(float(zero_std.mean()))
+        if self.advantage_mode == "episode":
+            return [[float(a)] * len(e.turns) for a, e in zip(local, episodes, strict=True)]
+        return self._reward_to_go(episodes, groups)
+
+    def _reward_to_go(self, episodes: Sequence[StepEpisode], groups: int) -> list[list[float]]:
+        w_ver, w_cor, w_fmt = self.reward_weights.tolist()
+        turn_rewards = [[w_ver * t.reward_parts.get("verification", 0.0)
+                         + w_cor * (t.reward_parts.get("correctness") or 0.0)
+                         - w_fmt * t.reward_parts.get("penalty", 0.0) for t in e.turns]
+                        for e in episodes]
+        # Groups may span processes: gather them whole, normalise, keep this process's part.
+        every = gather_object([(r, not e.excluded) for r, e in zip(turn_rewards, episodes)])
+        advantages = reward_to_go_advantages([r for r, _ in every], [ok for _, ok in every],
+                                             groups, self.scale_rewards)
+        offset = self.accelerator.process_index * len(episodes)
+        return advantages[offset: offset + len(episodes)]
+
+    # ----- tensors for TRL's loss -----
+
+    def _batch(self, rows: list[tuple[StepEpisode, Any, float]],
+               weights: list[float]) -> dict[str, Any]:
+        device = self.accelerator.device
+        chunks = self.args.steps_per_generation
+        eos = self.eos_token_ids[0]
+        samples = [(t.prompt_ids, t.completion_ids, t.logprobs, adv * w, 1)
+                   for (_, t, adv), w in zip(rows, weights, strict=True)]
+        # Masked dummies: every process gets the same number of rows per micro-step
+        # (TRL gathers per-row statistics in its loss, and all_gather needs equal shapes).
+        counts = self.accelerator.gather(torch.tensor([len(samples)], device=device))
+        target = max(int(counts.max().item()), chunks)
+        target += -target % chunks
+        samples += [([eos], [eos], [0.0], 0.0, 0)] * (target - len(samples))
+        prompt = [torch.tensor(p) for p, *_ in samples]
+        completion = [torch.tensor(c) for _, c, *_ in samples]
+        side = {"padding_side": "left", "pad_to_multiple_of": self.pad_to_multiple_of}
+        right = {"padding_side": "right", "pad_to_multiple_of": self.pad_to_multiple_of}
+        pad_id = self._tokenizer.pad_token_id
+        out = {
+            "prompt_ids": pad(prompt, padding_value=pad_id, **side).to(device),
+            "prompt_mask": pad([torch.ones_like(p) for p in prompt], padding_value=0,
+                               **side).to(device),
+            "completion_ids": pad(completion, padding_value=pad_id, **right).to(device),
+            "completion_mask": pad([torch.ones_like(c) for c in completion], padding_value=0,
+                                   **right).to(device),
+            "tool_mask": pad([torch.full_like(c, keep) for c, (*_, keep) in
+                              zip(completion, samples)], padding_value=0, **right).to(device),
+            "advantages": torch.tensor([a for *_, a, _ in samples], dtype=torch.float32,
+                                       device=device),
+        }
+        loss_mask = out["completion_mask"] * out["tool_mask"]
+        out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        logprobs = [lp for _, _, lp, *_ in samples]
+        self._add_logps(out, None if any(lp is None for lp in logprobs) else logprobs)
+        return out
+
+    def _add_logps(self, out: dict[str, Any], sampled: list[list[float]] | None) -> None:
+        """Old-policy, reference and vLLM importance-sampling terms, as TRL computes them."""
+        ids = torch.cat([out["prompt_ids"], out["completion_ids"]], dim=1)
+        attention = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
+        keep = out["completion_ids"].size(1)
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        correction = self.use_vllm and self.vllm_importance_sampling_correction
+        with torch.no_grad():
+            if self.args.gradient_accumulation_steps % generate_every != 0 or correction:
+                out["old_per_token_logps"], _, _ = self._get_per_token_logps_and_entropies(
+                    self.model, ids, attention, keep,
+                    batch_size=self.args.per_device_train_batch_size)
+            if self.beta != 0.0:
+                if self.ref_model is None:
+                    raise ValueError("beta > 0 with step-wise samples needs a reference model "
+                                     "(load the model from a folder, not PEFT)")
+                out["ref_per_token_logps"], _, _ = self._get_per_token_logps_and_entropies(
+                    self.ref_model, ids, attention, keep,
+                    batch_size=self.args.per_device_train_batch_size)
+        if not correction or sampled is None:
+            return
+        values = pad([torch.tensor([float("nan") if x is None else x for x in lp])
+                      for lp in sampled], padding_value=0.0, padding_side="right",
+                     pad_to_multiple_of=self.pad_to_multiple_of).to(ids.device)
+        out["sampling_per_token_logps"] = values
+        mask = out["completion_mask"] * out["tool_mask"]
+        diff = torch.nan_to_num((out["old_per_token_logps"] - values) * mask, nan=0.0)
+        mode = self.vllm_importance_sampling_mode
+        ratio = torch.exp(diff.sum(dim=-1, keepdim=True) if mode.startswith("sequence") else diff)
+        low = self.vllm_importance_sampling_clip_min
+        high = self.vllm_importance_sampling_clip_max
+        if mode.endswith("truncate"):
+            ratio = torch.clamp(ratio, min=low, max=high)
+        else:
+            bad = (ratio < (low if low is not None else -torch.inf)) | (
+                ratio > (high if high is not None else torch.inf))
+            ratio = ratio.masked_fill(bad, 0.0)
+        out["importance_sampling_ratio"] = ratio
+
+    # ----- logging and the dump -----
+
+    def _log_batch(self, episodes: Sequence[StepEpisode], keep: list[bool],
+                   rows: list[tuple[StepEpisode, Any, float]], mode: str) -> None:
+        device = self.accelerator.device
+        turns = [t for e, ok in zip(episodes, keep) if ok for t in e.turns]
+        local = torch.tensor([len(turns), sum(bool(t.error) for t in turns),
+                              sum(len(t.completion_ids) for t in turns),
+                              sum(t.cut for t in turns), sum(keep), len(episodes),
+                              max((len(t.prompt_ids) for t in turns), default=0)],
+                             dtype=torch.float64, device=device)
+        every = self.accelerator.gather(local.unsqueeze(0))
+        n, errors, tokens, cut, kept, total = every[:, :6].sum(dim=0).tolist()
+        metrics = self._metrics[mode]
+        metrics["env/format_error_rate"].append(errors / n if n else 0.0)
+        metrics["stepwise/turns_per_episode"].append(n / kept if kept else 0.0)
+        metrics["stepwise/samples"].append(n)
+        metrics["stepwise/excluded_episodes"].append(total - kept)
+        metrics["stepwise/max_prompt_tokens"].append(every[:, 6].max().item())
+        metrics["completions/mean_length"].append(tokens / n if n else 0.0)
+        metrics["completions/clipped_ratio"].append(cut / n if n else 0.0)
+        if mode == "train":
+            self.state.num_input_tokens_seen += int(tokens + sum(len(t.prompt_ids)
+                                                                 for _, t, _ in rows))
+        metrics["num_tokens"] = [self.state.num_input_tokens_seen]
+
+    def _record(self, episodes: Sequence[StepEpisode], advantages: list[list[float]],
+                keep: list[bool], weights: list[float]) -> None:
+        """Dump records (gathered to the main process) and print sample episodes."""
+        if self.dump is None and not self.print_samples:
+            return
+        records: list[list[dict[str, Any]]] = []
+        w = iter(weights)
+        for episode, advs, ok in zip(episodes, advantages, keep, strict=True):
+            records.append([_record(episode, turn, adv if ok else None,
+                                    next(w) if ok else 0.0, self._tokenizer, self.state)
+                            for turn, adv in zip(episode.turns, advs, strict=True)])
+        every = gather_object(records)
+        if not self.accelerator.is_main_process:
+            return
+        groups = self.num_generations if self.model.training else self.num_generations_eval
+        base = self.dump.episodes if self.dump is not None else 0
+        for k, episode_records in enumerate(every):
+            for record in episode_records:
+                record["episode"], record["group"] = base + k, (base + k) // groups
+        flat = [r for rs in every for r in rs]
+        self.last_records = flat
+        if self.dump is not None:
+            self.dump.write(flat)
+            self.dump.episodes += len(every)
+        for episode_records in every[: self.print_samples]:
+            print(format_episode(episode_records), flush=True)
+
+
+def _record(episode: StepEpisode, turn: Any, advantage: float | None, weight: float,
+            tokenizer: Any, state: Any) -> dict[str, Any]:
+    return {
+        "step": state.global_step, "episode": None, "group": None,
+        "task_id": episode.start.task_id, "seed": episode.start.seed, "turn": turn.turn,
+        "observation": turn.observation, "prefill": turn.prefill,
+        "prompt": tokenizer.decode(turn.prompt_ids), "prompt_tokens": len(turn.prompt_ids),
+        "completion": tokenizer.decode(turn.completion_ids),
+        "completion_tokens": len(turn.completion_ids), "cut": turn.cut,
+        "advantage": advantage, "weight": weight, "trained": advantage is not None,
+        "reward": turn.reward, "reward_parts": turn.reward_parts, "error": turn.error,
+        "status": episode.attempt.status, "correct": episode.attempt.correct,
+    }
