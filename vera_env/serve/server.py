@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import sys
 import time
@@ -72,6 +73,9 @@ def serve(spec: EnvSpec | None = None, config: ServeConfig | None = None, *,
     """
     config = config or ServeConfig()
     _configure_logging(config.log_level)
+    # ors-sdk logs every request at info through structlog; read before it is imported.
+    os.environ.setdefault("ORS_USE_STRUCTURED_LOGS", "1")
+    os.environ.setdefault("ORS_LOG_LEVEL", "debug" if config.log_level == "debug" else "warning")
     app = create_app(spec, config=config, splits=splits)
     sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
