@@ -71,7 +71,8 @@ def create_app(spec: EnvSpec | None = None, *, config: ServeConfig | None = None
         app = openenv_app(context)
         # Later than the registry's expiry, so the sandbox is closed (and counted as
         # idle) before the socket is.
-        app.add_middleware(IdleSockets, timeout_s=config.idle_timeout_s + _REAP_EVERY_S + 1)
+        app.add_middleware(IdleSockets,
+                           timeout_s=config.idle_timeout_s + _poll_s(config) + 1.0)
     else:
         from vera_env.serve.ors_app import ors_app  # noqa: PLC0415 - optional extra
 
@@ -107,10 +108,13 @@ def _chain_lifespan(app: FastAPI, context: ServeContext) -> None:
     app.router.lifespan_context = lifespan
 
 
+def _poll_s(config: ServeConfig) -> float:
+    return min(config.idle_timeout_s / 4, _REAP_EVERY_S)
+
+
 async def _expire_idle(context: ServeContext) -> None:
-    poll_s = min(context.config.idle_timeout_s / 4, _REAP_EVERY_S)
     while True:
-        await asyncio.sleep(poll_s)
+        await asyncio.sleep(_poll_s(context.config))
         try:
             expired = await asyncio.to_thread(context.registry.expire_idle)
         except Exception:  # noqa: BLE001 - the reaper must outlive one bad close
