@@ -36,7 +36,7 @@ def comparable(attempt) -> dict:
 
 
 def test_remote_episodes_are_the_local_episodes(suite):
-    for tasks, ids in ((BUILTIN, BUILTIN.ids()[3:5]), (load_tasks(suite), ["drinks-mean"])):
+    for tasks, ids in ((BUILTIN, BUILTIN.ids()[:2]), (load_tasks(suite), ["drinks-mean"])):
         spec = EnvSpec(tasks=tasks.name if tasks is not BUILTIN else "builtin", max_steps=8)
         policy = OraclePolicy(tasks)
         local = spec.build(tasks=tasks)
@@ -58,18 +58,19 @@ def test_remote_env_in_async_vector_env_plays_like_local():
         envs = gym.make_vec(vera_env.REMOTE_ENV_ID, num_envs=2, vectorization_mode="async",
                             wrappers=[EnvInfo], base_url=url)
         try:
-            remote = play_vector(envs, policy, seeds=[0, 1, 2])
+            remote = play_vector(envs, policy, seeds=[0, 1])
         finally:
             close_vector_env(envs)
     local_env = spec.build(tasks=BUILTIN)
-    local = [run_episode(local_env, policy, seed=seed) for seed in (0, 1, 2)]
+    local = [run_episode(local_env, policy, seed=seed) for seed in (0, 1)]
     local_env.close()
     assert [(a.task_id, a.status, a.correct, a.score) for a in remote] == \
         [(a.task_id, a.status, a.correct, a.score) for a in local]
 
 
 def test_remote_unscorable_step_reward_is_nan_and_attempt_score_none(suite):
-    with running(create_app(EnvSpec(tasks=str(suite), max_steps=4))) as url:
+    # no emission gate: the bare answer is released, and graded unscorable (no judge)
+    with running(create_app(EnvSpec(tasks=str(suite), max_steps=4, wrappers=()))) as url:
         env = VeraRemoteEnv(url)
         env.reset(options={"task_id": "drinks-judged"})
         _, reward, terminated, _, info = env.step("FINAL ANSWER: 5.0")
@@ -116,8 +117,9 @@ def test_idle_session_expires_closing_its_sandbox_and_socket():
         assert eventually(lambda: not registry.sessions())  # expired: env and sandbox closed
         assert workspace.closed
         time.sleep(2.0)  # the socket outlives the session by one poll and a second
-        with pytest.raises(RemoteEnvError, match="expired after"):
+        with pytest.raises(RemoteEnvError, match="lost mid-episode"):
             env.step("<command>ls</command>")
+        assert env.reset(options={"task_id": BUILTIN.ids()[0]})[1][keys.STEP] == 0
         metrics = app.state.vera.metrics.render().decode()
         env.close()
     assert 'vera_serve_sessions_closed_total{reason="idle"} 1.0' in metrics

@@ -32,7 +32,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout_s,
                          sandbox_rate_per_s=args.sandbox_rate, sandbox_burst=args.sandbox_burst,
                          token=os.environ.get(TOKEN_ENV_VAR) or None,
-                         log_level=args.log_level)
+                         shutdown_grace_s=args.shutdown_grace_s, log_level=args.log_level)
     splits = {name: value for name, value in (("validation", args.validation_tasks),
                                               ("test", args.test_tasks)) if value}
     try:
@@ -71,6 +71,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--command-timeout-s", type=float, default=60.0)
     p.add_argument("--check-timeout-s", type=float, default=30.0)
     p.add_argument("--sandbox", choices=["auto", "bwrap", "local"], default="auto")
+    p.add_argument("--shutdown-grace-s", type=float, default=10.0,
+                   help="on SIGTERM, how long running steps may finish before sandboxes "
+                        "are killed")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
                    default="info")
     p.set_defaults(func=cmd_serve)

@@ -101,6 +101,7 @@ class VeraRemoteEnv(gym.Env[str, str]):
                                         connect_timeout_s=connect_timeout_s,
                                         headers=headers).sync()
         self._last_obs = ""
+        self._running = False
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -120,7 +121,9 @@ class VeraRemoteEnv(gym.Env[str, str]):
         sent = {k: v for k, v in options.items() if v is not None}
         if seed is not None:
             sent["seed"] = seed
+        self._running = False
         fields = self._call(self._client.reset, **sent).observation
+        self._running = True
         return self._unpack(fields)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -133,10 +136,22 @@ class VeraRemoteEnv(gym.Env[str, str]):
         """
         if not isinstance(action, str):
             raise TypeError(f"action must be str (the model's turn), got {type(action).__name__}")
-        result = self._call(self._client.step, {"text": action})
+        try:
+            result = self._call(self._client.step, {"text": action})
+        except ResetNeeded as exc:
+            if not self._running:
+                raise
+            # OpenEnv's client reconnects after the server closed the socket, and a new
+            # socket is a new session: the episode this env was playing is gone.
+            self._running = False
+            raise RemoteEnvError(f"the session at {self.base_url} was lost mid-episode: the "
+                                 "server closed it (idle longer than its --idle-timeout-s, a "
+                                 "restart, or a dropped connection); reset to start "
+                                 "again") from exc
         obs, info = self._unpack(result.observation)
         reward = math.nan if result.reward is None else float(result.reward)
         fields = result.observation
+        self._running = not result.done
         return obs, reward, bool(fields["terminated"]), bool(fields["truncated"]), info
 
     def render(self) -> str | None:
@@ -167,6 +182,7 @@ class VeraRemoteEnv(gym.Env[str, str]):
         except RuntimeError as exc:
             raise _translate(str(exc)) from exc
         except (ConnectionError, OSError, TimeoutError, WebSocketException) as exc:
+            self._running = False
             raise RemoteEnvError(f"the environment server at {self.base_url} went away or "
                                  f"closed the session: {type(exc).__name__}: {exc}") from exc
 
