@@ -25,19 +25,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from vera_env.serve import ServeConfig, serve  # noqa: PLC0415
     from vera_env.spec import EnvSpec  # noqa: PLC0415
 
-    limits = SandboxLimits(timeout_s=args.command_timeout_s, check_timeout_s=args.check_timeout_s)
-    spec = EnvSpec(tasks=str(args.tasks), max_steps=args.max_steps, wrappers=args.wrappers,
-                   reserve=args.reserve, sandbox=args.sandbox, limits=limits)
-    config = ServeConfig(protocol=args.protocol, host=args.host, port=args.port,
-                         max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout_s,
-                         sandbox_rate_per_s=args.sandbox_rate, sandbox_burst=args.sandbox_burst,
-                         token=os.environ.get(TOKEN_ENV_VAR) or None,
-                         shutdown_grace_s=args.shutdown_grace_s, log_level=args.log_level)
-    splits = {name: value for name, value in (("validation", args.validation_tasks),
-                                              ("test", args.test_tasks)) if value}
     try:
+        limits = SandboxLimits(timeout_s=args.command_timeout_s,
+                               check_timeout_s=args.check_timeout_s)
+        spec = EnvSpec(tasks=str(args.tasks), max_steps=args.max_steps, wrappers=args.wrappers,
+                       reserve=args.reserve, sandbox=args.sandbox, limits=limits)
+        config = ServeConfig(
+            protocol=args.protocol, host=args.host, port=args.port,
+            max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout_s,
+            sandbox_rate_per_s=args.sandbox_rate, sandbox_burst=args.sandbox_burst,
+            token=os.environ.get(TOKEN_ENV_VAR) or None,
+            shutdown_grace_s=args.shutdown_grace_s, log_level=args.log_level)
+        splits = {name: value for name, value in (("validation", args.validation_tasks),
+                                                  ("test", args.test_tasks)) if value}
         serve(spec, config, splits=splits)
-    except (TaskFileError, ValueError, OSError) as exc:
+    except (TaskFileError, ValueError, OSError) as exc:  # pydantic's ValidationError too
         print(f"vera-env serve: {exc}", file=sys.stderr)
         return 2
     return 0
