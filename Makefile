@@ -11,7 +11,7 @@ install:
 demo: install
 	vera-env demo
 
-test: EXTRAS = dev,training,ray
+test: EXTRAS = dev,training,ray,serve
 test: install
 	$(PYTHON) -m pytest -q
 
