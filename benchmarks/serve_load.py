@@ -6,9 +6,14 @@ on one event loop, as a trainer would) or the ``ors-sdk`` ``AsyncORS`` client. T
 same episodes (the builtin tasks' reference solutions) are then played in-process: one
 ``EnvSpec.build()`` env per worker thread, as many threads as sessions. Reported:
 
-* step latency p50/p99, remote (client-observed) and in-process, serial (1 session:
-  the protocol's own cost) and at ``--sessions`` concurrent sessions, and their
-  differences: the server's overhead;
+* protocol overhead: turns the env rejects without running anything (a malformed
+  turn: parsed, rendered, no sandbox), remote vs in-process, p50/p99, serial and at
+  ``--sessions`` concurrent sessions. Their difference is what the server adds to a
+  step, free of the sandbox's variance;
+* real episodes (the reference solutions: commands, checks, strength tests, grading):
+  step latency p50/p99 remote and in-process at ``--sessions`` sessions, episodes per
+  minute, and the paired mean overhead (client-observed step time minus the server's
+  own ``vera_serve_step_seconds`` for the same steps);
 * sessions per second: ``--sessions`` clients connecting and resetting at once (the
   server runs with the sandbox creation rate raised, so this is its capacity, not the
   default limit of 16/s);
@@ -43,7 +48,9 @@ from serve_helpers import ServerProcess  # noqa: E402
 from vera_env.spec import EnvSpec  # noqa: E402
 from vera_env.tasks import load_tasks  # noqa: E402
 
-MAX_STEPS = 12
+MAX_STEPS = 64
+NOOP = "I will look at the files first."  # no command, no node, no answer: rejected at once
+NOOP_STEPS = 16
 TASKS = load_tasks("builtin")
 
 
@@ -132,6 +139,56 @@ async def remote_run(protocol: str, url: str, work: list[list[str]],
             "at_open": snapshot}
 
 
+async def noop_remote(url: str, sessions: int) -> list[float]:
+    """Malformed turns over OpenEnv: the protocol's and the server's cost per step."""
+    from openenv.core.generic_client import GenericEnvClient  # noqa: PLC0415
+
+    steps: list[float] = []
+
+    async def one(task_id: str) -> None:
+        async with GenericEnvClient(base_url=url, message_timeout_s=600) as client:
+            await client.reset(task_id=task_id, seed=0)
+            for _ in range(NOOP_STEPS):
+                start = time.perf_counter()
+                result = await client.step({"text": NOOP})
+                steps.append(time.perf_counter() - start)
+                assert result.observation["error"], "the no-op turn was accepted"
+
+    ids = TASKS.ids()
+    await asyncio.gather(*(one(ids[i % len(ids)]) for i in range(sessions)))
+    return steps
+
+
+def noop_local(sessions: int) -> list[float]:
+    steps: list[float] = []
+    lock = threading.Lock()
+    ids = TASKS.ids()
+
+    def one(i: int) -> None:
+        env = EnvSpec(max_steps=MAX_STEPS).build(tasks=TASKS)
+        env.reset(seed=0, options={"task_id": ids[i % len(ids)]})
+        for _ in range(NOOP_STEPS):
+            start = time.perf_counter()
+            env.step(NOOP)
+            with lock:
+                steps.append(time.perf_counter() - start)
+        env.close()
+
+    with ThreadPoolExecutor(max_workers=sessions) as pool:
+        list(pool.map(one, range(sessions)))
+    return steps
+
+
+def server_step_seconds(url: str) -> tuple[float, float]:
+    """(sum, count) of the server's own step-time histogram."""
+    import urllib.request  # noqa: PLC0415
+
+    text = urllib.request.urlopen(f"{url}/metrics", timeout=30).read().decode()
+    values = dict(line.rsplit(" ", 1) for line in text.splitlines()
+                  if line.startswith("vera_serve_step_seconds_"))
+    return float(values["vera_serve_step_seconds_sum"]), float(values["vera_serve_step_seconds_count"])
+
+
 # ----- in-process -----
 
 def local_run(work: list[list[str]]) -> dict[str, Any]:
@@ -183,26 +240,31 @@ def main() -> None:
     try:
         pid = server.proc.pid
         load = os.getloadavg()[0]
-        serial_work = [[task_id] for task_id in TASKS.ids()]
-        serial_remote = {"steps": []}
-        for ids in serial_work:  # one session at a time: the protocol's own cost
-            serial_remote["steps"] += asyncio.run(remote_run(args.protocol, server.url, [ids]))["steps"]
-        serial_local = {"steps": []}
-        for ids in serial_work:
-            serial_local["steps"] += local_run([ids])["steps"]
+        noop = {"serial": summary({"steps": asyncio.run(noop_remote(server.url, 1))},
+                                  {"steps": noop_local(1)})}
+        if args.protocol == "openenv":
+            noop["concurrent"] = summary(
+                {"steps": asyncio.run(noop_remote(server.url, args.sessions))},
+                {"steps": noop_local(args.sessions)})
         rss_before = rss_mb(pid)
         work = plan(args.sessions, args.episodes)
+        before = server_step_seconds(server.url) if args.protocol == "openenv" else (0, 0)
         remote = asyncio.run(remote_run(args.protocol, server.url, work,
                                         on_open=lambda: rss_mb(pid)))
+        after = server_step_seconds(server.url) if args.protocol == "openenv" else (0, 0)
         local = local_run(work)
     finally:
         server.signal(signal.SIGTERM)
         server.stop()
+    episodes = summary(remote, local)
+    if after[1] > before[1]:
+        server_mean = (after[0] - before[0]) / (after[1] - before[1])
+        episodes["server_env_mean_ms"] = 1e3 * server_mean
+        episodes["paired_overhead_mean_ms"] = episodes["remote_mean_ms"] - 1e3 * server_mean
     result = {
         "protocol": args.protocol, "sessions": args.sessions, "episodes": args.episodes,
-        "load_average_at_start": load, "cpus": os.cpu_count(),
-        "serial": summary(serial_remote, serial_local),
-        "concurrent": summary(remote, local),
+        "load_average_at_start": load, "load_average_at_end": os.getloadavg()[0],
+        "cpus": os.cpu_count(), "noop": noop, "concurrent": episodes,
         "sessions_per_s": args.sessions / remote["open_s"],
         "open_s": remote["open_s"],
         "episodes_per_min": {"remote": 60 * args.sessions * args.episodes / remote["wall_s"],
@@ -217,14 +279,21 @@ def main() -> None:
 
 def print_table(r: dict[str, Any]) -> None:
     print(f"vera-env serve --protocol {r['protocol']}: {r['sessions']} sessions x "
-          f"{r['episodes']} episodes, {r['cpus']} CPUs, load {r['load_average_at_start']:.1f}")
-    print(f"{'step latency (ms)':<22}{'remote p50':>11}{'local p50':>10}{'over p50':>10}"
+          f"{r['episodes']} episodes, {r['cpus']} CPUs, load {r['load_average_at_start']:.1f}"
+          f" -> {r['load_average_at_end']:.1f}")
+    print(f"{'step latency (ms)':<26}{'remote p50':>11}{'local p50':>10}{'over p50':>10}"
           f"{'remote p99':>11}{'local p99':>10}{'over p99':>10}{'steps':>7}")
-    for name in ("serial", "concurrent"):
-        s = r[name]
-        print(f"{name:<22}{s['remote_p50_ms']:>11.1f}{s['local_p50_ms']:>10.1f}"
+    rows = [(f"no-op, {name}", r["noop"][name]) for name in ("serial", "concurrent")
+            if name in r["noop"]] + [(f"episodes, {r['sessions']} sessions", r["concurrent"])]
+    for name, s in rows:
+        print(f"{name:<26}{s['remote_p50_ms']:>11.1f}{s['local_p50_ms']:>10.1f}"
               f"{s['overhead_p50_ms']:>10.1f}{s['remote_p99_ms']:>11.1f}"
               f"{s['local_p99_ms']:>10.1f}{s['overhead_p99_ms']:>10.1f}{s['steps']:>7}")
+    c = r["concurrent"]
+    if "paired_overhead_mean_ms" in c:
+        print(f"episodes: client mean {c['remote_mean_ms']:.1f} ms, server env mean "
+              f"{c['server_env_mean_ms']:.1f} ms: overhead {c['paired_overhead_mean_ms']:.1f} ms"
+              " per step (same steps)")
     print(f"sessions opened+reset per second: {r['sessions_per_s']:.1f} "
           f"({r['sessions']} in {r['open_s']:.2f} s)")
     print(f"episodes/min: remote {r['episodes_per_min']['remote']:.0f}, "
