@@ -26,7 +26,7 @@ import asyncio
 import contextvars
 import functools
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, ClassVar
 
 from fastapi import FastAPI
 from ors import Environment, Server, Split, TextBlock, ToolOutput, tool
@@ -39,8 +39,8 @@ from vera_env.serve.registry import ServerBusy, SessionRegistry
 from vera_env.serve.session import Turn, VeraSession
 from vera_env.wire.answers import ANSWER_PREFIX
 
-__all__ = ["AnswerInput", "CreateGate", "ShellInput", "TurnInput", "ors_app",
-           "ors_environment"]
+__all__ = ["AnswerInput", "CreateGate", "ShellInput", "TurnInput", "VeraEnvironment",
+           "ors_app", "ors_environment"]
 
 _SESSION_KEY: contextvars.ContextVar[str] = contextvars.ContextVar("vera_ors_sid", default="")
 
@@ -67,83 +67,92 @@ class AnswerInput(BaseModel):
     answer: str = Field(description="The answer to the task's question; ends the episode")
 
 
-def ors_environment(context: ServeContext) -> type[Environment]:
-    """An ORS environment class bound to ``context`` (ORS lists tasks via classmethods)."""
-    splits, registry = context.splits, context.registry
+class VeraEnvironment(Environment):
+    """One episode of a Vera task; ``ors_environment`` binds it to an app's context."""
 
-    class Vera(Environment):
-        """One episode of a Vera task (named ``vera`` on the wire)."""
+    context: ClassVar[ServeContext]
 
-        def __init__(self, task_spec: Any = None, secrets: Any = None) -> None:
-            super().__init__(task_spec or {}, secrets or {})
-            self._key = _SESSION_KEY.get()
-            self._session: VeraSession | None = None
-            self._first: Turn | None = None
-            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vera-ors")
+    def __init__(self, task_spec: Any = None, secrets: Any = None) -> None:
+        super().__init__(task_spec or {}, secrets or {})
+        self._key = _SESSION_KEY.get()
+        self._session: VeraSession | None = None
+        self._first: Turn | None = None
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vera-ors")
 
-        async def setup(self) -> None:
-            try:
-                task_id, seed = _task_of(self.task_spec, context)
-                self._session = registry.open(self._key or None)
-            except Exception:
-                registry.unreserve(self._key)
-                raise
-            self._first = await self._run(self._session.reset, task_id=task_id, seed=seed)
+    async def setup(self) -> None:
+        """Open the session (claiming its reservation) and reset on the task."""
+        registry = self.context.registry
+        try:
+            task_id, seed = _task_of(self.task_spec, self.context)
+            self._session = registry.open(self._key or None)
+        except Exception:
+            registry.unreserve(self._key)
+            raise
+        self._first = await self._run(self._session.reset, task_id=task_id, seed=seed)
 
-        async def teardown(self) -> None:
-            if self._session is not None:
-                await asyncio.to_thread(registry.close, self._session, "client")
-            self._thread.shutdown(wait=False)
+    async def teardown(self) -> None:
+        """Close the session: its sandbox is killed."""
+        if self._session is not None:
+            await asyncio.to_thread(self.context.registry.close, self._session, "client")
+        self._thread.shutdown(wait=False)
 
-        def get_prompt(self) -> list[TextBlock]:
-            if self._first is None:
-                raise RuntimeError("the session's environment is not set up")
-            return [TextBlock(text=self._first.text)]
+    def get_prompt(self) -> list[TextBlock]:
+        """The first observation."""
+        if self._first is None:
+            raise RuntimeError("the session's environment is not set up")
+        return [TextBlock(text=self._first.text)]
 
-        @classmethod
-        def list_splits(cls) -> list[Split]:
-            return [Split(name=name, type=name) for name in splits.names()]
+    @classmethod
+    def list_splits(cls) -> list[Split]:  # type: ignore[override]
+        """The served splits."""
+        return [Split(name=name, type=name) for name in cls.context.splits.names()]
 
-        @classmethod
-        def list_tasks(cls, split: str) -> list[dict[str, Any]]:
-            return splits.task_specs(split)
+    @classmethod
+    def list_tasks(cls, split: str) -> list[dict[str, Any]]:
+        """Every task spec of ``split`` (never an answer)."""
+        return cls.context.splits.task_specs(split)
 
-        @classmethod
-        async def num_tasks(cls, split: str) -> int:
-            return splits.num_tasks(split)
+    @classmethod
+    async def num_tasks(cls, split: str) -> int:
+        """Tasks in ``split``."""
+        return cls.context.splits.num_tasks(split)
 
-        @classmethod
-        async def get_task(cls, split: str, index: int) -> dict[str, Any]:
-            return splits.task_spec(split, index)
+    @classmethod
+    async def get_task(cls, split: str, index: int) -> dict[str, Any]:
+        """One task spec (``IndexError`` out of range: the SDK answers 400)."""
+        return cls.context.splits.task_spec(split, index)
 
-        @tool
-        async def turn(self, params: TurnInput) -> ToolOutput:
-            """Take one turn: the raw text of your reply (a <command>, a NODE with CHECK
-            lines, and/or FINAL ANSWER: ...)."""
-            return await self._play(params.text)
+    @tool
+    async def turn(self, params: TurnInput) -> ToolOutput:
+        """Take one turn: the raw text of your reply (a <command>, a NODE with CHECK
+        lines, and/or FINAL ANSWER: ...)."""
+        return await self._play(params.text)
 
-        @tool
-        async def shell(self, params: ShellInput) -> ToolOutput:
-            """Run one shell command in the task's workspace and see its output."""
-            return await self._play(f"<command>{params.command}</command>")
+    @tool
+    async def shell(self, params: ShellInput) -> ToolOutput:
+        """Run one shell command in the task's workspace and see its output."""
+        return await self._play(f"<command>{params.command}</command>")
 
-        @tool
-        async def final_answer(self, params: AnswerInput) -> ToolOutput:
-            """Give the final answer to the task's question."""
-            return await self._play(f"{ANSWER_PREFIX} {params.answer}")
+    @tool
+    async def final_answer(self, params: AnswerInput) -> ToolOutput:
+        """Give the final answer to the task's question."""
+        return await self._play(f"{ANSWER_PREFIX} {params.answer}")
 
-        async def _play(self, text: str) -> ToolOutput:
-            if self._session is None:
-                raise RuntimeError("the session's environment is not set up")
-            return _tool_output(await self._run(self._session.step, text))
+    async def _play(self, text: str) -> ToolOutput:
+        if self._session is None:
+            raise RuntimeError("the session's environment is not set up")
+        return _tool_output(await self._run(self._session.step, text))
 
-        async def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Turn:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._thread,
-                                              functools.partial(fn, *args, **kwargs))
+    async def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Turn:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, functools.partial(fn, *args, **kwargs))
 
-    Vera.__name__ = Vera.__qualname__ = ENV_NAME
-    return Vera
+
+def ors_environment(context: ServeContext) -> type[VeraEnvironment]:
+    """``VeraEnvironment`` bound to ``context``, named ``vera`` (ORS lists tasks through
+    classmethods, so the binding is a subclass per app)."""
+    return type(ENV_NAME, (VeraEnvironment,), {"context": context,
+                                               "__module__": __name__})
 
 
 def _task_of(spec: Any, context: ServeContext) -> tuple[str | None, int | None]:
