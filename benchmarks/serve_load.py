@@ -139,24 +139,49 @@ async def remote_run(protocol: str, url: str, work: list[list[str]],
             "at_open": snapshot}
 
 
-async def noop_remote(url: str, sessions: int) -> list[float]:
-    """Malformed turns over OpenEnv: the protocol's and the server's cost per step."""
-    from openenv.core.generic_client import GenericEnvClient  # noqa: PLC0415
-
+async def noop_remote(protocol: str, url: str, sessions: int) -> list[float]:
+    """Malformed turns: the protocol's and the server's cost per step."""
     steps: list[float] = []
-
-    async def one(task_id: str) -> None:
-        async with GenericEnvClient(base_url=url, message_timeout_s=600) as client:
-            await client.reset(task_id=task_id, seed=0)
-            for _ in range(NOOP_STEPS):
-                start = time.perf_counter()
-                result = await client.step({"text": NOOP})
-                steps.append(time.perf_counter() - start)
-                assert result.observation["error"], "the no-op turn was accepted"
-
     ids = TASKS.ids()
-    await asyncio.gather(*(one(ids[i % len(ids)]) for i in range(sessions)))
+
+    async def timed(call: Any) -> dict[str, Any]:
+        start = time.perf_counter()
+        fields = await call()
+        steps.append(time.perf_counter() - start)
+        assert fields["error"], "the no-op turn was accepted"
+        return fields
+
+    async def openenv_one(i: int) -> None:
+        from openenv.core.generic_client import GenericEnvClient  # noqa: PLC0415
+
+        async with GenericEnvClient(base_url=url, message_timeout_s=600) as client:
+            await client.reset(task_id=ids[i % len(ids)], seed=0)
+            for _ in range(NOOP_STEPS):
+                await timed(lambda: _observation(client.step({"text": NOOP})))
+
+    async def ors_one(env: Any, i: int) -> None:
+        async with env.session(split="train", index=i % len(ids)) as session:
+            await session.get_prompt()
+            for _ in range(NOOP_STEPS):
+                await timed(lambda: _metadata(session.call_tool("turn", {"text": NOOP})))
+
+    if protocol == "openenv":
+        await asyncio.gather(*(openenv_one(i) for i in range(sessions)))
+        return steps
+    from ors.client import AsyncORS  # noqa: PLC0415
+
+    client = AsyncORS(base_url=url)
+    await asyncio.gather(*(ors_one(client.environment("vera"), i) for i in range(sessions)))
+    await client.environments._clients[url].close()  # noqa: SLF001 - the SDK has no close
     return steps
+
+
+async def _observation(result: Any) -> dict[str, Any]:
+    return (await result).observation
+
+
+async def _metadata(result: Any) -> dict[str, Any]:
+    return (await result).metadata
 
 
 def noop_local(sessions: int) -> list[float]:
@@ -240,12 +265,10 @@ def main() -> None:
     try:
         pid = server.proc.pid
         load = os.getloadavg()[0]
-        noop = {"serial": summary({"steps": asyncio.run(noop_remote(server.url, 1))},
+        # one session first: it loads what the first environment imports, so the memory
+        # measured next is what sessions add, not one-time imports
+        noop = {"serial": summary({"steps": asyncio.run(noop_remote(args.protocol, server.url, 1))},
                                   {"steps": noop_local(1)})}
-        if args.protocol == "openenv":
-            noop["concurrent"] = summary(
-                {"steps": asyncio.run(noop_remote(server.url, args.sessions))},
-                {"steps": noop_local(args.sessions)})
         rss_before = rss_mb(pid)
         work = plan(args.sessions, args.episodes)
         before = server_step_seconds(server.url) if args.protocol == "openenv" else (0, 0)
@@ -253,6 +276,9 @@ def main() -> None:
                                         on_open=lambda: rss_mb(pid)))
         after = server_step_seconds(server.url) if args.protocol == "openenv" else (0, 0)
         local = local_run(work)
+        noop["concurrent"] = summary(
+            {"steps": asyncio.run(noop_remote(args.protocol, server.url, args.sessions))},
+            {"steps": noop_local(args.sessions)})
     finally:
         server.signal(signal.SIGTERM)
         server.stop()
