@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import gymnasium as gym
 import pytest
+from gymnasium.utils.env_checker import check_env
 from serve_helpers import eventually, running
 
 import vera_env
@@ -49,6 +51,17 @@ def test_remote_episodes_are_the_local_episodes(suite):
                 assert comparable(there) == comparable(here)
             remote.close()
         local.close()
+
+
+def test_registered_remote_id_passes_check_env_with_warnings_as_errors():
+    with running(create_app(EnvSpec(max_steps=5))) as url:
+        env = gym.make(vera_env.REMOTE_ENV_ID, base_url=url)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                check_env(env.unwrapped)
+        finally:
+            env.close()
 
 
 def test_remote_env_in_async_vector_env_plays_like_local():
