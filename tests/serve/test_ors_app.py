@@ -116,3 +116,18 @@ def test_ors_splits_tasks_and_tools_never_show_the_answer(suite):
     assert set(tools) == {"turn", "shell", "final_answer"}
     assert tools["turn"].input_schema["required"] == ["text"]
     assert "5 drinks.tsv" in shell.metadata["command_output"] and not shell.finished
+
+
+def test_ors_refused_create_gives_its_place_back():
+    app = ors_app(EnvSpec(max_steps=4), max_sessions=1)
+    with running(app) as url, ORS(base_url=url) as client:
+        env = client.environment("vera")
+        with pytest.raises(RuntimeError, match="Invalid split"):
+            with env.session(split="nope", index=0):
+                pass
+        with pytest.raises(RuntimeError, match="Invalid index"):
+            with env.session(split="train", index=99):
+                pass
+        assert app.state.vera.registry.describe()["reserved"] == 0
+        with env.session(split="train", index=2) as session:  # the one place is free
+            assert session.get_prompt()
