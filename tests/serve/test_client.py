@@ -157,3 +157,19 @@ def test_remote_env_bearer_token_from_argument():
 def test_translate_server_error_frames_to_local_exceptions(text, kind, message):
     exc = _translate(text)
     assert type(exc) is kind and message in str(exc)
+
+
+def test_training_collection_runs_unchanged_on_remote_envs():
+    collect = pytest.importorskip("training.collect").collect
+    from training.episodes import Start
+
+    starts = [Start(task_id, 0) for task_id in BUILTIN.ids()[:2]]
+    policy = OraclePolicy(BUILTIN)
+    with running(create_app(EnvSpec(max_steps=8))) as url:
+        remote = collect(BUILTIN, policy, starts, make_env_fn=lambda: VeraRemoteEnv(url),
+                         concurrency=2)
+    local = collect(BUILTIN, policy, starts, concurrency=2,
+                    make_env_fn=lambda: EnvSpec(max_steps=8).build(tasks=BUILTIN))
+    keep = ("task_id", "status", "correct", "score", "actions", "observations", "rewards")
+    assert [{k: r[k] for k in keep} for r in remote] == [{k: r[k] for k in keep} for r in local]
+    assert all(r["correct"] is True for r in remote)
