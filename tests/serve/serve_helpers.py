@@ -61,7 +61,11 @@ class ServerProcess:
             [sys.executable, "-m", "vera_env.cli", "serve", "--port", "0", *args],
             cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
-        self.url = self._wait_listening()
+        try:
+            self.url = self._wait_listening()
+        except BaseException:
+            self.stop()  # never leave a half-started server behind
+            raise
 
     def _wait_listening(self) -> str:
         deadline = time.monotonic() + 60
