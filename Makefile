@@ -11,14 +11,15 @@ install:
 demo: install
 	vera-env demo
 
-test: EXTRAS = dev,training,ray
+test: EXTRAS = dev,training,ray,serve
 test: install
 	$(PYTHON) -m pytest -q
 
-bench: EXTRAS = dev,ray
+bench: EXTRAS = dev,ray,serve
 bench: install
 	$(PYTHON) benchmarks/harness_overhead.py
 	$(PYTHON) benchmarks/sandbox_latency.py --breakdown
 	$(PYTHON) benchmarks/staging.py
 	$(PYTHON) benchmarks/observation_size.py
 	$(PYTHON) benchmarks/episodes_per_minute.py
+	$(PYTHON) benchmarks/serve_load.py --out benchmarks/results/serve_load_openenv.json

@@ -20,12 +20,13 @@ from typing import Any
 from gymnasium.envs.registration import register, registry
 
 __all__ = [
-    "ENV_ID", "GraderError", "PolicyError", "ResetNeeded", "RewardConfig", "SandboxError",
-    "Task", "TaskFileError", "VeraEnv", "VeraError", "load_tasks",
+    "ENV_ID", "GraderError", "PolicyError", "REMOTE_ENV_ID", "ResetNeeded", "RewardConfig",
+    "SandboxError", "Task", "TaskFileError", "VeraEnv", "VeraError", "load_tasks",
 ]
 __version__ = "0.1.0"
 
 ENV_ID = "vera_env/Vera-v0"
+REMOTE_ENV_ID = "vera_env/VeraRemote-v0"  # a served env: gym.make_vec(REMOTE_ENV_ID, base_url=...)
 
 _LAZY = {
     "VeraEnv": "vera_env.env",
@@ -55,3 +56,5 @@ if ENV_ID not in registry:
     # No TimeLimit: the environment owns its step budget (max_steps) and reports
     # truncation itself, so the forced-answer wrapper can see the budget end.
     register(id=ENV_ID, entry_point="vera_env.env:VeraEnv")
+if REMOTE_ENV_ID not in registry:
+    register(id=REMOTE_ENV_ID, entry_point="vera_env.serve.client:VeraRemoteEnv")

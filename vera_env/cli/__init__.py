@@ -19,6 +19,7 @@ _COMMANDS = (
     "vera_env.cli.play",
     "vera_env.cli.report",
     "vera_env.cli.rescore",
+    "vera_env.cli.serve",
     "vera_env.cli.tasks",
 )
 

@@ -1,0 +1,81 @@
+"""``vera-env serve``: the environment over OpenEnv or ORS, for trainers on any machine.
+
+    vera-env serve --protocol openenv --tasks builtin --port 8000 --max-sessions 64
+    vera-env serve --protocol ors --tasks suites/train --test-tasks suites/test
+
+Binds 127.0.0.1 unless ``--host`` says otherwise; set ``VERA_SERVE_TOKEN`` to require a
+bearer token. Stops on SIGTERM or Ctrl-C, killing every sandbox.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+__all__ = ["TOKEN_ENV_VAR", "add_parser", "cmd_serve"]
+
+TOKEN_ENV_VAR = "VERA_SERVE_TOKEN"
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve until stopped."""
+    from vera_env.errors import TaskFileError  # noqa: PLC0415
+    from vera_env.sandbox import SandboxLimits  # noqa: PLC0415
+    from vera_env.serve import ServeConfig, serve  # noqa: PLC0415
+    from vera_env.spec import EnvSpec  # noqa: PLC0415
+
+    try:
+        limits = SandboxLimits(timeout_s=args.command_timeout_s,
+                               check_timeout_s=args.check_timeout_s)
+        spec = EnvSpec(tasks=str(args.tasks), max_steps=args.max_steps, wrappers=args.wrappers,
+                       reserve=args.reserve, sandbox=args.sandbox, limits=limits)
+        config = ServeConfig(
+            protocol=args.protocol, host=args.host, port=args.port,
+            max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout_s,
+            sandbox_rate_per_s=args.sandbox_rate, sandbox_burst=args.sandbox_burst,
+            token=os.environ.get(TOKEN_ENV_VAR) or None,
+            shutdown_grace_s=args.shutdown_grace_s, log_level=args.log_level)
+        splits = {name: value for name, value in (("validation", args.validation_tasks),
+                                                  ("test", args.test_tasks)) if value}
+        serve(spec, config, splits=splits)
+    except (TaskFileError, ValueError, OSError) as exc:  # pydantic's ValidationError too
+        print(f"vera-env serve: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``serve`` on the ``vera-env`` parser."""
+    from vera_env.cli.eval import parse_wrappers  # noqa: PLC0415
+
+    p = sub.add_parser("serve", help="serve the environment over OpenEnv or ORS",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--protocol", choices=["openenv", "ors"], default="openenv")
+    p.add_argument("--tasks", default="builtin",
+                   help="the train split: builtin, a suite folder, a .jsonl or a "
+                        "BioMysteryBench folder")
+    p.add_argument("--validation-tasks", help="the validation split (a task source)")
+    p.add_argument("--test-tasks", help="the test split (a task source)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
+    p.add_argument("--port", type=int, default=8000, help="0: any free port")
+    p.add_argument("--max-sessions", type=int, default=64,
+                   help="sessions alive at once; one more is answered 'busy'")
+    p.add_argument("--idle-timeout-s", type=float, default=1800.0,
+                   help="close sessions untouched this long (longer than any generation pause)")
+    p.add_argument("--sandbox-rate", type=float, default=16.0,
+                   help="workspaces staged per second at most (resets beyond it wait)")
+    p.add_argument("--sandbox-burst", type=int, default=16)
+    p.add_argument("--max-steps", type=int, default=30, help="step budget per episode")
+    p.add_argument("--wrappers", type=parse_wrappers, default=("gate", "forced"),
+                   help="comma list of forced,gate; 'none' for the bare environment")
+    p.add_argument("--reserve", type=int, default=3, help="forced-answer steps at the end")
+    p.add_argument("--command-timeout-s", type=float, default=60.0)
+    p.add_argument("--check-timeout-s", type=float, default=30.0)
+    p.add_argument("--sandbox", choices=["auto", "bwrap", "local"], default="auto")
+    p.add_argument("--shutdown-grace-s", type=float, default=10.0,
+                   help="on SIGTERM, how long running steps may finish before sandboxes "
+                        "are killed")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
+                   default="info")
+    p.set_defaults(func=cmd_serve)
