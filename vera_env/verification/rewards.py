@@ -46,10 +46,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vera_env.observation.state import Node
 from vera_env.verification.checks import MAX_CHECKS_PER_NODE
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: observation (the graph) sits above verification
+    from vera_env.observation.state import Node
     from vera_env.sandbox import SandboxLimits
 
 __all__ = ["RewardConfig", "RewardLedger", "RewardParts", "node_verification", "step_bound_s"]
