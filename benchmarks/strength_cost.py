@@ -50,7 +50,7 @@ from vera_env.tasks.builtin import builtin_source
 from vera_env.verification.check_inputs import WorkspaceIndex, named_files
 from vera_env.verification.checks import run_checks
 from vera_env.verification.encoding import decode
-from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.rewards import RewardConfig, step_bound_s
 from vera_env.verification.strength import StrengthSession
 from vera_env.wire.protocol import CheckSpec
 
@@ -185,7 +185,7 @@ def worst_step_row() -> dict[str, object]:
         info = env.step(turn)[-1]
         step_s = time.perf_counter() - started
         env.close()
-    bound = limits.timeout_s + checks * limits.check_timeout_s + config.strength_deadline_max_s
+    bound = step_bound_s(limits, config, checks)
     details = [c["detail"] for c in info["checks"]]
     return {"step_s": step_s, "bound_s": bound, "checks": checks,
             "deadline_cut": sum("deadline" in d for d in details),

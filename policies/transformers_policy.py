@@ -12,9 +12,11 @@ The returned text starts with the prefill.
 torch and transformers are an optional dependency (the ``training`` extra); importing
 this module does not import them — constructing from a path does.
 
-Example:
-    >>> from policies import TransformersPolicy
-    >>> policy = TransformersPolicy.from_pretrained("runs/grpo/checkpoint-200")  # doctest: +SKIP
+Example (needs a checkpoint and the training extra, so not a doctest)::
+
+    from policies import TransformersPolicy
+
+    policy = TransformersPolicy.from_pretrained("runs/grpo/checkpoint-200")
 """
 
 from __future__ import annotations

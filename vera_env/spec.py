@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from vera_env.observation.prompts import ObservationVariant
 from vera_env.sandbox import SandboxLimits
 from vera_env.sandbox.config import SandboxConfig
-from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.rewards import RewardConfig, step_bound_s
 from vera_env.wrappers import WRAPPER_NAMES, WrapperName, apply_wrappers
 
 if TYPE_CHECKING:
@@ -116,6 +116,16 @@ class EnvSpec(BaseModel):
                 "max_observation_chars": self.max_observation_chars,
                 "max_action_chars": self.max_action_chars,
                 "observation_variant": self.observation_variant}
+
+    def step_bound_s(self) -> float:
+        """The longest a step of this environment may take, from its limits and reward
+        settings (``vera_env.verification.rewards.step_bound_s``, worst case: 16 checks).
+
+        Example:
+            >>> EnvSpec().step_bound_s()                 # 60 + 16 x 30 + 120
+            660.0
+        """
+        return step_bound_s(self.limits, self.reward)
 
     def differences(self, other: EnvSpec) -> list[str]:
         """Fields that differ and could change an outcome (not ``NON_BINDING``), as

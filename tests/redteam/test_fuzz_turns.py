@@ -19,10 +19,10 @@ import os
 
 import pytest
 from hostile_turns import KINDS, SPAWNING, TurnGenerator, would_spawn
-from turn_fuzzer import LIMITS, fuzz, step_bound_s
+from turn_fuzzer import KILL_SLACK_S, LIMITS, fuzz, spawn_bound_s
 
 from vera_env.sandbox import probe_bwrap
-from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.rewards import RewardConfig, step_bound_s
 
 pytestmark = pytest.mark.skipif(bool(probe_bwrap()), reason=f"bwrap unusable: {probe_bwrap()}")
 
@@ -54,7 +54,9 @@ def test_turn_generator_spawns_nothing_when_told_not_to():
     assert not any(would_spawn(t.text) for t in turns)
 
 
-def test_step_bound_grows_with_checks_and_strength():
+def test_spawn_bound_is_the_package_step_bound_plus_kill_slack():
     on, off = RewardConfig(), RewardConfig(strength=False)
-    assert step_bound_s(LIMITS, off, 0) < step_bound_s(LIMITS, off, 2) < step_bound_s(LIMITS, on, 2)
-    assert step_bound_s(LIMITS, on, 100) == step_bound_s(LIMITS, on, 16)
+    for config in (on, off):
+        for n in (0, 2, 16, 100):
+            assert spawn_bound_s(LIMITS, config, n) == step_bound_s(LIMITS, config, n) + KILL_SLACK_S
+    assert spawn_bound_s(LIMITS, off, 0) < spawn_bound_s(LIMITS, off, 2) < spawn_bound_s(LIMITS, on, 2)

@@ -10,7 +10,10 @@ lifecycle ``vera-env eval`` uses, and checks after every step:
 * the observation is valid UTF-8 and inside ``observation_space``; the ``info`` has
   every key, encodes as strict JSON (no NaN) in UTF-8; the reward is finite;
 * the step took no longer than its bound: ``PARSE_BOUND_S`` for a turn that ran
-  nothing, `step_bound_s` of the limits for one that ran a command or checks;
+  nothing; for one that ran a command or checks, the package's worst-case step time
+  (``vera_env.verification.rewards.step_bound_s``: ``timeout_s + n_checks x
+  check_timeout_s + strength_deadline_max_s``, the formula the README states) plus
+  ``KILL_SLACK_S`` for the sandbox's kill latency;
 * a turn with an invisible character was rejected, and ran nothing;
 * ``unscorable`` only after a fault the model cannot cause (the judge was unreachable);
 * a released answer holds no invisible character;
@@ -41,34 +44,24 @@ from vera_env.errors import PolicyError
 from vera_env.rollout import Attempt
 from vera_env.sandbox import SandboxLimits
 from vera_env.tasks import Task
-from vera_env.verification.checks import MAX_CHECKS_PER_NODE
 from vera_env.verification.grading import RubricJudge
-from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.rewards import RewardConfig, step_bound_s
 from vera_env.wire.text import invisible_problem
 from vera_env.wrappers import RecordEpisode, apply_wrappers
 
-__all__ = ["LIMITS", "PARSE_BOUND_S", "FuzzReport", "fuzz", "step_bound_s"]
+__all__ = ["KILL_SLACK_S", "LIMITS", "PARSE_BOUND_S", "FuzzReport", "fuzz", "spawn_bound_s"]
 
 LIMITS = SandboxLimits(timeout_s=3, check_timeout_s=2, memory_mb=512, max_processes=64,
                        max_workspace_mb=64, max_output_bytes=2 * 2**20)
 PARSE_BOUND_S = 2.0       # a turn that runs nothing is pure Python on <= 50k characters
-_MUTANT_TIMEOUT_FLOOR_S = 10.0   # strength gives each mutant run at least this long
-_SLACK_S = 5.0
+KILL_SLACK_S = 5.0        # the sandbox's kill latency for the runs cut at a bound
 _MAX_STEPS = 24
 
 
-def step_bound_s(limits: SandboxLimits, config: RewardConfig, n_checks: int) -> float:
-    """The longest a step may take: its command, its checks, and their strength runs.
-
-    Each check runs once on the workspace, then at most ``strength_max_files`` x
-    ``strength_mutants`` mutant runs, ``strength_controls`` controls and one
-    confirmation, each within its timeout (the mutant floor being 10 s).
-    """
-    strength_runs = (config.strength_max_files * config.strength_mutants
-                     + config.strength_controls + 1) if config.strength else 0
-    per_check = limits.check_timeout_s + strength_runs * max(_MUTANT_TIMEOUT_FLOOR_S,
-                                                             limits.check_timeout_s)
-    return limits.timeout_s + min(n_checks, MAX_CHECKS_PER_NODE) * per_check + _SLACK_S
+def spawn_bound_s(limits: SandboxLimits, config: RewardConfig, n_checks: int) -> float:
+    """The bound asserted for a step that ran a command or checks: the package's
+    worst-case step time for ``n_checks`` checks, plus ``KILL_SLACK_S``."""
+    return step_bound_s(limits, config, n_checks) + KILL_SLACK_S
 
 
 @dataclass
@@ -217,7 +210,7 @@ class _Run:
         if set(keys.INFO_KEYS) - set(info) or not math.isfinite(reward):
             self.fail(at, f"info keys {sorted(set(keys.INFO_KEYS) - set(info))}, "
                           f"reward {reward}", turn)
-        bound = (step_bound_s(LIMITS, self.config, len(info[keys.CHECKS])) if spawned
+        bound = (spawn_bound_s(LIMITS, self.config, len(info[keys.CHECKS])) if spawned
                  else PARSE_BOUND_S)
         if elapsed_s > bound:
             self.fail(at, f"step took {elapsed_s:.2f}s, over its bound {bound:.1f}s", turn)

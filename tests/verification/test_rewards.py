@@ -1,10 +1,11 @@
 import pytest
 from pydantic import ValidationError
 
-from vera_env.verification.checks import CheckResult
-from vera_env.verification.rewards import (RewardConfig, RewardLedger, RewardParts,
-                                           node_verification)
 from vera_env.observation.state import Node
+from vera_env.sandbox import SandboxLimits
+from vera_env.spec import EnvSpec
+from vera_env.verification.checks import MAX_CHECKS_PER_NODE, CheckResult
+from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts, node_verification, step_bound_s
 
 
 def _node(n_pass, n_fail=0, discriminating=None):
@@ -75,3 +76,23 @@ def test_ledger_correctness_is_none_when_ungraded():
     ledger = RewardLedger(RewardConfig(correctness_weight=2.0))
     assert ledger.correctness(True) == 2.0 and ledger.correctness(False) == 0.0
     assert ledger.correctness(None) is None
+
+
+def test_step_bound_is_command_plus_checks_plus_strength_deadline():
+    limits = SandboxLimits(timeout_s=3, check_timeout_s=1.5)
+    cfg = RewardConfig(strength_deadline_max_s=5)
+    assert step_bound_s(limits, cfg) == 3 + MAX_CHECKS_PER_NODE * 1.5 + 5 == 32.0
+    assert step_bound_s(limits, cfg, 2) == 3 + 2 * 1.5 + 5
+    assert step_bound_s(limits, cfg, 100) == step_bound_s(limits, cfg, MAX_CHECKS_PER_NODE)
+
+
+def test_step_bound_has_no_strength_term_without_checks_or_strength():
+    limits = SandboxLimits(timeout_s=3, check_timeout_s=1.5)
+    assert step_bound_s(limits, RewardConfig(), 0) == 3
+    assert step_bound_s(limits, RewardConfig(strength=False), 2) == 3 + 2 * 1.5
+
+
+def test_step_bound_defaults_match_the_readme_and_the_spec():
+    assert step_bound_s(SandboxLimits(), RewardConfig()) == 60 + 16 * 30 + 120 == 660.0
+    spec = EnvSpec(limits=SandboxLimits(timeout_s=10), reward=RewardConfig(strength=False))
+    assert spec.step_bound_s() == 10 + 16 * 30

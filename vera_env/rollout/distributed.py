@@ -135,11 +135,12 @@ def collect(env: EnvSource, policy_factory: Callable[[], Policy],
 class RolloutPool:
     """Rollout workers that stay up between collections (arguments as in ``collect``).
 
-    Example:
-        >>> spec = EnvSpec(max_steps=30)
-        >>> with RolloutPool(spec, make_policy, num_workers=8) as pool:  # doctest: +SKIP
-        ...     for step in range(steps):
-        ...         batch = pool.collect([(None, seed) for seed in seeds_for(step)])
+    Example (needs Ray, so not a doctest)::
+
+        spec = EnvSpec(max_steps=30)
+        with RolloutPool(spec, make_policy, num_workers=8) as pool:
+            for step in range(steps):
+                batch = pool.collect([(None, seed) for seed in seeds_for(step)])
     """
 
     def __init__(self, env: EnvSource, policy_factory: Callable[[], Policy],

@@ -18,9 +18,11 @@ the one pool every runner leases from:
 Example:
     >>> from vera_env.spec import EnvSpec
     >>> from vera_env.rollout.pool import EnvPool
-    >>> with EnvPool(EnvSpec(max_steps=10)) as pool:     # doctest: +SKIP
+    >>> with EnvPool(EnvSpec(max_steps=10)) as pool:
     ...     with pool.lease() as env:
     ...         obs, info = env.reset(seed=0)
+    ...     pool.built
+    1
 """
 
 from __future__ import annotations

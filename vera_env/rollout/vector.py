@@ -118,8 +118,10 @@ class EnvInfo(gym.Wrapper):
         >>> import gymnasium as gym, vera_env
         >>> from vera_env.rollout.vector import EnvInfo, env_info
         >>> envs = gym.make_vec("vera_env/Vera-v0", num_envs=2, wrappers=[EnvInfo])
-        >>> obs, infos = envs.reset(seed=0)                      # doctest: +SKIP
-        >>> env_info(infos, 1)["task_id"]                        # doctest: +SKIP
+        >>> obs, infos = envs.reset(seed=0)
+        >>> env_info(infos, 1)["step"]
+        0
+        >>> envs.close()
     """
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:

@@ -10,12 +10,17 @@ its commands in one long-lived sandbox, with the same guarantees as a sandbox pe
 command (limits, the tree killed, nothing surviving a command; checks keep a fresh
 sandbox each). Measured (``benchmarks/sandbox_latency.py``): a command costs 1.1-1.9x
 a bare subprocess there against ~7.5x per command, and a workspace that runs 4 or more
-commands is cheaper from start to close; strength replays multiply commands (issue 11). ``"bwrap"`` names the sandbox-per-command backend.
+commands is cheaper from start to close; strength replays multiply commands (issue 11).
+``"bwrap"`` names the sandbox-per-command backend.
 
+    >>> from pathlib import Path
     >>> from vera_env.sandbox import make_sandbox
-    >>> sandbox = make_sandbox("auto")                      # doctest: +SKIP
-    >>> with sandbox.stage({"counts.tsv": src}) as ws:      # doctest: +SKIP
-    ...     print(ws.run("wc -l counts.tsv").as_tool_output())
+    >>> src = Path("counts.tsv")
+    >>> _ = src.write_text("gene,count\\nTP53,4\\n")
+    >>> sandbox = make_sandbox("auto")
+    >>> with sandbox.stage({"counts.tsv": src.resolve()}) as ws:
+    ...     print(ws.run("wc -l < counts.tsv").stdout.strip())
+    2
 """
 
 from __future__ import annotations

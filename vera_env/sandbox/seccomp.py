@@ -14,7 +14,8 @@ under a seccomp filter that fails:
   default profile blocks them for the same reason);
 * ``mq_open``: POSIX message queues live in the IPC namespace, which a long-lived
   sandbox (``server``) keeps across commands, and nothing there enumerates them;
-* ``getrandom``, for checks only (``entropy``: constant entropy).
+* ``getrandom``, for commands and checks alike (``entropy``: constant entropy, so
+  strength's replay of a command draws the same numbers the command drew).
 
 They fail with ENOSYS, "this kernel does not have it", which tools handle as a missing
 feature. A filter that matches only the native system-call numbers is not a filter:

@@ -74,11 +74,13 @@ class VeraRemoteEnv(gym.Env[str, str]):
         max_action_chars: Size of the action space (as the local env's).
         render_mode: ``"ansi"`` (``render`` returns the observation) or None.
 
-    Example:
-        >>> import gymnasium as gym
-        >>> from vera_env.serve import VeraRemoteEnv
-        >>> envs = gym.vector.AsyncVectorEnv(                      # doctest: +SKIP
-        ...     [lambda: VeraRemoteEnv("http://10.0.0.5:8000")] * 16)
+    Example (needs a running server, so not a doctest)::
+
+        import gymnasium as gym
+        from vera_env.serve import VeraRemoteEnv
+
+        envs = gym.vector.AsyncVectorEnv(
+            [lambda: VeraRemoteEnv("http://10.0.0.5:8000")] * 16)
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}

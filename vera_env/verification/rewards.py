@@ -33,17 +33,26 @@ measurement check sent back for a rewrite), and every turn of an unscorable epis
 
 ``RewardLedger`` is the one place that does this arithmetic: the environment records
 what happened in a turn and asks the ledger what it is worth.
+
+The time a step may take is bounded by the same settings (``step_bound_s``): one
+command, at most ``MAX_CHECKS_PER_NODE`` checks one after another, then strength until
+the node's deadline — so a model cannot buy reward with a step that never ends.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vera_env.observation.state import Node
+from vera_env.verification.checks import MAX_CHECKS_PER_NODE
 
-__all__ = ["RewardConfig", "RewardLedger", "RewardParts", "node_verification"]
+if TYPE_CHECKING:  # annotations only: observation (the graph) sits above verification
+    from vera_env.observation.state import Node
+    from vera_env.sandbox import SandboxLimits
+
+__all__ = ["RewardConfig", "RewardLedger", "RewardParts", "node_verification", "step_bound_s"]
 
 
 class RewardConfig(BaseModel):
@@ -92,6 +101,36 @@ class RewardConfig(BaseModel):
     confirmation replays of killing mutants; least recently used files are dropped."""
     strength_max_shadow_mb: int = Field(1024, ge=1)
     """Disk the shadows and variant files may take together."""
+
+
+def step_bound_s(limits: SandboxLimits, config: RewardConfig,
+                 n_checks: int = MAX_CHECKS_PER_NODE) -> float:
+    """The longest one step may take, as a formula of the limits.
+
+    ``timeout_s + n_checks x check_timeout_s + strength_deadline_max_s``: the turn's one
+    command, its node's checks one after another (at most ``MAX_CHECKS_PER_NODE``), then
+    strength testing until the node's deadline (only when strength is on and there are
+    checks). Not included: the sandbox's kill latency for each run cut at a bound, and,
+    for an ``llm``-graded answer, the judge's reply (bounded by its client's timeout and
+    retries). The README (Rewards) and the hostile-turn fuzzer use this function.
+
+    Args:
+        limits: The sandbox limits (``timeout_s``, ``check_timeout_s``).
+        config: The reward configuration (``strength``, ``strength_deadline_max_s``).
+        n_checks: Checks the step's node declared (more than ``MAX_CHECKS_PER_NODE``
+            never run); the default is the worst case.
+
+    Example:
+        >>> from vera_env.sandbox import SandboxLimits
+        >>> step_bound_s(SandboxLimits(), RewardConfig())        # 60 + 16 x 30 + 120
+        660.0
+        >>> step_bound_s(SandboxLimits(timeout_s=3, check_timeout_s=1.5),
+        ...              RewardConfig(strength_deadline_max_s=5))
+        32.0
+    """
+    checks = max(0, min(n_checks, MAX_CHECKS_PER_NODE))
+    strength = config.strength_deadline_max_s if config.strength and checks else 0.0
+    return limits.timeout_s + checks * limits.check_timeout_s + strength
 
 
 @dataclass(frozen=True, slots=True)
