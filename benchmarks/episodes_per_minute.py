@@ -49,10 +49,10 @@ import gymnasium as gym
 from sandbox_latency import machine
 
 import vera_env
-from vera_env.wire.protocol import parse_emission
 from vera_env.rollout import Attempt, run_many
-from vera_env.tasks import load_tasks
 from vera_env.rollout.vector import EnvInfo, close_vector_env, play_vector
+from vera_env.tasks import load_tasks
+from vera_env.wire.protocol import parse_emission
 
 RESULTS = Path(__file__).resolve().parent / "results" / "episodes_per_minute.json"
 ROOT = Path(__file__).resolve().parents[1]
@@ -193,7 +193,7 @@ def floor_seconds() -> float:
 
 
 def measure(mode: str, n: int, minimum: int, strength: bool) -> dict[str, Any]:
-    from vera_env.verification.rewards import RewardConfig  # noqa: PLC0415
+    from vera_env.verification.rewards import RewardConfig
 
     ENV_KWARGS["reward"] = RewardConfig(strength=strength)
     runners: dict[str, Callable[[int, list[int]], tuple[list[Attempt], float]]] = {

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "redteam"))
 
-from turn_fuzzer import fuzz  # noqa: E402
+from turn_fuzzer import fuzz
 
 
 def main() -> int:

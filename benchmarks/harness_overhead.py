@@ -34,9 +34,9 @@ from pathlib import Path
 from sandbox_latency import machine, measure, summarize
 
 from vera_env.env import VeraEnv
-from vera_env.verification.rewards import RewardConfig
 from vera_env.sandbox import ExecResult
 from vera_env.tasks import Task
+from vera_env.verification.rewards import RewardConfig
 
 RESULTS = Path(__file__).resolve().parent / "results" / "harness_overhead.json"
 SIZES = (1, 50, 500)
@@ -83,7 +83,8 @@ def node_turn(i: int) -> str:
             f'NODE kind=transform summary="finding number {i}" artifact=rows{i}.txt parents=n1\n'
             f'CHECK range "rows {i}" :: test $(cat rows{i}.txt) -eq {i} && echo True || echo False\n'
             f'CHECK conservation "cols {i}" :: test $(head -1 table.tsv | wc -w) -eq 2 && echo True\n'
-            f'CHECK type "ints {i}" :: awk \'NR>1 && $2 !~ /^[0-9]+$/ {{bad=1}} END{{print !bad ? "True" : "False"}}\' table.tsv\n')
+            f'CHECK type "ints {i}" :: awk \'NR>1 && $2 !~ /^[0-9]+$/ {{bad=1}} '
+            f'END{{print !bad ? "True" : "False"}}\' table.tsv\n')
 
 
 COMMAND_TURN = "<command>awk -F'\\t' 'NR>1 {s+=$2} END {print s}' table.tsv</command>"

@@ -29,10 +29,10 @@ from pathlib import Path
 from sandbox_latency import machine
 
 from vera_env import info as keys
-from vera_env.observation.budget import count_tokens
 from vera_env.env import VeraEnv
-from vera_env.verification.rewards import RewardConfig
+from vera_env.observation.budget import count_tokens
 from vera_env.tasks import load_tasks
+from vera_env.verification.rewards import RewardConfig
 
 RESULTS = Path(__file__).resolve().parent / "results" / "observation_size.json"
 TASK = "tab.sentinel_mean.easy.s0"

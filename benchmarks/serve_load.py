@@ -78,7 +78,7 @@ def plan(sessions: int, episodes: int) -> list[list[str]]:
 
 async def openenv_session(url: str, task_ids: list[str], steps: list[float],
                           opened: asyncio.Event, ready: list[float]) -> None:
-    from openenv.core.generic_client import GenericEnvClient  # noqa: PLC0415
+    from openenv.core.generic_client import GenericEnvClient
 
     async with GenericEnvClient(base_url=url, message_timeout_s=600) as client:
         for n, task_id in enumerate(task_ids):
@@ -116,7 +116,7 @@ async def remote_run(protocol: str, url: str, work: list[list[str]],
     opened = asyncio.Event()
     client = None
     if protocol == "ors":
-        from ors.client import AsyncORS  # noqa: PLC0415
+        from ors.client import AsyncORS
 
         client = AsyncORS(base_url=url)
         env = client.environment("vera")
@@ -134,7 +134,7 @@ async def remote_run(protocol: str, url: str, work: list[list[str]],
     opened.set()
     await asyncio.gather(*tasks)
     if client is not None:
-        await client.environments._clients[url].close()  # noqa: SLF001 - the SDK has no close
+        await client.environments._clients[url].close()
     return {"steps": steps, "open_s": open_s, "wall_s": time.perf_counter() - start,
             "at_open": snapshot}
 
@@ -152,7 +152,7 @@ async def noop_remote(protocol: str, url: str, sessions: int) -> list[float]:
         return fields
 
     async def openenv_one(i: int) -> None:
-        from openenv.core.generic_client import GenericEnvClient  # noqa: PLC0415
+        from openenv.core.generic_client import GenericEnvClient
 
         async with GenericEnvClient(base_url=url, message_timeout_s=600) as client:
             await client.reset(task_id=ids[i % len(ids)], seed=0)
@@ -168,11 +168,11 @@ async def noop_remote(protocol: str, url: str, sessions: int) -> list[float]:
     if protocol == "openenv":
         await asyncio.gather(*(openenv_one(i) for i in range(sessions)))
         return steps
-    from ors.client import AsyncORS  # noqa: PLC0415
+    from ors.client import AsyncORS
 
     client = AsyncORS(base_url=url)
     await asyncio.gather(*(ors_one(client.environment("vera"), i) for i in range(sessions)))
-    await client.environments._clients[url].close()  # noqa: SLF001 - the SDK has no close
+    await client.environments._clients[url].close()
     return steps
 
 
@@ -206,7 +206,7 @@ def noop_local(sessions: int) -> list[float]:
 
 def server_step_seconds(url: str) -> tuple[float, float]:
     """(sum, count) of the server's own step-time histogram."""
-    import urllib.request  # noqa: PLC0415
+    import urllib.request
 
     text = urllib.request.urlopen(f"{url}/metrics", timeout=30).read().decode()
     values = dict(line.rsplit(" ", 1) for line in text.splitlines()
@@ -242,13 +242,13 @@ def local_run(work: list[list[str]]) -> dict[str, Any]:
 
 
 def summary(remote: dict[str, Any], local: dict[str, Any]) -> dict[str, float]:
-    r, l = remote["steps"], local["steps"]
+    r, loc = remote["steps"], local["steps"]
     return {"steps": len(r), "remote_p50_ms": 1e3 * pct(r, 0.5),
-            "remote_p99_ms": 1e3 * pct(r, 0.99), "local_p50_ms": 1e3 * pct(l, 0.5),
-            "local_p99_ms": 1e3 * pct(l, 0.99),
-            "overhead_p50_ms": 1e3 * (pct(r, 0.5) - pct(l, 0.5)),
-            "overhead_p99_ms": 1e3 * (pct(r, 0.99) - pct(l, 0.99)),
-            "remote_mean_ms": 1e3 * statistics.fmean(r), "local_mean_ms": 1e3 * statistics.fmean(l)}
+            "remote_p99_ms": 1e3 * pct(r, 0.99), "local_p50_ms": 1e3 * pct(loc, 0.5),
+            "local_p99_ms": 1e3 * pct(loc, 0.99),
+            "overhead_p50_ms": 1e3 * (pct(r, 0.5) - pct(loc, 0.5)),
+            "overhead_p99_ms": 1e3 * (pct(r, 0.99) - pct(loc, 0.99)),
+            "remote_mean_ms": 1e3 * statistics.fmean(r), "local_mean_ms": 1e3 * statistics.fmean(loc)}
 
 
 def main() -> None:

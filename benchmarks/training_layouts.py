@@ -61,7 +61,7 @@ def sizes(tokenizer: object, observations: list[str], prefills: list[str],
 
     fmt = ChatFormat(tokenizer)
     rows, total = [], 0
-    for t, (obs, prefill, action) in enumerate(zip(observations, prefills, actions)):
+    for t, (obs, prefill, action) in enumerate(zip(observations, prefills, actions, strict=False)):
         completion = len(fmt.encode(action[len(prefill):])) + 1
         stepwise = len(prompt_ids(tokenizer, obs, prefill=prefill)) + completion
         total += len(fmt.first(obs) if t == 0 else fmt.observation(obs)) + completion

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from vera_env import info as keys
-from vera_env.spec import EnvSpec
 from vera_env.rollout import run_episode
+from vera_env.spec import EnvSpec
 from vera_env.tasks import load_tasks
 
 IDLE = "<command>ls</command>"

@@ -68,7 +68,7 @@ class TransformersPolicy:
 
     @classmethod
     def from_pretrained(cls, path: str, *, device: str | None = None,
-                        dtype: str | None = None, **options: Any) -> "TransformersPolicy":
+                        dtype: str | None = None, **options: Any) -> TransformersPolicy:
         """Load a model and tokenizer saved with ``save_pretrained`` (no hub access).
 
         Args:

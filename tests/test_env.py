@@ -15,8 +15,8 @@ import vera_env
 from vera_env import info as keys
 from vera_env.env import VeraEnv
 from vera_env.errors import ResetNeeded, SandboxError
-from vera_env.verification.rewards import RewardConfig
 from vera_env.tasks import Task
+from vera_env.verification.rewards import RewardConfig
 
 GOOD_NODE = (
     "<command>awk -F'\\t' 'NR>1 && $3!=-999 {s+=$3;n++} END{print s/n}' alcohol.txt > mean.txt"

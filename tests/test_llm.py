@@ -182,7 +182,7 @@ class _DropOnce(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
         type(self).calls += 1
         if type(self).calls == 1:

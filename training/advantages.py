@@ -28,7 +28,8 @@ Pure numpy, so it is tested without torch.
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -96,7 +97,7 @@ def reward_to_go_advantages(turn_rewards: Sequence[Sequence[float]], scorable: S
     """
     returns = [np.cumsum(np.asarray(r, dtype=np.float64)[::-1])[::-1] for r in turn_rewards]
     out: list[list[float]] = [[0.0] * len(r) for r in turn_rewards]
-    every = np.concatenate([r for r, ok in zip(returns, scorable) if ok] or [np.zeros(0)])
+    every = np.concatenate([r for r, ok in zip(returns, scorable, strict=False) if ok] or [np.zeros(0)])
     for start in range(0, len(returns), num_generations):
         members = [i for i in range(start, start + num_generations) if scorable[i]]
         pooled = np.concatenate([returns[i] for i in members] or [np.zeros(0)])

@@ -17,7 +17,8 @@ import itertools
 import textwrap
 import types
 import typing
-from typing import Any, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 __all__ = ["field_docs", "parse_args"]
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 from training.episodes import ChatFormat, Start, draw_starts, tokenize_transcript
 from training.grpo import env_spec, task_source

@@ -12,8 +12,9 @@ tokens) per turn and the model trains on contexts an evaluation policy never sho
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from training.envs import EnvPool, env_spec
 from training.episodes import ChatFormat, Sampler, TokenEpisode, parse_start, play_episodes

@@ -13,8 +13,9 @@ an episode for ``--print-samples``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = ["RolloutDump", "format_episode"]
 

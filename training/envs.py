@@ -10,7 +10,8 @@ free to rebuild every step), closed at the end.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from vera_env.observation.prompts import ObservationVariant
 from vera_env.spec import EnvSpec

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -198,10 +199,10 @@ def tokenize_transcript(fmt: ChatFormat, observations: Sequence[str], actions: S
     if layout == "turns":
         return [_turn_sequence(fmt, obs, action, prefill, system_prompt)
                 for obs, action, prefill in zip(observations, actions,
-                                                list(prefills) or [""] * len(actions))]
+                                                list(prefills) or [""] * len(actions), strict=False)]
     ids: list[int] = []
     labels: list[int] = []
-    for i, (obs, action) in enumerate(zip(observations, actions)):
+    for i, (obs, action) in enumerate(zip(observations, actions, strict=False)):
         context = fmt.first(obs) if i == 0 else fmt.observation(obs)
         turn = fmt.encode(action) + list(fmt.eos_ids[:1])
         ids += context + turn
@@ -342,7 +343,7 @@ def play_episodes(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
         raise ValueError(f"need one env per start, got {len(envs)} envs for {len(starts)}")
     if max_turn_tokens < 1 or max_completion_length < 2:
         raise ValueError("max_turn_tokens must be >= 1 and max_completion_length >= 2")
-    began = list(pool.map(lambda pair: _reset(pair[0], pair[1], fmt), zip(envs, starts)))
+    began = list(pool.map(lambda pair: _reset(pair[0], pair[1], fmt), zip(envs, starts, strict=False)))
     episodes = [episode for episode, _ in began]
     while any_active(any(not e.done for e in episodes)):
         live = [i for i, e in enumerate(episodes) if not e.done]

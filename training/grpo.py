@@ -32,8 +32,9 @@ The dataset is task starts (``{"task_id": ..., "seed": ...}``); TRL repeats each
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from training.concatenated import VeraRollout
 from training.envs import env_spec, make_env

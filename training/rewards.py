@@ -10,7 +10,8 @@ baseline, where a fake 0 would reward or punish the model for an outage.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -22,9 +22,10 @@ pre-tokenized ``input_ids`` and ``labels`` as they are.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from training.episodes import ChatFormat, Layout, tokenize_transcript
 

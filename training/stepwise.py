@@ -28,9 +28,10 @@ crash of the batch. No torch here: a sampler is any callable (``episodes.Sampler
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from policies.chat import prompt_ids
 from training.episodes import Sampler, Start
@@ -178,7 +179,7 @@ def play_stepwise(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
                                                                 max_turn_tokens)
             turn.action = turn.prefill + tokenizer.decode(
                 [t for t in turn.completion_ids if t not in eos_ids], skip_special_tokens=True)
-        list(pool.map(lambda i: _step(envs[i], episodes[i], turns[i]), live))
+        list(pool.map(lambda i, turns=turns: _step(envs[i], episodes[i], turns[i]), live))
         if timings is not None:
             timings["sample_s"] = timings.get("sample_s", 0.0) + sampled - began
             timings["env_s"] = timings.get("env_s", 0.0) + time.perf_counter() - sampled

@@ -28,7 +28,8 @@ need it).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import trl
@@ -37,8 +38,7 @@ from packaging.version import Version
 from trl import GRPOTrainer
 from trl.trainer.utils import pad
 
-from training.advantages import (AdvantageMode, group_advantages, reward_to_go_advantages,
-                                 sample_weights)
+from training.advantages import AdvantageMode, group_advantages, reward_to_go_advantages, sample_weights
 from training.dump import RolloutDump, format_episode
 from training.stepwise import StepEpisode
 
@@ -107,7 +107,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         keep = [not e.excluded for e in episodes]
         rows = [(e, t, adv) for e, ok, advs in zip(episodes, keep, advantages, strict=True)
                 if ok for t, adv in zip(e.turns, advs, strict=True)]
-        weights = sample_weights([len(e.turns) if ok else 0 for e, ok in zip(episodes, keep)])
+        weights = sample_weights([len(e.turns) if ok else 0 for e, ok in zip(episodes, keep, strict=False)])
         self._record(episodes, advantages, keep, weights)
         output = self._batch(rows, weights)
         self._log_batch(episodes, keep, rows, mode)
@@ -148,7 +148,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
                          - w_fmt * t.reward_parts.get("penalty", 0.0) for t in e.turns]
                         for e in episodes]
         # Groups may span processes: gather them whole, normalise, keep this process's part.
-        every = gather_object([(r, not e.excluded) for r, e in zip(turn_rewards, episodes)])
+        every = gather_object([(r, not e.excluded) for r, e in zip(turn_rewards, episodes, strict=False)])
         advantages = reward_to_go_advantages([r for r, _ in every], [ok for _, ok in every],
                                              groups, self.scale_rewards)
         offset = self.accelerator.process_index * len(episodes)
@@ -182,7 +182,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
             "completion_mask": pad([torch.ones_like(c) for c in completion], padding_value=0,
                                    **right).to(device),
             "tool_mask": pad([torch.full_like(c, keep) for c, (*_, keep) in
-                              zip(completion, samples)], padding_value=0, **right).to(device),
+                              zip(completion, samples, strict=False)], padding_value=0, **right).to(device),
             "advantages": torch.tensor([a for *_, a, _ in samples], dtype=torch.float32,
                                        device=device),
         }
@@ -236,7 +236,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
     def _log_batch(self, episodes: Sequence[StepEpisode], keep: list[bool],
                    rows: list[tuple[StepEpisode, Any, float]], mode: str) -> None:
         device = self.accelerator.device
-        turns = [t for e, ok in zip(episodes, keep) if ok for t in e.turns]
+        turns = [t for e, ok in zip(episodes, keep, strict=False) if ok for t in e.turns]
         local = torch.tensor([len(turns), sum(bool(t.error) for t in turns),
                               sum(len(t.completion_ids) for t in turns),
                               sum(t.cut for t in turns), sum(keep), len(episodes),

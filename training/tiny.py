@@ -31,8 +31,8 @@ _SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 def _corpus() -> list[str]:
     """Text the tokenizer learns from: what the env shows and what a good agent writes."""
     from vera_env.observation.prompts import RULES  # noqa: PLC0415 - keep module import light
-    from vera_env.wire.protocol import PROTOCOL  # noqa: PLC0415
     from vera_env.tasks.builtin import TASK_TYPES, generate, task_id  # noqa: PLC0415
+    from vera_env.wire.protocol import PROTOCOL  # noqa: PLC0415
 
     texts = [PROTOCOL, RULES]
     for task_type in TASK_TYPES:

@@ -26,24 +26,23 @@ from typing import Any
 import gymnasium as gym
 
 from vera_env import info as keys
-from vera_env.wire.answers import ANSWER_PREFIX, answer_is_usable, extract_answer, strip_markup
-from vera_env.observation.budget import clip_middle
-from vera_env.verification.checks import CheckResult, run_checks
 from vera_env.episode import Episode, Turn
-from vera_env.phase import Event, Phase, advance
 from vera_env.errors import GraderError, ResetNeeded, SandboxError
-from vera_env.verification.grading import Judge, grade
-from vera_env.observation.prompts import (OBSERVATION_VARIANTS, ObservationVariant,
-                                          render_step_prompt)
-from vera_env.wire.protocol import Emission, parse_emission
-from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts
-from vera_env.verification.strength import StrengthSession
-from vera_env.wire.text import invisible_problem, safe_json
-from vera_env.sandbox import Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
-from vera_env.sandbox.reaper import RootLease
+from vera_env.observation.budget import clip_middle
+from vera_env.observation.prompts import OBSERVATION_VARIANTS, ObservationVariant, render_step_prompt
 from vera_env.observation.spaces import FreeText
 from vera_env.observation.state import AnalysisState, Node
+from vera_env.phase import Event, Phase, advance
+from vera_env.sandbox import Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
+from vera_env.sandbox.reaper import RootLease
 from vera_env.tasks import Task, TaskSource, load_tasks
+from vera_env.verification.checks import CheckResult, run_checks
+from vera_env.verification.grading import Judge, grade
+from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts
+from vera_env.verification.strength import StrengthSession
+from vera_env.wire.answers import ANSWER_PREFIX, answer_is_usable, extract_answer, strip_markup
+from vera_env.wire.protocol import Emission, parse_emission
+from vera_env.wire.text import invisible_problem, safe_json
 
 __all__ = ["AnswerGate", "VeraEnv"]
 

@@ -60,7 +60,7 @@ class OracleServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> "OracleServer":
+    def __enter__(self) -> OracleServer:
         self._thread.start()
         return self
 
@@ -96,7 +96,7 @@ class OracleServer:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length))
                 text = server.reply_for(body)

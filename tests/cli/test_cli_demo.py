@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from vera_env.cli.demo import demo_tasks
-from vera_env.tasks.cache import CACHE_ENV_VAR
 from vera_env.tasks.builtin import TASK_TYPES
+from vera_env.tasks.cache import CACHE_ENV_VAR
 from vera_env.tasks.real import REAL_TYPES
 from vera_env.tasks.real.sources import SOURCES_ENV_VAR, clear_cache
 
@@ -26,7 +26,7 @@ def test_demo_plays_every_builtin_and_every_real_type() -> None:
 def test_demo_without_fetched_sources_says_so_and_plays_builtin(
         tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv(SOURCES_ENV_VAR, str(tmp_path / "empty"))
-    from vera_env.tasks.real import real_instance  # noqa: PLC0415
+    from vera_env.tasks.real import real_instance
 
     clear_cache()
     real_instance.cache_clear()

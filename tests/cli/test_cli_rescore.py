@@ -63,7 +63,7 @@ class _Judge(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).asked.append(body["messages"])
         payload = json.dumps({"choices": [{"message": {"content": "No match.\nSCORE: 0"}}]})

@@ -14,7 +14,7 @@ from vera_env.tasks.builtin import TASK_TYPES, make_task
 from vera_env.tasks.cache import CACHE_ENV_VAR
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tasks"))
-from judge_server import JudgeServer  # noqa: E402
+from judge_server import JudgeServer
 
 _SUM = "<command>awk '{ s += $1 } END { print s }' values.txt > sum.txt; cat sum.txt</command>"
 _NODE = 'NODE kind=test summary="the values sum to 6" artifact=sum.txt'
@@ -168,9 +168,9 @@ def test_validate_and_export_take_the_real_perturbed_and_canary_sources(
 
 
 def test_strength_sample_is_the_first_seed_of_each_type_and_variant_kind() -> None:
-    from types import SimpleNamespace  # noqa: PLC0415
+    from types import SimpleNamespace
 
-    from vera_env.evaluation.validation import strength_sample  # noqa: PLC0415
+    from vera_env.evaluation.validation import strength_sample
 
     ids = ["vcf.titv.easy.s0", "vcf.titv.easy.s1", "vcf.titv.hard.s0", "real.csv.lung_median.s1",
            "real.csv.lung_median.s0", "real.csv.lung_median.s0+bom",

@@ -8,8 +8,8 @@ import pytest
 
 from vera_env.evaluation.metrics import format_summary, latest_attempts, pass_at_k, summarise
 from vera_env.evaluation.rundir import RunDir, RunSettings, RunSettingsMismatch, append
-from vera_env.spec import EnvSpec, JudgeEndpoint
 from vera_env.rollout import Attempt
+from vera_env.spec import EnvSpec, JudgeEndpoint
 
 
 def att(task, k, status="ok", correct=True, **kw):

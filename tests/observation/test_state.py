@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vera_env.observation.budget import count_tokens
-from vera_env.verification.checks import CheckResult
 from vera_env.observation.state import AnalysisState, Node
+from vera_env.verification.checks import CheckResult
 
 
 def _check(passed=True, name="c", command="test 1 -eq 1 && echo True"):

@@ -131,7 +131,7 @@ def play(scenario: dict[str, Any]) -> list[str]:
     recorders: list[_Recorder] = []
 
     def wrap(env: Any, names: list[str]) -> Any:
-        from vera_env.wrappers import apply_wrappers  # noqa: PLC0415
+        from vera_env.wrappers import apply_wrappers
 
         recorders.append(_Recorder(apply_wrappers(env, names), block))
         return recorders[-1]

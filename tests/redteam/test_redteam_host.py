@@ -145,7 +145,7 @@ def test_task_file_answer_and_host_secrets_are_invisible(tmp_path, monkeypatch):
 
 
 def test_vera_env_source_not_importable_or_readable(env):
-    import vera_env  # noqa: PLC0415
+    import vera_env
 
     source = Path(vera_env.__file__).resolve().parent
     out = _run(env, f"python3 -c 'import vera_env'; ls {source}; cat {source}/rewards.py")

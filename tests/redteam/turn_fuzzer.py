@@ -86,7 +86,7 @@ class _ChaosJudge:
     """A judge model that gives a verdict, or none, or is unreachable (an outage)."""
 
     def __init__(self, seed: int) -> None:
-        import random  # noqa: PLC0415
+        import random
 
         self.rng = random.Random(seed)
         self.outages = 0

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from functools import partial
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 ray = pytest.importorskip("ray")
 
-from vera_env.rollout import run_many
-from vera_env.rollout.distributed import RolloutPool, RolloutWorker, collect
-from vera_env.spec import EnvSpec
+from vera_env.rollout import run_many  # noqa: E402 (after the importorskip above)
+from vera_env.rollout.distributed import RolloutPool, RolloutWorker, collect  # noqa: E402
+from vera_env.spec import EnvSpec  # noqa: E402
 
 SPEC = EnvSpec(max_steps=4, wrappers=())
 

@@ -16,12 +16,12 @@ from gymnasium.spaces.utils import flatten, unflatten
 from gymnasium.vector import AutoresetMode
 
 import vera_env
-from vera_env.env import VeraEnv
 from vera_env import info as keys
-from vera_env.rollout import run_episode
-from vera_env.sandbox.reaper import reap_orphans
+from vera_env.env import VeraEnv
 from vera_env.observation.spaces import FreeText
+from vera_env.rollout import run_episode
 from vera_env.rollout.vector import EnvInfo, close_vector_env, env_info, play_vector
+from vera_env.sandbox.reaper import reap_orphans
 
 NODE = ("<command>wc -l alcohol.txt</command>\n"
         'NODE kind=load summary="5 lines" artifact=alcohol.txt\n'

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("openenv", reason="the serve extra (openenv, ors-sdk) is not installed")
 pytest.importorskip("ors", reason="the serve extra (openenv, ors-sdk) is not installed")
 
-from serve_helpers import DRINKS, NODE  # noqa: E402 - after the extra is known to be there
+from serve_helpers import DRINKS, NODE
 
 
 @pytest.fixture

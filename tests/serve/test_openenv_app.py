@@ -35,8 +35,8 @@ def play(client, task_id: str, turns) -> list:
     return results
 
 
-def local_rewards(task_id: str, turns, tasks=BUILTIN, spec=EnvSpec(max_steps=12)) -> list:
-    env = spec.build(tasks=tasks)
+def local_rewards(task_id: str, turns, tasks=BUILTIN, spec: EnvSpec | None = None) -> list:
+    env = (spec or EnvSpec(max_steps=12)).build(tasks=tasks)
     env.reset(seed=0, options={"task_id": task_id})
     rewards = [env.step(turn)[1] for turn in turns]
     env.close()

@@ -79,7 +79,7 @@ def test_registry_expires_idle_sessions_but_never_one_mid_call(alcohol_task):
     started, release = threading.Event(), threading.Event()
 
     def slow_step() -> None:
-        with working._lock:  # noqa: SLF001 - holding the call lock is "mid-call"
+        with working._lock:
             started.set()
             release.wait(10)
 

@@ -29,7 +29,7 @@ def test_tool_env_exposes_one_turn_tool_with_a_schema_transformers_accepts():
     with running(create_app(EnvSpec(max_steps=4))) as url:
         env = VeraToolEnv(url)
         tools = trl_tools(env)
-        env._close()  # noqa: SLF001 - what a trainer's teardown calls
+        env._close()
     assert [tool.__name__ for tool in tools] == ["turn"]
     schema = get_json_schema(tools[0])["function"]
     assert schema["name"] == "turn" and schema["parameters"]["required"] == ["text"]
@@ -50,6 +50,6 @@ def test_tool_env_plays_a_dataset_row_and_rewards_the_return(suite):
         for turn in load_tasks(suite).get("drinks-judged").solution:
             env.turn(turn)
         unscored = env.get_reward()
-        env._close()  # noqa: SLF001
+        env._close()
     assert BUILTIN.get(task_id).question in prompt
     assert reward > 1.0 and math.isnan(unscored)

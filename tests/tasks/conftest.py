@@ -25,7 +25,7 @@ _MADE: dict[str, object] = {}
 @pytest.fixture
 def built():
     """``built(tid)``: the builtin task, generated once per session (data in the session cache)."""
-    from vera_env.tasks.builtin import make_task  # noqa: PLC0415 - after the cache is set
+    from vera_env.tasks.builtin import make_task
 
     def get(tid: str):
         if tid not in _MADE:

@@ -19,12 +19,12 @@ from judge_server import JudgeServer, answer_block
 from policies import ScriptedPolicy
 from vera_env.env import VeraEnv
 from vera_env.errors import TaskFileError
-from vera_env.verification.grading import RubricJudge
-from vera_env.verification.rewards import RewardConfig
 from vera_env.rollout import run_episode
 from vera_env.tasks import UnknownTaskError, cache_dir, load_tasks, write_suite
 from vera_env.tasks.biomystery import load_biomystery
 from vera_env.tasks.cache import CACHE_ENV_VAR
+from vera_env.verification.grading import RubricJudge
+from vera_env.verification.rewards import RewardConfig
 
 RUBRIC = "Score 1.0 if the answer names Escherichia coli (E. coli); 0.0 otherwise."
 ROWS = [
@@ -92,7 +92,7 @@ def test_archive_extracted_once_read_only_and_reused(tmp_path: Path,
 
 def test_parquet_suite_loads_like_csv(tmp_path: Path) -> None:
     pa = pytest.importorskip("pyarrow")
-    import pyarrow.parquet as pq  # noqa: PLC0415 - only when pyarrow is installed
+    import pyarrow.parquet as pq
 
     suite = _suite(tmp_path / "bmb")
     (suite / "problems.csv").unlink()

@@ -14,13 +14,17 @@ from pathlib import Path
 
 import pytest
 from solution_replay import (
-    STRENGTH_TESTED, awk_variants, check_fails_on_some_mutant, parse_turn, replay,
+    STRENGTH_TESTED,
+    awk_variants,
+    check_fails_on_some_mutant,
+    parse_turn,
+    replay,
 )
 
-from vera_env.wire.answers import answer_is_usable
-from vera_env.verification.grading import grade
-from vera_env.wire.protocol import parse_emission
 from vera_env.tasks.builtin import TASK_TYPES, task_id
+from vera_env.verification.grading import grade
+from vera_env.wire.answers import answer_is_usable
+from vera_env.wire.protocol import parse_emission
 
 AWKS = awk_variants()
 PORTABLE = [a for a in AWKS if a == "mawk"] or AWKS

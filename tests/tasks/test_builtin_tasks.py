@@ -19,14 +19,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vera_env.verification.grading import grade
 from vera_env.tasks import UnknownTaskError, builtin_tasks, load_tasks
 from vera_env.tasks.builtin import (
-    TASK_TYPES, builtin_ids, builtin_source, generate, make_task, parse_task_id,
+    TASK_TYPES,
+    builtin_ids,
+    builtin_source,
+    generate,
+    make_task,
+    parse_task_id,
     task_id,
 )
 from vera_env.tasks.cache import CACHE_ENV_VAR
 from vera_env.tasks.model import Task
+from vera_env.verification.grading import grade
 
 CHECKED = [task_id(t, d, s) for t in TASK_TYPES for d, s in
            (("easy", 0), ("easy", 1), ("easy", 2), ("medium", 0))]

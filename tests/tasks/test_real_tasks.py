@@ -181,7 +181,7 @@ def test_ground_truth_agrees_with_an_independent_route(task_type: str, seed: int
 
 
 def grade_answer(tid: str, answer: str) -> bool | None:
-    from vera_env.tasks.real import make_real_task  # noqa: PLC0415
+    from vera_env.tasks.real import make_real_task
 
     return grade(make_real_task(tid), answer).correct
 
@@ -234,7 +234,7 @@ def test_load_tasks_real_is_seed_zero_of_every_type_and_unknown_names_fail() -> 
 
 
 def test_real_task_files_are_read_only_and_hold_no_answer(tmp_path) -> None:
-    from vera_env.tasks.real import make_real_task  # noqa: PLC0415
+    from vera_env.tasks.real import make_real_task
 
     task = make_real_task(real_id("csv.penguin_mass"))
     for path in task.data_files().values():

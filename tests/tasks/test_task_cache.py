@@ -50,10 +50,10 @@ def test_materialise_repairs_a_damaged_folder(tmp_path: Path) -> None:
 
 
 def _generate(cache: str) -> str:
-    import os  # noqa: PLC0415 - runs in a fresh process
+    import os
 
     os.environ[CACHE_ENV_VAR] = cache
-    from vera_env.tasks.builtin import make_task  # noqa: PLC0415
+    from vera_env.tasks.builtin import make_task
 
     return str(make_task("mtx.qc_cells.easy.s3").data_dir)
 

@@ -15,7 +15,7 @@ pytest.importorskip("trl")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-from vera_env.tasks import Task  # noqa: E402
+from vera_env.tasks import Task
 
 VALUES = "".join(f"{i}\n" for i in range(1, 11))
 

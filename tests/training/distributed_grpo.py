@@ -18,14 +18,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from stepwise_sampler import StepScripted  # noqa: E402
+from stepwise_sampler import StepScripted
 
-from training import grpo  # noqa: E402
-from training.arguments import parse_args  # noqa: E402
-from training.samplers import trainer_sampler  # noqa: E402
-from training.tiny import tiny_model, tiny_tokenizer  # noqa: E402
-from vera_env.tasks import TaskSource  # noqa: E402
-from vera_env.tasks.builtin import make_task  # noqa: E402
+from training import grpo
+from training.arguments import parse_args
+from training.samplers import trainer_sampler
+from training.tiny import tiny_model, tiny_tokenizer
+from vera_env.tasks import TaskSource
+from vera_env.tasks.builtin import make_task
 
 TASKS = ("tab.sentinel_mean.easy.s0", "seq.gc_content.easy.s0")
 

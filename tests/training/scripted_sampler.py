@@ -9,7 +9,8 @@ different rewards, hence advantages and a gradient.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 ASSISTANT = "<|im_start|>assistant\n"
 
@@ -57,7 +58,7 @@ class ScriptedTurns:
         rest = [i for i in range(len(contexts)) if i not in scripted]
         out = dict(zip(rest, self.inner([contexts[i] for i in rest],
                                                min(max_new_tokens, self.model_tokens))
-                       if rest else []))
+                       if rest else [], strict=False))
         for i, text in scripted.items():
             ids = self.tokenizer.encode(text, add_special_tokens=False)
             ids.append(self.tokenizer.eos_token_id)

@@ -9,7 +9,8 @@ command in the command window, its node's summary in the analysis section).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from scripted_sampler import ScriptedTurns
 

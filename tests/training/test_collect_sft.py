@@ -44,7 +44,7 @@ def rollouts(tokenizer, tmp_path_factory):
 
 def test_collect_rows_hold_task_turns_observations_rewards_and_attempt(rollouts):
     oracle, down = rollouts["rows"][:2], rollouts["rows"][2]
-    for row, start in zip(oracle, STARTS):
+    for row, start in zip(oracle, STARTS, strict=False):
         assert row["task_id"] == start.task_id and row["status"] == "ok" and row["correct"]
         assert len(row["actions"]) == len(row["observations"]) == len(row["rewards"])
         assert row["observations"][0].startswith("QUESTION: " + row["question"])
@@ -68,8 +68,8 @@ def test_collect_output_loads_with_datasets(rollouts, kind):
 def test_collect_labels_mask_every_observation_token(rollouts, tokenizer):
     row = rollouts["rows"][0]
     ids, labels = row["input_ids"], row["labels"]
-    trained = tokenizer.decode([t for t, label in zip(ids, labels) if label != IGNORE])
-    masked = tokenizer.decode([t for t, label in zip(ids, labels) if label == IGNORE])
+    trained = tokenizer.decode([t for t, label in zip(ids, labels, strict=False) if label != IGNORE])
+    masked = tokenizer.decode([t for t, label in zip(ids, labels, strict=False) if label == IGNORE])
     assert trained == "".join(a + "<|im_end|>" for a in row["actions"])
     for obs in row["observations"]:
         assert obs in masked
@@ -101,7 +101,7 @@ def test_sft_two_steps_on_oracle_rollouts_change_every_parameter(rollouts, token
     trainer = SFTTrainer(model=model, args=sft_config(args),
                          train_dataset=Dataset.from_list(examples), processing_class=tokenizer)
     batch = next(iter(trainer.get_train_dataloader()))
-    for ids, labels in zip(batch["input_ids"].tolist(), batch["labels"].tolist()):
+    for ids, labels in zip(batch["input_ids"].tolist(), batch["labels"].tolist(), strict=False):
         # the collator kept the labels: no loss on the observation (the prompt)
         start = next(i for i, label in enumerate(labels) if label != IGNORE)
         assert "QUESTION:" in tokenizer.decode(ids[:start]) and start > 100

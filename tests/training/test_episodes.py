@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping
+from typing import Any
 
 import pytest
 
@@ -156,10 +157,10 @@ def test_play_fixed_width_samples_for_finished_episodes_too(tokenizer, fmt, pool
 def test_tokenize_transcript_labels_only_the_actions(tokenizer, fmt):
     observations, actions = ["first view", "second view"], ["<command>ls</command>", "FINAL ANSWER: 3"]
     ((ids, labels),) = tokenize_transcript(fmt, observations, actions)
-    trained = [t for t, label in zip(ids, labels) if label != IGNORE]
-    assert all(label in (IGNORE, t) for t, label in zip(ids, labels))
+    trained = [t for t, label in zip(ids, labels, strict=False) if label != IGNORE]
+    assert all(label in (IGNORE, t) for t, label in zip(ids, labels, strict=False))
     assert tokenizer.decode(trained) == "<command>ls</command><|im_end|>FINAL ANSWER: 3<|im_end|>"
-    assert "second view" in tokenizer.decode([t for t, label in zip(ids, labels)
+    assert "second view" in tokenizer.decode([t for t, label in zip(ids, labels, strict=False)
                                               if label == IGNORE])
     turns = tokenize_transcript(fmt, observations, actions, layout="turns")
     assert len(turns) == 2 and turns[1][0][:len(fmt.first("second view"))] == fmt.first("second view")
@@ -198,7 +199,7 @@ def test_tokenize_transcript_turns_context_is_the_evaluation_prompt_prefill_unla
                          system_prompt="S")
     assert second[:len(context)] == context
     assert all(label == IGNORE for label in labels[:len(context)])
-    assert tokenizer.decode([t for t, label in zip(second, labels) if label != IGNORE]) == (
+    assert tokenizer.decode([t for t, label in zip(second, labels, strict=False) if label != IGNORE]) == (
         "7<|im_end|>")
     assert first[:len(prompt_ids(tokenizer, observations[0], system_prompt="S"))] == prompt_ids(
         tokenizer, observations[0], system_prompt="S")

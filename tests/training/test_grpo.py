@@ -16,8 +16,8 @@ import math
 
 import pytest
 import torch
-from training_turns import JUDGED_NODE
 from scripted_sampler import ASSISTANT, ScriptedTurns
+from training_turns import JUDGED_NODE
 
 from policies import ScriptedPolicy
 from training.grpo import (
@@ -151,9 +151,9 @@ def test_grpo_env_mask_zeroes_observations_and_keeps_sampled_ids(run, tokenizer)
         n = len(episode.completion_ids)
         assert n <= 1600 and episode.completion_ids[-1] == tokenizer.eos_token_id
         assert out["tool_mask"][row, :n].tolist() == episode.env_mask
-        masked = tokenizer.decode([t for t, m in zip(episode.completion_ids, episode.env_mask)
+        masked = tokenizer.decode([t for t, m in zip(episode.completion_ids, episode.env_mask, strict=False)
                                    if not m])
-        trained = tokenizer.decode([t for t, m in zip(episode.completion_ids, episode.env_mask)
+        trained = tokenizer.decode([t for t, m in zip(episode.completion_ids, episode.env_mask, strict=False)
                                     if m], skip_special_tokens=True)
         for obs in episode.observations[1:]:
             assert obs in masked and obs not in trained

@@ -117,7 +117,7 @@ def test_stepwise_prompt_length_bounded_by_the_observation_not_the_turn(run):
 def test_stepwise_episode_shares_advantage_and_group_shares_task(run):
     episodes = _episodes(run["records"])
     groups = defaultdict(set)
-    for number, turns in episodes.items():
+    for turns in episodes.values():
         assert len({r["advantage"] for r in turns}) == 1
         assert len({r["weight"] for r in turns}) == 1
         groups[turns[0]["group"]].add((turns[0]["task_id"], turns[0]["seed"]))

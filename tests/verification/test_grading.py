@@ -10,11 +10,20 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from vera_env.errors import GraderError, PolicyError
-from vera_env.verification.grading import (
-    MAX_JUDGED_ANSWER_CHARS, RETRY_PROMPT, Grade, GraderSpec, RubricJudge, grade, grade_against,
-    judge_messages, parse_number, parse_verdict, split_items,
-)
 from vera_env.tasks import Task
+from vera_env.verification.grading import (
+    MAX_JUDGED_ANSWER_CHARS,
+    RETRY_PROMPT,
+    Grade,
+    GraderSpec,
+    RubricJudge,
+    grade,
+    grade_against,
+    judge_messages,
+    parse_number,
+    parse_verdict,
+    split_items,
+)
 
 
 def _task(answer: str, **grader: object) -> Task:
@@ -218,7 +227,7 @@ class _Reply:
 class _ScriptedClient:
     """A judge model: ``reply(user_message) -> text``; records what it was sent."""
 
-    def __init__(self, reply) -> None:  # noqa: ANN001
+    def __init__(self, reply) -> None:
         self.reply, self.sent = reply, []
 
     def chat(self, messages: list[dict[str, str]]) -> _Reply:

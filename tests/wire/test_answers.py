@@ -227,4 +227,4 @@ def test_answer_functions_megabyte_without_catastrophic_backtracking(function, u
     text = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
     started = time.perf_counter()
     function(text)
-    assert time.perf_counter() - started < 10.0  # quadratic backtracking on 1 MB takes minutes; this is not a speed test
+    assert time.perf_counter() - started < 10.0  # quadratic on 1 MB: minutes; not a speed test

@@ -473,7 +473,7 @@ def test_parse_emission_megabyte_input_parses_without_catastrophic_backtracking(
     text = head + _megabyte(unit)
     started = time.perf_counter()
     emission = parse_emission(text)
-    assert time.perf_counter() - started < 10.0  # quadratic backtracking on 1 MB takes minutes; this is not a speed test
+    assert time.perf_counter() - started < 10.0  # quadratic on 1 MB: minutes; not a speed test
     _assert_well_formed(emission)
 
 
@@ -481,7 +481,7 @@ def test_parse_emission_megabyte_of_checks_under_a_node_is_linear() -> None:
     text = f"{NODE}\n" + _megabyte(f"{CHECK}\n").rsplit("\n", 1)[0]
     started = time.perf_counter()
     emission = parse_emission(text)
-    assert time.perf_counter() - started < 10.0  # quadratic backtracking on 1 MB takes minutes; this is not a speed test
+    assert time.perf_counter() - started < 10.0  # quadratic on 1 MB: minutes; not a speed test
     assert len(emission.checks) == text.count("\nCHECK ")
 
 
@@ -489,7 +489,7 @@ def test_parse_emission_megabyte_of_checks_under_a_node_is_linear() -> None:
 def test_verdict_from_output_megabyte_without_catastrophic_backtracking(unit: str) -> None:
     started = time.perf_counter()
     verdict_from_output(_megabyte(unit))
-    assert time.perf_counter() - started < 10.0  # quadratic backtracking on 1 MB takes minutes; this is not a speed test
+    assert time.perf_counter() - started < 10.0  # quadratic on 1 MB: minutes; not a speed test
 
 
 # --- round trip: an Emission rendered back into the wire format parses to itself ----

@@ -11,8 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vera_env.wire.protocol import parse_emission
-from vera_env.wire.text import (describe_char, invisible_problem, json_line, safe_json,
-                                safe_text, shell_word)
+from vera_env.wire.text import describe_char, invisible_problem, json_line, safe_json, safe_text, shell_word
 
 # The characters issue 11 names, and the like.
 ISSUE_CHARS = ["\x00", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"]

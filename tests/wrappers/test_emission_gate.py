@@ -10,9 +10,11 @@ from vera_env.wrappers import EmissionGate, ForcedAnswer
 from vera_env.wrappers.forced_answer import PREFILL
 
 VERIFIED = ('<command>true</command>\nNODE kind=test summary="mean of valid drinks is 5"\n'
-            "CHECK range \"mean 5\" :: awk -F'\\t' 'NR>1 && $3!=-999 {s+=$3;n++} END{print (s/n==5) ? \"True\" : \"False\"}' alcohol.txt\n")
+            "CHECK range \"mean 5\" :: awk -F'\\t' 'NR>1 && $3!=-999 {s+=$3;n++} "
+            "END{print (s/n==5) ? \"True\" : \"False\"}' alcohol.txt\n")
 FAILING = ('<command>true</command>\nNODE kind=test summary="mean is 4"\n'
-           "CHECK range \"mean 4\" :: awk -F'\\t' 'NR>1 {s+=$3;n++} END{print (s/n==4) ? \"True\" : \"False\"}' alcohol.txt\n")
+           "CHECK range \"mean 4\" :: awk -F'\\t' 'NR>1 {s+=$3;n++} "
+           "END{print (s/n==4) ? \"True\" : \"False\"}' alcohol.txt\n")
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ def format_table(rows: Sequence[tuple[str, Attempt]]) -> str:
                      answer,
                      {True: "yes", False: "NO", None: "-"}[a.correct]))
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in [head, *body]]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) for r in [head, *body]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

@@ -13,8 +13,9 @@ file that renders the same in a browser, a headless screenshot, or a CI artifact
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from html import escape
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = ["node_colour", "render_graph"]
 

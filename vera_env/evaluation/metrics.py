@@ -47,7 +47,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from vera_env.rollout import STATUSES, Attempt
 from vera_env.tasks.canary import abstention_rate, canary_rate

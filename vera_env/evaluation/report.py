@@ -10,15 +10,15 @@ nothing to serve, nothing fetched — that can be attached to an issue or a CI a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
-from typing import Any, Sequence
+from typing import Any
 
 from vera_env.evaluation.graph_svg import FAIL_COLOUR, PASS_COLOUR, render_graph
-from vera_env.evaluation.metrics import (is_excluded, latest_attempts, outcome, summarise,
-                                         summary_rows)
+from vera_env.evaluation.metrics import is_excluded, latest_attempts, outcome, summarise, summary_rows
 from vera_env.evaluation.rundir import RunSettings
-from vera_env.wire.protocol import parse_emission
 from vera_env.rollout import Attempt
+from vera_env.wire.protocol import parse_emission
 
 __all__ = ["build_report", "choose_episodes"]
 

@@ -20,7 +20,8 @@ own first file, so a copied line is well-formed (and earns only what its check p
 
 from __future__ import annotations
 
-from typing import Literal, Sequence, get_args
+from collections.abc import Sequence
+from typing import Literal, get_args
 
 from vera_env.observation.budget import clip_middle
 from vera_env.observation.state import AnalysisState

@@ -23,8 +23,9 @@ Such checks are now counted apart and named (``NOT DISCRIMINATING``) with the fi
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from vera_env.observation.budget import count_tokens, fit_tokens
 from vera_env.verification.checks import CheckResult, rho

@@ -151,7 +151,7 @@ class RolloutPool:
         if num_workers < 1 or envs_per_worker < 1:
             raise ValueError(f"num_workers and envs_per_worker must be >= 1, got "
                              f"{num_workers} and {envs_per_worker}")
-        import ray
+        import ray  # noqa: PLC0415 (Ray is an optional extra)
 
         if not ray.is_initialized():
             ray.init(**dict(ray_init or {}))
@@ -171,7 +171,7 @@ class RolloutPool:
 
     def collect(self, episodes: int | Sequence[Job]) -> Collection:
         """Play ``episodes`` (as in ``collect``) on this pool's workers."""
-        from ray.exceptions import RayActorError
+        from ray.exceptions import RayActorError  # noqa: PLC0415 (Ray is an optional extra)
 
         jobs: list[Job] = ([(None, seed) for seed in range(episodes)]
                            if isinstance(episodes, int) else list(episodes))
@@ -219,7 +219,7 @@ class RolloutPool:
 
     def close(self) -> None:
         """Close every worker's envs, then stop the workers. Idempotent."""
-        from ray.exceptions import GetTimeoutError, RayActorError
+        from ray.exceptions import GetTimeoutError, RayActorError  # noqa: PLC0415 (Ray is an optional extra)
 
         workers, self._workers = self._workers, []
         for worker in workers:

@@ -52,7 +52,7 @@ def entropy_binds(bash_env: str, uuid: str, random_source: str) -> list[str]:
 
 def random_source_bytes() -> bytes:
     """Fixed pseudo-random bytes for ``shuf``/``sort -R`` (enough for about a million lines)."""
-    import random
+    import random  # noqa: PLC0415 (only the server's start-up needs it)
 
     return random.Random(4242).randbytes(_RANDOM_SOURCE_BYTES)
 

@@ -18,7 +18,8 @@ per-command sandbox guaranteed still holds: the same namespaces, uid, dropped
 capabilities, mounts and rlimits (the command is the sandbox's child either way); when
 the command's leader exits every other process in the namespace is killed (the zygote
 is pid 1 and calls ``kill(-1)``); ``/tmp`` and ``/dev/shm`` are wiped after each
-command, and a sandbox whose visible state changed otherwise is replaced; on timeout, output or disk limit, abort or close the harness kills the
+command, and a sandbox whose visible state changed otherwise is replaced; on timeout,
+output or disk limit, abort or close the harness kills the
 zygote from outside, the kernel kills the namespace, and the next command starts a
 fresh sandbox. One difference is visible: the command is no longer its namespace's
 pid 1, which ignores signals it has no handler for, so ``kill -9 $$`` now kills the

@@ -117,7 +117,7 @@ async def _expire_idle(context: ServeContext) -> None:
         await asyncio.sleep(_poll_s(context.config))
         try:
             expired = await asyncio.to_thread(context.registry.expire_idle)
-        except Exception:  # noqa: BLE001 - the reaper must outlive one bad close
+        except Exception:
             log.exception("idle expiry failed; will retry")
             continue
         if expired:

@@ -79,7 +79,7 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
     try:
         table = pq.read_table(path)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types; all mean "broken"
+    except Exception as exc:
         raise TaskFileError(str(path), "<format>", f"not a readable parquet file: {exc}") from exc
     _check_columns(path, table.column_names)
     for i, row in enumerate(table.to_pylist(), start=1):

@@ -25,8 +25,9 @@ None where it was not tested (the check failed, or strength is off).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from vera_env.wire.protocol import CheckSpec, verdict_from_output
 
@@ -92,7 +93,7 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def result_from_exec(spec: CheckSpec, res: "ExecResult") -> CheckResult:
+def result_from_exec(spec: CheckSpec, res: ExecResult) -> CheckResult:
     """Read one check's verdict from its execution result.
 
     Args:
@@ -124,7 +125,7 @@ def result_from_exec(spec: CheckSpec, res: "ExecResult") -> CheckResult:
     return CheckResult(spec.name, spec.kind, spec.command, True, duration_s=res.duration_s)
 
 
-def run_checks(specs: Sequence[CheckSpec], workspace: "Workspace", *,
+def run_checks(specs: Sequence[CheckSpec], workspace: Workspace, *,
                timeout_s: float | None = None,
                max_checks: int = MAX_CHECKS_PER_NODE) -> tuple[CheckResult, ...]:
     """Run declared checks read-only in ``workspace`` and return their verdicts.

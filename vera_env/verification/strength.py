@@ -168,7 +168,10 @@ class StrengthSession:
             return tuple(results)
         budget_s = self.deadline_s(results)
         ends = time.monotonic() + budget_s
-        time_left = lambda: ends - time.monotonic()
+
+        def time_left() -> float:
+            return ends - time.monotonic()
+
         index = WorkspaceIndex(self._workspace.listing())
         out = list(results)
         try:

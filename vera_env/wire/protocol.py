@@ -312,7 +312,7 @@ def _node_fields(line: str) -> Emission:
 
 def _parse_checks(lines: list[str]) -> tuple[CheckSpec, ...]:
     matches = [_CHECK_LINE.match(line.strip()) for line in lines]
-    bad = [line for line, m in zip(lines, matches) if m is None]
+    bad = [line for line, m in zip(lines, matches, strict=False) if m is None]
     if bad:
         raise _Rejected(_MALFORMED.format(n=len(bad), line=bad[0].strip()[:100]))
     specs: list[CheckSpec] = []

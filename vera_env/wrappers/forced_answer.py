@@ -29,9 +29,9 @@ from typing import Any
 import gymnasium as gym
 
 from vera_env import info as keys
-from vera_env.wire.answers import ANSWER_PREFIX
 from vera_env.observation.prompts import render_forced_prompt
 from vera_env.phase import Phase
+from vera_env.wire.answers import ANSWER_PREFIX
 
 __all__ = ["PREFILL", "ForcedAnswer"]
 

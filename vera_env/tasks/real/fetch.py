@@ -84,7 +84,7 @@ def fetch(names: Sequence[str] | None = None, *, root: Path | None = None,
     run = run if run is not None else _run
     chosen = list(SOURCES) if names is None else list(names)
     for name in chosen:
-        SOURCES[name]  # noqa: B018 - unknown names raise before anything is downloaded
+        SOURCES[name]
     apt_updated = [False]
     for name in chosen:
         if source_available(name):

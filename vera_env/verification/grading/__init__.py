@@ -44,13 +44,24 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from vera_env.verification.grading.judge import (MAX_JUDGED_ANSWER_CHARS, RETRY_PROMPT,
-                                                 ChatLike, Judge, RubricJudge, judge_messages,
-                                                 parse_verdict)
-from vera_env.verification.grading.rules import (Grade, grade_against, normalise_text,
-                                                 parse_number, split_items, strip_wrapping)
+from vera_env.verification.grading.judge import (
+    MAX_JUDGED_ANSWER_CHARS,
+    RETRY_PROMPT,
+    ChatLike,
+    Judge,
+    RubricJudge,
+    judge_messages,
+    parse_verdict,
+)
+from vera_env.verification.grading.rules import (
+    Grade,
+    grade_against,
+    normalise_text,
+    parse_number,
+    split_items,
+    strip_wrapping,
+)
 from vera_env.verification.grading.spec import DEFAULT_REL_TOL, GraderKind, GraderSpec
-
 
 
 class Gradable(Protocol):
