@@ -18,7 +18,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -26,7 +26,7 @@ from vera_env.observation.prompts import ObservationVariant
 from vera_env.sandbox import SandboxLimits
 from vera_env.sandbox.config import SandboxConfig
 from vera_env.verification.rewards import RewardConfig, step_bound_s
-from vera_env.wrappers import WRAPPER_NAMES, WrapperName, apply_wrappers
+from vera_env.wrappers import DEFAULT_WRAPPERS, WRAPPER_NAMES, WrapperName, apply_wrappers
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -34,10 +34,12 @@ if TYPE_CHECKING:
     from vera_env.tasks import Task, TaskSource
     from vera_env.verification.grading import Judge
 
-__all__ = ["NON_BINDING", "WRAPPER_NAMES", "EnvSpec", "JudgeEndpoint", "SandboxName",
-           "WrapperName"]
+__all__ = ["NON_BINDING", "SANDBOX_NAMES", "WRAPPER_NAMES", "EnvSpec", "JudgeEndpoint",
+           "SandboxName", "WrapperName"]
 
 SandboxName = Literal["auto", "bwrap", "bwrap-server", "local"]
+SANDBOX_NAMES: tuple[str, ...] = get_args(SandboxName)
+"""Every sandbox backend name, for command-line choices."""
 
 NON_BINDING: tuple[str, ...] = ("sandbox", "judge.base_url", "judge.api_key_env")
 """Fields that cannot change an episode's outcome: a resumed run may change them."""
@@ -79,7 +81,7 @@ class EnvSpec(BaseModel):
     ``TaskSource`` instead."""
     max_steps: int = Field(50, ge=1)
     """The step budget of an episode."""
-    wrappers: tuple[WrapperName, ...] = ("gate", "forced")
+    wrappers: tuple[WrapperName, ...] = DEFAULT_WRAPPERS
     """Wrappers, innermost first."""
     reserve: int = Field(3, ge=1)
     """Final steps of the budget in which ``ForcedAnswer`` demands an answer."""

@@ -44,7 +44,7 @@ def _text(task: Task, name: str) -> str:
     return (gzip.decompress(raw) if name.endswith(".gz") else raw).decode()
 
 
-def _fasta(task: Task, name: str) -> list[bytes]:
+def fasta_text(task: Task, name: str) -> list[bytes]:
     records: list[bytes] = []
     for line in _text(task, name).encode().splitlines():
         if line.startswith(b">"):
@@ -62,12 +62,12 @@ def _windows(seq: bytes, word: str) -> int:
 
 def _truth_motif_count(task: Task) -> Fraction:
     motif, rc = re.search(r"motif (\w+) occur.*reads (\w+) on", task.question).groups()
-    records = _fasta(task, "seqs.fa.gz")
+    records = fasta_text(task, "seqs.fa.gz")
     return Fraction(sum(_windows(r, motif) + _windows(r, rc) for r in records))
 
 
 def _truth_gc_content(task: Task) -> Fraction:
-    seq = np.frombuffer(b"".join(_fasta(task, "genome.fa.gz")), dtype=np.uint8)
+    seq = np.frombuffer(b"".join(fasta_text(task, "genome.fa.gz")), dtype=np.uint8)
     upper = np.where(seq >= ord("a"), seq - 32, seq)
     called = np.isin(upper, list(b"ACGT"))
     assert int(called.sum()) + int((upper == ord("N")).sum()) == len(seq)
@@ -78,7 +78,7 @@ def _truth_longest_orf(task: Task) -> Fraction:
     name = next(iter(task.data_files()))
     table = str.maketrans("ACGT", "TGCA")
     best = 0
-    for record in _fasta(task, name):
+    for record in fasta_text(task, name):
         seq = record.decode()
         for strand in (seq, seq.translate(table)[::-1]):
             for frame in range(3):

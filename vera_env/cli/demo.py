@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from vera_env.evaluation.progress import Progress
 from vera_env.rollout import Attempt, EnvPool, play_job
+from vera_env.spec import SANDBOX_NAMES
 
 if TYPE_CHECKING:
     from vera_env.tasks import TaskSource
@@ -89,5 +90,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``demo`` on the ``vera-env`` parser."""
     demo = sub.add_parser("demo", help="oracle vs careless policy on the builtin and real tasks")
     demo.add_argument("--max-steps", type=int, default=20)
-    demo.add_argument("--sandbox", choices=["auto", "bwrap", "local"], default="auto")
+    demo.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto")
     demo.set_defaults(func=cmd_demo)

@@ -27,9 +27,9 @@ from vera_env.evaluation.metrics import format_summary, is_excluded, latest_atte
 from vera_env.evaluation.progress import Progress
 from vera_env.evaluation.rundir import RunDir, RunSettings, RunSettingsMismatch, append
 from vera_env.rollout import Attempt, arun_many
-from vera_env.spec import EnvSpec, JudgeEndpoint
+from vera_env.spec import SANDBOX_NAMES, EnvSpec, JudgeEndpoint
 from vera_env.tasks import TaskSource
-from vera_env.wrappers import parse_wrapper_names
+from vera_env.wrappers import DEFAULT_WRAPPERS, parse_wrapper_names
 
 __all__ = ["add_parser", "cmd_eval", "env_spec", "parse_wrappers"]
 
@@ -246,7 +246,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="continue the run in --out: skip attempts already recorded")
     p.add_argument("--retry-exclusions", action="store_true",
                    help="with --resume: rerun attempts excluded by provider or sandbox faults")
-    p.add_argument("--wrappers", type=parse_wrappers, default=("forced", "gate"),
+    p.add_argument("--wrappers", type=parse_wrappers, default=DEFAULT_WRAPPERS,
                    help="comma list of forced,gate (innermost first); 'none' for the bare "
                         "environment (default forced,gate)")
     p.add_argument("--reserve", type=int, default=3,
@@ -259,7 +259,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                              "(without one they are unscorable)")
     p.add_argument("--judge-model", help="the judge's served model id")
     p.add_argument("--judge-api-key-env", default="OPENAI_API_KEY")
-    p.add_argument("--sandbox", choices=["auto", "bwrap", "local"], default="auto")
+    p.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto")
     p.add_argument("--observation-variant", choices=["full", "compact"], default="full",
                    help="how observations tell the rules: full, or compact (short, no "
                         "placeholders; what a model trained with it expects)")

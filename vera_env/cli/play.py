@@ -12,6 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from vera_env.spec import SANDBOX_NAMES
+from vera_env.wrappers import DEFAULT_WRAPPERS
+
 __all__ = ["add_parser", "cmd_play"]
 
 
@@ -66,9 +69,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--list", action="store_true", help="list the task ids and exit")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-steps", type=int, default=20)
-    p.add_argument("--wrappers", type=parse_wrappers, default=("forced", "gate"),
+    p.add_argument("--wrappers", type=parse_wrappers, default=DEFAULT_WRAPPERS,
                    help="comma list of forced,gate; 'none' for the bare environment")
     p.add_argument("--reserve", type=int, default=3)
     p.add_argument("--record", type=Path, help="also write the episode to this folder")
-    p.add_argument("--sandbox", choices=["auto", "bwrap", "local"], default="auto")
+    p.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto")
     p.set_defaults(func=cmd_play)

@@ -13,6 +13,9 @@ import argparse
 import os
 import sys
 
+from vera_env.spec import SANDBOX_NAMES
+from vera_env.wrappers import DEFAULT_WRAPPERS
+
 __all__ = ["TOKEN_ENV_VAR", "add_parser", "cmd_serve"]
 
 TOKEN_ENV_VAR = "VERA_SERVE_TOKEN"
@@ -67,12 +70,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="workspaces staged per second at most (resets beyond it wait)")
     p.add_argument("--sandbox-burst", type=int, default=16)
     p.add_argument("--max-steps", type=int, default=30, help="step budget per episode")
-    p.add_argument("--wrappers", type=parse_wrappers, default=("gate", "forced"),
+    p.add_argument("--wrappers", type=parse_wrappers, default=DEFAULT_WRAPPERS,
                    help="comma list of forced,gate; 'none' for the bare environment")
     p.add_argument("--reserve", type=int, default=3, help="forced-answer steps at the end")
     p.add_argument("--command-timeout-s", type=float, default=60.0)
     p.add_argument("--check-timeout-s", type=float, default=30.0)
-    p.add_argument("--sandbox", choices=["auto", "bwrap", "local"], default="auto")
+    p.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto")
     p.add_argument("--shutdown-grace-s", type=float, default=10.0,
                    help="on SIGTERM, how long running steps may finish before sandboxes "
                         "are killed")

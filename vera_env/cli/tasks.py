@@ -21,6 +21,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from vera_env.spec import SANDBOX_NAMES
+
 __all__ = ["add_parser", "format_rows"]
 
 _BUILTIN = "builtin"
@@ -226,7 +228,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _sample_options(validate, seeds=5)
     validate.add_argument("--strength", choices=["first-seed", "all", "off"],
                           default="first-seed", help="which tasks' checks are mutation-tested")
-    validate.add_argument("--sandbox", choices=["auto", "bwrap", "local"], default="auto")
+    validate.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto")
     validate.add_argument("--max-steps", type=int, default=20)
     validate.add_argument("--judge-url", default="", help="OpenAI-compatible endpoint for "
                                                           "llm-graded tasks")

@@ -31,7 +31,7 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
-from vera_env.tasks.builtin.sequences import _fasta, _random_bases, revcomp
+from vera_env.tasks.builtin.sequences import fasta_text, random_bases, revcomp
 from vera_env.tasks.model import Trap
 
 __all__ = ["longest_orf", "longest_orf_per_strand"]
@@ -91,7 +91,7 @@ def _orf(rng: np.random.Generator, n_aa: int) -> str:
 
 def _draw(rng: np.random.Generator, difficulty: Difficulty) -> tuple[list[str], int, int]:
     n_records, lo, hi = _SIZES[difficulty]
-    seqs = [_random_bases(rng, int(rng.integers(lo, hi + 1)), gc=0.5)
+    seqs = [random_bases(rng, int(rng.integers(lo, hi + 1)), gc=0.5)
             for _ in range(n_records)]
     host_rev, host_fwd = (int(i) for i in rng.choice(n_records, size=2, replace=n_records < 2))
     n_rev = int(len(seqs[host_rev]) * rng.uniform(0.3, 0.45)) // 3
@@ -201,7 +201,7 @@ def longest_orf(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     else:
         raise RuntimeError("longest_orf: the trap does not bite; generator bug")
     name = "transcripts.fa" if difficulty == "easy" else "transcripts.fa.gz"
-    text = _fasta([(f"tx{i + 1}", s) for i, s in enumerate(records)])
+    text = fasta_text([(f"tx{i + 1}", s) for i, s in enumerate(records)])
     data = text.encode() if difficulty == "easy" else gz(text)
     cat = f"cat {name}" if difficulty == "easy" else f"zcat {name}"
     question = (

@@ -37,7 +37,7 @@ from vera_env.tasks.builtin.instance import (
 )
 from vera_env.tasks.model import Trap
 
-__all__ = ["WRAP", "gc_content", "motif_count", "revcomp"]
+__all__ = ["WRAP", "fasta_text", "gc_content", "motif_count", "random_bases", "revcomp"]
 
 WRAP = 60
 """FASTA line width, as most tools write it."""
@@ -57,12 +57,12 @@ def revcomp(seq: str) -> str:
     return seq.translate(_COMPLEMENT)[::-1]
 
 
-def _random_bases(rng: np.random.Generator, length: int, gc: float) -> bytearray:
+def random_bases(rng: np.random.Generator, length: int, gc: float) -> bytearray:
     weights = [(1 - gc) / 2, gc / 2, gc / 2, (1 - gc) / 2]
     return bytearray(_ALPHABET[rng.choice(4, size=length, p=weights)].tobytes())
 
 
-def _fasta(records: list[tuple[str, str]]) -> str:
+def fasta_text(records: list[tuple[str, str]]) -> str:
     lines: list[str] = []
     for name, seq in records:
         lines.append(f">{name}")
@@ -159,12 +159,12 @@ def motif_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     n_records, lo, hi = _SIZES[difficulty]
     records = []
     for i in range(n_records):
-        seq = _random_bases(rng, int(rng.integers(lo, hi + 1)), gc=0.5)
+        seq = random_bases(rng, int(rng.integers(lo, hi + 1)), gc=0.5)
         _plant_motifs(rng, seq, motif, period)
         records.append((f"seq{i + 1} len={len(seq)}", seq.decode()))
     fwd = sum(_count_overlapping(s, motif) for _, s in records)
     rev = sum(_count_overlapping(s, rc) for _, s in records)
-    text = _fasta(records)
+    text = fasta_text(records)
     careless = sum(line.count(motif) for line in text.splitlines() if not line.startswith(">"))
     if not careless < fwd + rev:
         raise RuntimeError("motif_count: the trap does not bite; generator bug")
@@ -258,7 +258,7 @@ def gc_content(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     n_records, lo, hi = _SIZES[difficulty]
     records = []
     for i in range(n_records):
-        seq = _random_bases(rng, int(rng.integers(lo, hi + 1)), gc=float(rng.uniform(0.35, 0.6)))
+        seq = random_bases(rng, int(rng.integers(lo, hi + 1)), gc=float(rng.uniform(0.35, 0.6)))
         _soft_mask(rng, seq)
         _add_gaps(rng, seq)
         records.append((f"chr{i + 1}", seq.decode()))
@@ -271,7 +271,7 @@ def gc_content(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     question = ("What is the GC content of genome.fa.gz: the percentage of called bases "
                 "(A, C, G or T, in upper or lower case; N marks an unknown base and does not "
                 "count), over all records, that are G or C? Give two decimals.")
-    return Instance(files={"genome.fa.gz": gz(_fasta(records))}, question=question,
+    return Instance(files={"genome.fa.gz": gz(fasta_text(records))}, question=question,
                     answer=answer, grader={"kind": "numeric", "abs_tol": 0.01},
                     solution=_gc_solution(n_gc, n_called, n_bases, answer), trap=_gc_trap(wrong),
                     tags=("fasta", "gc-content", "soft-masking", "gaps"))
