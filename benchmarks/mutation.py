@@ -52,7 +52,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "mutation.json"
-SURVIVORS = RESULTS.with_name("mutation_survivors.md")
 
 # What is mutated: the modules that turn a model's text into a reward.
 MODULES = [
@@ -106,7 +105,7 @@ def pytest_sessionstart(session):
 '''
 
 
-def mutmut_config() -> str:
+def mutmut_config(modules: list[str]) -> str:
     """The ``[tool.mutmut]`` table this benchmark runs under, as TOML."""
 
     def toml_list(items: list[str]) -> str:
@@ -115,7 +114,7 @@ def mutmut_config() -> str:
     return "\n".join([
         "[tool.mutmut]",
         'source_paths = ["vera_env"]',
-        f"only_mutate = {toml_list(MODULES)}",
+        f"only_mutate = {toml_list(modules)}",
         f"also_copy = {toml_list(ALSO_COPY + [PLUGIN + '.py'])}",
         f"pytest_add_cli_args = {toml_list(['-p', PLUGIN, '-p', 'no:cacheprovider'])}",
         f"pytest_add_cli_args_test_selection = {toml_list(TESTS)}",
@@ -126,7 +125,7 @@ def mutmut_config() -> str:
     ])
 
 
-def prepare(tree: Path, work: Path, *, fresh: bool) -> None:
+def prepare(tree: Path, work: Path, *, fresh: bool, modules: list[str]) -> None:
     """Copies what the run needs from ``tree`` into ``work`` (emptied first when ``fresh``).
 
     The configuration is written every time, so a resumed run uses the current one.
@@ -144,7 +143,7 @@ def prepare(tree: Path, work: Path, *, fresh: bool) -> None:
                 shutil.copy2(source, work / name)
     pyproject = (tree / "pyproject.toml").read_text()
     pyproject = re.sub(r"(?ms)^\[tool\.mutmut\].*?(?=^\[|\Z)", "", pyproject)
-    (work / "pyproject.toml").write_text(pyproject.rstrip() + "\n\n" + mutmut_config())
+    (work / "pyproject.toml").write_text(pyproject.rstrip() + "\n\n" + mutmut_config(modules))
     (work / f"{PLUGIN}.py").write_text(PLUGIN_SOURCE)
 
 
@@ -185,9 +184,8 @@ def survivors(work: Path) -> list[str]:
     return names
 
 
-def write_survivors(work: Path, names: list[str]) -> Path:
-    """Writes each survivor's diff (``mutmut show``) to ``SURVIVORS``."""
-    out = SURVIVORS
+def write_survivors(work: Path, names: list[str], out: Path) -> Path:
+    """Writes each survivor's diff (``mutmut show``) to ``out``."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     with out.open("w") as f:
         for name in names:
@@ -226,26 +224,32 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true",
                         help="keep --work and mutmut's results in it; test only what has no result")
     parser.add_argument("--report-only", action="store_true", help="tabulate a finished run")
+    parser.add_argument("--only", nargs="+", default=MODULES, metavar="GLOB",
+                        help="mutate only these modules (globs as in MODULES), e.g. to rerun a "
+                             "part of the slow full run; default: all of MODULES")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="JSON of counts (survivor diffs go next to it, *_survivors.md)")
     args = parser.parse_args()
     work = args.work.resolve()
 
     wall_s = None
     if not args.report_only:
-        prepare(args.tree.resolve(), work, fresh=not (args.resume and work.exists()))
+        prepare(args.tree.resolve(), work, fresh=not (args.resume and work.exists()), modules=args.only)
         wall_s = run_mutmut(work, args.max_children)
     counts = collect(work)
     names = survivors(work)
+    survivors_path = args.results.with_name(args.results.stem + "_survivors.md")
     print(table(counts))
     if wall_s is not None:
         print(f"\nwall time {wall_s / 60:.1f} min, --max-children {args.max_children}, "
               f"load average at the end {os.getloadavg()[0]:.1f}")
-    print(f"{len(names)} survivors, diffs in {write_survivors(work, names)}")
+    print(f"{len(names)} survivors, diffs in {write_survivors(work, names, survivors_path)}")
     if wall_s is None:
         return  # a report of an earlier run: its counts are in mutation.json already
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=args.tree, capture_output=True,
                             text=True).stdout.strip()
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({
+    args.results.parent.mkdir(exist_ok=True)
+    args.results.write_text(json.dumps({
         "when": datetime.now().isoformat(timespec="minutes"), "tree": str(args.tree), "commit": commit,
         "machine": f"{os.cpu_count()} cpus, {platform.platform()}, Python {platform.python_version()}",
         "wall_s": wall_s, "max_children": args.max_children, "tests": TESTS,
