@@ -41,8 +41,8 @@ def prompt_text(tokenizer: Any, observation: str, *, prefill: str = "",
     """
     messages = chat_messages(observation, system_prompt)
     if getattr(tokenizer, "chat_template", None):
-        text = tokenizer.apply_chat_template(messages, tokenize=False,
-                                             add_generation_prompt=True)
+        text: str = tokenizer.apply_chat_template(messages, tokenize=False,
+                                                  add_generation_prompt=True)
     else:
         text = "\n\n".join(m["content"] for m in messages) + "\n\n"
     return text + prefill

@@ -134,7 +134,8 @@ class TransformersPolicy:
             raise PolicyError(f"generation failed: {exc}") from exc
         new = out[0, ids.shape[1]:]
         self._last.set((int(ids.shape[1]), int(new.shape[0])))
-        return prefill + self.tokenizer.decode(new, skip_special_tokens=True)
+        text: str = self.tokenizer.decode(new, skip_special_tokens=True)
+        return prefill + text
 
     def last_usage(self) -> tuple[int | None, int | None]:
         """(prompt, completion) tokens of the last turn generated in this thread."""

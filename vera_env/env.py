@@ -21,7 +21,7 @@ because a fake 0 would be read as the model's failure.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 
@@ -33,7 +33,7 @@ from vera_env.observation.prompts import OBSERVATION_VARIANTS, ObservationVarian
 from vera_env.observation.spaces import FreeText
 from vera_env.observation.state import AnalysisState, Node
 from vera_env.phase import Event, Phase, advance
-from vera_env.sandbox import Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
+from vera_env.sandbox import Backend, Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
 from vera_env.sandbox.reaper import RootLease
 from vera_env.tasks import Task, TaskSource, load_tasks
 from vera_env.verification.checks import CheckResult, run_checks
@@ -44,7 +44,7 @@ from vera_env.wire.answers import ANSWER_PREFIX, answer_is_usable, extract_answe
 from vera_env.wire.protocol import Emission, parse_emission
 from vera_env.wire.text import invisible_problem, safe_json
 
-__all__ = ["AnswerGate", "VeraEnv"]
+__all__ = ["AnswerGate", "VeraEnv", "vera_base"]
 
 AnswerGate = Callable[[AnalysisState], str]
 """Called before an answer is released: "" releases it, any other text withholds it
@@ -85,6 +85,8 @@ class VeraEnv(gym.Env[str, str]):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+    observation_space: FreeText
+    action_space: FreeText
 
     def __init__(self, tasks: str | Sequence[Task] | TaskSource = "builtin", *,
                  max_steps: int = 50, reward: RewardConfig | None = None,
@@ -106,9 +108,14 @@ class VeraEnv(gym.Env[str, str]):
         self.max_steps = max_steps
         self.reward_config = reward or RewardConfig()
         self.limits = limits or SandboxLimits()
-        self._lease = RootLease(sandbox_config) if isinstance(sandbox, str) else None
-        self.sandbox = (make_sandbox(sandbox, self.limits, config=self._lease.config)
-                        if self._lease else sandbox)
+        self._lease: RootLease | None = None
+        self.sandbox: Sandbox
+        if isinstance(sandbox, str):  # make_sandbox refuses a name it does not know
+            self._lease = RootLease(sandbox_config)
+            self.sandbox = make_sandbox(cast(Backend, sandbox), self.limits,
+                                        config=self._lease.config)
+        else:
+            self.sandbox = sandbox
         self.state_budget = state_budget
         self.render_mode = render_mode
         self.judge = judge
@@ -401,7 +408,7 @@ class VeraEnv(gym.Env[str, str]):
     def _info(self, parts: RewardParts, turn: Turn | None = None) -> dict[str, Any]:
         ep = self._require()
         turn = turn or Turn()
-        return safe_json({  # valid UTF-8 whatever a file is called or a command printed
+        info: dict[str, Any] = safe_json({  # valid UTF-8 whatever a file or output holds
             keys.TASK_ID: ep.task.id, keys.QUESTION: ep.task.question,
             keys.STEP: ep.steps, keys.STEPS_LEFT: self.steps_left, keys.ERROR: turn.error,
             keys.NUDGE: ep.nudge, keys.COMMAND_OUTPUT: turn.output,
@@ -414,6 +421,7 @@ class VeraEnv(gym.Env[str, str]):
             keys.UNSCORABLE: ep.unscorable, keys.FORCING: False, keys.PREFILL: "",
             keys.GATED: ep.gated,
         })
+        return info
 
     def _close_episode(self) -> None:
         if self._episode is not None:
@@ -421,3 +429,15 @@ class VeraEnv(gym.Env[str, str]):
                 self._episode.strength.close()
             self._episode.workspace.close()
             self._episode = None
+
+
+def vera_base(env: gym.Env[Any, Any]) -> VeraEnv:
+    """The ``VeraEnv`` under ``env``'s wrappers (the wrappers steer its episode phases).
+
+    Raises:
+        TypeError: ``env`` does not wrap a ``VeraEnv``.
+    """
+    base = env.unwrapped
+    if not isinstance(base, VeraEnv):
+        raise TypeError(f"expected a VeraEnv, possibly wrapped; got {type(base).__name__}")
+    return base

@@ -60,11 +60,12 @@ def demo_tasks() -> TaskSource:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Play the oracle and the careless policy on every builtin and real-data task."""
-    from vera_env.policy import OraclePolicy, careless_policy  # noqa: PLC0415
+    from vera_env.env import vera_base  # noqa: PLC0415
+    from vera_env.policy import OraclePolicy, Policy, careless_policy  # noqa: PLC0415
     from vera_env.spec import EnvSpec  # noqa: PLC0415
 
     tasks = demo_tasks()
-    plan = [("oracle", OraclePolicy(tasks), t.id) for t in tasks]
+    plan: list[tuple[str, Policy, str]] = [("oracle", OraclePolicy(tasks), t.id) for t in tasks]
     careless = careless_policy(tasks)
     plan += [("careless", careless, t.id) for t in tasks if t.trap]
     spec = EnvSpec(tasks="builtin", max_steps=args.max_steps, sandbox=args.sandbox,
@@ -72,7 +73,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     rows: list[tuple[str, Attempt]] = []
     with EnvPool(lambda: spec.build(tasks=tasks)) as pool:
         with pool.lease() as env:
-            print(f"sandbox backend: {env.unwrapped.sandbox.name}", file=sys.stderr)
+            print(f"sandbox backend: {vera_base(env).sandbox.name}", file=sys.stderr)
         with Progress(len(plan), unit="episode") as progress:
             for name, policy, task_id in plan:
                 attempt = play_job(pool, policy, (task_id, 0), on_step=progress.step)
@@ -86,7 +87,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if oracle_ok and careless_wrong else 1
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``demo`` on the ``vera-env`` parser."""
     demo = sub.add_parser("demo", help="oracle vs careless policy on the builtin and real tasks")
     demo.add_argument("--max-steps", type=int, default=20)

@@ -229,7 +229,7 @@ def _write_summary(run: RunDir, args: argparse.Namespace, task_ids: list[str],
     return summary
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``eval`` on the ``vera-env`` parser."""
     p = sub.add_parser("eval", help="evaluate a model endpoint on a task suite",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

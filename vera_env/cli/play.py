@@ -58,7 +58,7 @@ def cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``play`` on the ``vera-env`` parser."""
     from vera_env.cli.eval import parse_wrappers  # noqa: PLC0415
 

@@ -71,14 +71,17 @@ def make_policy(name: PolicyName, args: argparse.Namespace, source: TaskSource) 
     """
     if name == "oracle":
         return OraclePolicy(source)
+    policy: Policy  # the classes are loaded by name, so the type is stated here
     if name == "human":
-        return _policy_class("human")()
-    if name == "transformers":
-        return _policy_class("transformers").from_pretrained(
+        policy = _policy_class("human")()
+    elif name == "transformers":
+        policy = _policy_class("transformers").from_pretrained(
             args.model, device=args.device, dtype=args.dtype,
             system_prompt=args.system_prompt, temperature=args.temperature,
             max_new_tokens=args.max_tokens)
-    return _policy_class("openai")(
-        args.base_url, args.model, system_prompt=args.system_prompt, prefill=args.prefill,
-        api_key_env=args.api_key_env, temperature=args.temperature,
-        max_tokens=args.max_tokens, timeout_s=args.timeout_s, max_retries=args.max_retries)
+    else:
+        policy = _policy_class("openai")(
+            args.base_url, args.model, system_prompt=args.system_prompt, prefill=args.prefill,
+            api_key_env=args.api_key_env, temperature=args.temperature,
+            max_tokens=args.max_tokens, timeout_s=args.timeout_s, max_retries=args.max_retries)
+    return policy

@@ -114,7 +114,7 @@ def _read_results(path: Path) -> list[Any]:
             if line.strip()]
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``report`` on the ``vera-env`` parser."""
     p = sub.add_parser("report", help="HTML report of an eval run",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -57,7 +57,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``rescore`` on the ``vera-env`` parser."""
     p = sub.add_parser("rescore", help="re-grade the stored answers of an eval run",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -48,7 +48,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``serve`` on the ``vera-env`` parser."""
     from vera_env.cli.eval import parse_wrappers  # noqa: PLC0415
 

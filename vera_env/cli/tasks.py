@@ -205,7 +205,7 @@ def _reporting_errors(command: Callable[[argparse.Namespace], int]
     return run
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``tasks`` and its subcommands on the ``vera-env`` parser."""
     tasks = sub.add_parser("tasks", help="list, show, validate and export task sources")
     tsub = tasks.add_subparsers(dest="tasks_command", required=True)

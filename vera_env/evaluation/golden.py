@@ -160,10 +160,10 @@ class _InOrder:
         return next(self._turns)
 
 
-class _Observed(gym.Wrapper):  # type: ignore[type-arg]
+class _Observed(gym.Wrapper):
     """Keeps each step's observation: an Attempt records infos, not what the model saw."""
 
-    def __init__(self, env: gym.Env) -> None:  # type: ignore[type-arg]
+    def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
         self.observations: list[str] = []
 

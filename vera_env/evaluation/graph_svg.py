@@ -84,12 +84,12 @@ def render_graph(nodes: Sequence[dict[str, Any]], *, title: str = "") -> str:
     for level in sorted(rows):
         row = rows[level]
         offset = (width - len(row) * (BOX_W + GAP_X) + GAP_X) / 2
-        heights = []
+        heights: list[float] = []
         for i, node in enumerate(row):
             lines = _lines(node)
-            h = 2 * PAD + LINE_H * len(lines)
-            boxes[node["id"]] = (offset + i * (BOX_W + GAP_X), y, h, lines)
-            heights.append(h)
+            box_h = float(2 * PAD + LINE_H * len(lines))
+            boxes[node["id"]] = (offset + i * (BOX_W + GAP_X), y, box_h, lines)
+            heights.append(box_h)
         y += max(heights) + GAP_Y
     height = y - GAP_Y / 2
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" width="{width:.0f}" '

@@ -162,7 +162,7 @@ def summarise(attempts: Sequence[Attempt], k: int) -> dict[str, Any]:
     n_scored = len(scored)
     correct = sum(bool(a.correct) for a in scored)
     accuracy = correct / n_scored if n_scored else None
-    statuses = Counter(a.status for a in attempts)
+    statuses: Counter[str] = Counter(a.status for a in attempts)
     pass_k: dict[str, float | None] = {}
     for j in sorted({1, k}):
         eligible = [t for t in tasks.values() if t["scored"] >= j]

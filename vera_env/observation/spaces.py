@@ -81,8 +81,9 @@ class FreeText(Text):
 _PAD = -1  # code points are >= 0, so -1 marks the unused tail of a flattened string
 
 
+# mypy's singledispatch check cannot match FreeText to the fallback's generic `Space[T]`
 @flatten.register(FreeText)
-def _flatten_free_text(space: FreeText, x: str) -> np.ndarray:
+def _flatten_free_text(space: FreeText, x: str) -> np.ndarray:  # type: ignore[misc]
     points = np.frombuffer(x.encode("utf-32-le", "surrogatepass"), dtype="<i4")
     if points.size > space.max_length:
         raise ValueError(f"string of {points.size} characters exceeds {space!r}")
@@ -91,8 +92,8 @@ def _flatten_free_text(space: FreeText, x: str) -> np.ndarray:
     return out
 
 
-@unflatten.register(FreeText)
-def _unflatten_free_text(space: FreeText, x: np.ndarray) -> str:
+@unflatten.register(FreeText)  # (as for flatten)
+def _unflatten_free_text(space: FreeText, x: np.ndarray) -> str:  # type: ignore[misc]
     points = np.asarray(x, dtype="<i4")
     return points[points >= 0].tobytes().decode("utf-32-le", "surrogatepass")
 

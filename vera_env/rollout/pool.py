@@ -91,11 +91,9 @@ class EnvPool:
             RuntimeError: The pool is closed.
             Exception: Whatever building an environment raises (a bad spec, no sandbox).
         """
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("the env pool is closed")
-            if self._idle:
-                return self._idle.pop()
+        idle = self._take_idle()
+        if idle is not None:
+            return idle
         env = self._make()
         with self._lock:
             self._built.append(env)
@@ -104,6 +102,12 @@ class EnvPool:
             env.close()
             raise RuntimeError("the env pool is closed")
         return env
+
+    def _take_idle(self) -> gym.Env | None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the env pool is closed")
+            return self._idle.pop() if self._idle else None
 
     def release(self, env: gym.Env, *, broken: bool = False) -> None:
         """Give ``env`` back; a ``broken`` one is closed and not reused."""

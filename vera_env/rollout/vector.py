@@ -51,7 +51,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -78,19 +78,19 @@ def close_vector_env(envs: gym.vector.VectorEnv, *, timeout_s: float = 60.0) -> 
         The owned roots of dead processes that were removed (``reap_orphans``).
     """
     vector = envs.unwrapped
-    if _is_async(envs) and not all(p.is_alive() for p in vector.processes):
+    if not isinstance(vector, gym.vector.AsyncVectorEnv):
+        envs.close()
+    elif not all(p.is_alive() for p in vector.processes):
         _terminate(vector, timeout_s)  # its close() would wait on the dead pipe, then raise
-    elif _is_async(envs):
+    else:
         try:
             envs.close(timeout=timeout_s)  # a timeout terminates every worker itself
         except (EOFError, OSError):
             _terminate(vector, timeout_s)
-    else:
-        envs.close()
     return reap_orphans()
 
 
-def _terminate(vector: Any, timeout_s: float) -> None:
+def _terminate(vector: gym.vector.AsyncVectorEnv, timeout_s: float) -> None:
     for process in vector.processes:
         if process.is_alive():
             process.terminate()
@@ -98,10 +98,6 @@ def _terminate(vector: Any, timeout_s: float) -> None:
     for pipe in vector.parent_pipes:
         pipe.close()
     vector.closed = True  # its own close() would raise again from __del__
-
-
-def _is_async(envs: gym.vector.VectorEnv) -> bool:
-    return isinstance(envs.unwrapped, gym.vector.AsyncVectorEnv)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +124,7 @@ class EnvInfo(gym.Wrapper):
         obs, info = self.env.reset(**kwargs)
         return obs, {**info, ENV_INFO: _Boxed(dict(info))}
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         return obs, reward, terminated, truncated, {**info, ENV_INFO: _Boxed(dict(info))}
 
@@ -145,7 +141,8 @@ def env_info(infos: dict[str, Any], index: int) -> dict[str, Any]:
                        "wrappers=[vera_env.rollout.vector.EnvInfo]")
     if not infos[f"_{ENV_INFO}"][index]:
         raise KeyError(f"sub-env {index} reported no info in this call")
-    return infos[ENV_INFO][index].info
+    boxed: _Boxed = infos[ENV_INFO][index]
+    return boxed.info
 
 
 def make_vector_env(source: EnvSource, num_envs: int, *,

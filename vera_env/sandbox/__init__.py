@@ -41,6 +41,7 @@ from .workspace import BaseWorkspace, Sandbox, Workspace
 __all__ = [
     "LOCAL_WARNING",
     "BaseWorkspace",
+    "Backend",
     "BwrapSandbox",
     "BwrapWorkspace",
     "ExecResult",

@@ -340,7 +340,7 @@ class BwrapWorkspace(BaseWorkspace):
             yield LaunchSpec(
                 argv=tuple(argv), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
                 cwd=Path("/"), user=uid if root else None, group=gid if root else None,
-                pass_fds=fds[1:], info_fd=fds[0], gate_fd=gate_fd, memory=memory,
+                pass_fds=tuple(fds[1:]), info_fd=fds[0], gate_fd=gate_fd, memory=memory,
             )
 
 

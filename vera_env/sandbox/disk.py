@@ -35,6 +35,7 @@ import errno
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,7 +107,7 @@ def measure(root: Path, exclude: frozenset[tuple[int, int]] = frozenset(), *,
     return Usage(totals[0], totals[1], complete, stopped)
 
 
-def _walk(root: Path, visit) -> tuple[bool, bool]:
+def _walk(root: Path, visit: Callable[[os.stat_result], bool]) -> tuple[bool, bool]:
     """Call ``visit`` on every entry under ``root``; returns (complete, stopped)."""
     try:
         top = os.open(root, _DIR_FLAGS)

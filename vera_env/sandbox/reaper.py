@@ -25,6 +25,7 @@ import os
 import tempfile
 import threading
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from .config import SandboxConfig
@@ -118,7 +119,7 @@ class RootLease:
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
         config = config or SandboxConfig()
-        self._release = lambda: None
+        self._release: Callable[[], object] = lambda: None
         if config.workspace_root is None:
             with _lock:
                 root = owned_root()

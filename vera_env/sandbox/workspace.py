@@ -44,7 +44,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 from vera_env.errors import SandboxError
 
@@ -94,11 +94,14 @@ class Workspace(Protocol):
 
     def listing(self) -> list[str]: ...
 
+    def scratch_dir(self, prefix: str = "scratch-") -> Path: ...
+
     def close(self) -> None: ...
 
-    def __enter__(self) -> Workspace: ...
+    def __enter__(self) -> Self: ...
 
-    def __exit__(self, *exc: object) -> None: ...
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None: ...
 
 
 @runtime_checkable
@@ -369,7 +372,7 @@ class BaseWorkspace(abc.ABC):
         """Kill everything running and remove the temp dir. Idempotent."""
         self._finalizer()
 
-    def __enter__(self) -> BaseWorkspace:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

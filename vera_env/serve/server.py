@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import socket
 import sys
@@ -87,6 +88,6 @@ def serve(spec: EnvSpec | None = None, config: ServeConfig | None = None, *,
         "version": context.splits.version, "auth": config.token is not None})
     server = uvicorn.Server(uvicorn.Config(
         app, log_config=None, access_log=False, ws="websockets-sansio",
-        timeout_graceful_shutdown=config.shutdown_grace_s, timeout_keep_alive=60,
+        timeout_graceful_shutdown=math.ceil(config.shutdown_grace_s), timeout_keep_alive=60,
         ws_ping_interval=20.0, ws_ping_timeout=60.0))
     server.run(sockets=[sock])

@@ -25,7 +25,7 @@ import importlib.util
 import json
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,7 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         yield f"{path}:row {i}", row
 
 
-def _check_columns(path: Path, names: list[str]) -> None:
+def _check_columns(path: Path, names: Sequence[str]) -> None:
     missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
         raise TaskFileError(str(path), "<header>", f"missing column(s) {missing}; a "

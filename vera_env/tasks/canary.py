@@ -70,7 +70,8 @@ def _csv_bytes(rows: list[list[str]]) -> bytes:
     return "".join(",".join(r) + "\n" for r in rows).encode()
 
 
-def _absent(files: dict[str, bytes], question: str, probe: Any, primary: str):
+def _absent(files: dict[str, bytes], question: str, probe: Any, primary: str
+            ) -> tuple[dict[str, bytes], str, tuple[str, str]]:
     subjects = f"({probe.subjects_cmd})"
     solution = (turn(f"{probe.subjects_cmd}\n{probe.census_cmd}",
                      node("qc", f"{probe.absent} is not among the subjects of {primary} "
@@ -83,7 +84,8 @@ def _absent(files: dict[str, bytes], question: str, probe: Any, primary: str):
     return files, probe.absent_question, solution
 
 
-def _column(files: dict[str, bytes], question: str, kind: str, primary: str, column: str):
+def _column(files: dict[str, bytes], question: str, kind: str, primary: str, column: str
+            ) -> tuple[dict[str, bytes], str, tuple[str, str]]:
     rows = _csv_rows(files[primary])
     idx = rows[0].index(column)
     n, head = len(rows), f"head -1 {primary} | tr , '\\n'"

@@ -25,9 +25,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from vera_env.errors import TaskFileError
 from vera_env.tasks.model import Task, Trap
@@ -45,7 +45,7 @@ def _field_name(loc: tuple[Any, ...]) -> str:
     return out or "<task>"
 
 
-_MODELS = {"": Task, "grader": GraderSpec, "trap": Trap}
+_MODELS: dict[str, type[BaseModel]] = {"": Task, "grader": GraderSpec, "trap": Trap}
 
 
 def _describe(error: Any) -> str:
@@ -53,7 +53,7 @@ def _describe(error: Any) -> str:
     if error["type"] == "extra_forbidden":
         model = _MODELS.get(str(loc[0]) if len(loc) > 1 else "", Task)
         return f"unknown key; expected one of {sorted(model.model_fields)}"
-    message = error["msg"].removeprefix("Value error, ")
+    message: str = error["msg"].removeprefix("Value error, ")
     if error["type"] == "missing":
         return "required field is missing"
     return message
@@ -166,7 +166,7 @@ def load_tasks(source: str | Path | Sequence[Task] | TaskSource) -> TaskSource:
         return source
     if isinstance(source, str) and source in SOURCE_NAMES:
         return named_source(source)
-    if isinstance(source, str | Path):
+    if isinstance(source, (str, Path)):
         from vera_env.tasks.biomystery import find_problems, load_biomystery  # noqa: PLC0415
 
         path = Path(source)
@@ -181,7 +181,8 @@ def load_tasks(source: str | Path | Sequence[Task] | TaskSource) -> TaskSource:
                                                    f"({', '.join(SOURCE_NAMES)}), a suite "
                                                    "folder, a .jsonl file or a "
                                                    "BioMysteryBench problems.csv/.parquet")
-    if isinstance(source, Sequence):
-        return TaskSource(source, name="task list")
-    raise TypeError("tasks must be 'builtin', a path, or a list of Task; "
-                    f"got {type(source).__name__}")
+    if not isinstance(source, Sequence):
+        raise TypeError("tasks must be 'builtin', a path, or a list of Task; "
+                        f"got {type(source).__name__}")
+    # (mypy 2.4 widens the narrowed type back to `str | Sequence[Task]` at the isinstance)
+    return TaskSource(cast(Sequence[Task], source), name="task list")

@@ -31,6 +31,7 @@ import gzip
 import re
 import zlib
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -188,7 +189,7 @@ def _bloat(rng: np.random.Generator, paragraphs: int) -> str:
 
 
 def _variant(task: Task, kind: str, primary: str, rng: np.random.Generator,
-             files: dict[str, bytes]) -> tuple[dict[str, bytes], str, str, dict, tuple[str, ...]]:
+             files: dict[str, bytes]) -> tuple[dict[str, bytes], str, str, dict[str, Any], tuple[str, ...]]:
     """(files, question, answer, grader, solution) of one perturbed variant."""
     question, answer = with_clause(task.question), task.answer
     grader = task.grader.model_dump(exclude_none=True)

@@ -219,8 +219,8 @@ def _moved(token: bytes, rng: random.Random) -> bytes:
     if digits.isdigit():  # the common case, kept cheap: a mutant moves 10^5 lines
         if len(digits) > _MAX_ARITHMETIC_DIGITS:
             return _edit_digit(token.decode("ascii"), rng).encode()
-        value = int(token)
-        return b"%d" % (value + sign * max(1, round(abs(value) * share)))
+        whole = int(token)
+        return b"%d" % (whole + sign * max(1, round(abs(whole) * share)))
     text = token.decode("ascii")
     mantissa = text.lower().split("e")[0]
     if len(mantissa) > _MAX_ARITHMETIC_DIGITS:

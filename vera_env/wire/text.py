@@ -63,7 +63,7 @@ def describe_char(char: str) -> str:
     if 0xD800 <= point <= 0xDFFF:
         name = "UNPAIRED SURROGATE (an undecodable byte)"
     else:
-        name = _CONTROL_NAMES.get(point) or unicodedata.name(char, "CONTROL CHARACTER")
+        name = _CONTROL_NAMES.get(point, "") or unicodedata.name(char, "CONTROL CHARACTER")
     return f"U+{point:04X} {name}"
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
+from vera_env.env import vera_base
 from vera_env.observation.state import AnalysisState
 
 __all__ = ["GATE_NUDGE", "EmissionGate", "leaf_verified"]
@@ -44,12 +45,12 @@ class EmissionGate(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env) -> None:
         gym.utils.RecordConstructorArgs.__init__(self)
         super().__init__(env)
-        self.env.unwrapped.add_answer_gate(self._gate)
+        vera_base(self.env).add_answer_gate(self._gate)
 
     @staticmethod
     def _gate(state: AnalysisState) -> str:
         return "" if leaf_verified(state) else GATE_NUDGE
 
     def close(self) -> None:
-        self.env.unwrapped.remove_answer_gate(self._gate)
+        vera_base(self.env).remove_answer_gate(self._gate)
         super().close()

@@ -24,11 +24,12 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
 from vera_env import info as keys
+from vera_env.env import vera_base
 from vera_env.observation.prompts import render_forced_prompt
 from vera_env.phase import Phase
 from vera_env.wire.answers import ANSWER_PREFIX
@@ -54,7 +55,7 @@ class ForcedAnswer(gym.Wrapper, gym.utils.RecordConstructorArgs):
         super().__init__(env)
         if not isinstance(reserve, int) or isinstance(reserve, bool) or reserve < 1:
             raise ValueError(f"reserve must be a positive int, got {reserve!r}")
-        budget = env.unwrapped.max_steps
+        budget = vera_base(env).max_steps
         if reserve > budget:
             raise ValueError(f"reserve={reserve} is larger than the step budget "
                              f"max_steps={budget}")
@@ -65,9 +66,9 @@ class ForcedAnswer(gym.Wrapper, gym.utils.RecordConstructorArgs):
         obs, info = self.env.reset(seed=seed, options=options)
         return self._maybe_force(obs, info, ended=False)
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        base = self.env.unwrapped
+        base = vera_base(self.env)
         if base.phase is Phase.SPENT:
             # The budget ended without a commitment: ask once more, outside the budget.
             # The phase is the episode's, so the next episode gets its own extra ask.
@@ -79,7 +80,7 @@ class ForcedAnswer(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def _maybe_force(self, obs: str, info: dict[str, Any], *, ended: bool
                      ) -> tuple[str, dict[str, Any]]:
-        base = self.env.unwrapped
+        base = vera_base(self.env)
         if ended or base.steps_left > self.reserve:
             return obs, info
         base.force_answer()
@@ -87,7 +88,7 @@ class ForcedAnswer(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return self._forced_obs(info, reason), self._mark(info)
 
     def _forced_obs(self, info: dict[str, Any], reason: str) -> str:
-        base = self.env.unwrapped
+        base = vera_base(self.env)
         return render_forced_prompt(base.task.question, base.state,
                                     state_budget=base.state_budget, reason=reason,
                                     nudge=info[keys.NUDGE], variant=base.observation_variant)

@@ -31,11 +31,12 @@ import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, SupportsFloat
 
 import gymnasium as gym
 
 from vera_env import info as keys
+from vera_env.env import vera_base
 from vera_env.errors import VeraError
 from vera_env.wire.text import json_line, safe_text
 
@@ -85,7 +86,7 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
                      keys.TASK_ID: info[keys.TASK_ID], keys.PREFILL: info[keys.PREFILL]})
         return obs, info
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._answer = info[keys.ANSWER]
         self._write({"event": "step", "action": action, "reward": reward,
@@ -128,7 +129,7 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
         if self._folder is None:
             return
         try:
-            graph = self.env.unwrapped.state.render(_FULL_GRAPH_TOKENS)
+            graph = vera_base(self.env).state.render(_FULL_GRAPH_TOKENS)
         except VeraError as exc:  # the episode never started (reset failed): say so
             graph = f"(graph unavailable: {type(exc).__name__}: {exc})"
         (self._folder / "graph.txt").write_text(graph + "\n", encoding="utf-8")

@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -115,7 +116,7 @@ def parse_task_id(tid: str) -> tuple[str, Difficulty, int]:
     if match["difficulty"] not in ALL_DIFFICULTIES:
         raise UnknownTaskError(f"{tid!r}: unknown difficulty {match['difficulty']!r}; expected "
                                f"one of {list(ALL_DIFFICULTIES)}.")
-    return match["type"], match["difficulty"], int(match["seed"])  # type: ignore[return-value]
+    return match["type"], cast(Difficulty, match["difficulty"]), int(match["seed"])
 
 
 def generate(tid: str) -> Instance:

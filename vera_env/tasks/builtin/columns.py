@@ -38,7 +38,8 @@ def _chunk(columns: Sequence[np.ndarray], sep: int) -> bytes:
         digits, keep = _digits(column)
         parts += [digits, np.full((n, 1), sep if i < len(columns) - 1 else 10, np.uint8)]
         masks += [keep, np.ones((n, 1), dtype=bool)]
-    return np.hstack(parts)[np.hstack(masks)].tobytes()
+    packed: bytes = np.hstack(parts)[np.hstack(masks)].tobytes()
+    return packed
 
 
 def int_lines(columns: Sequence[np.ndarray], sep: str = " ") -> bytes:

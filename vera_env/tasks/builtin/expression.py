@@ -47,7 +47,12 @@ def _values(rng: np.random.Generator, n_genes: int, n_samples: int, target: int,
     effect = float(rng.choice([-1, 1])) * rng.uniform(1.0, 3.0)  # log2 fold change
     tpm[target] = rng.uniform(30, 200) * rng.lognormal(0, 0.2, n_samples) * np.where(
         treated, 2.0 ** effect, 1.0)
-    return np.rint(np.log2(tpm + 1) * 1000).astype(np.int64)
+    milli: np.ndarray = np.rint(np.log2(tpm + 1) * 1000).astype(np.int64)
+    return milli
+
+
+def _mean(values: list[float], idx: list[int]) -> float:
+    return sum(values[i] for i in idx) / len(idx)
 
 
 def _stats(milli: np.ndarray, treated: np.ndarray) -> tuple[float, float]:
@@ -56,8 +61,7 @@ def _stats(milli: np.ndarray, treated: np.ndarray) -> tuple[float, float]:
     tpm = [2.0 ** x - 1 for x in logs]
     t = [i for i, flag in enumerate(treated.tolist()) if flag]
     c = [i for i, flag in enumerate(treated.tolist()) if not flag]
-    mean = lambda xs, idx: sum(xs[i] for i in idx) / len(idx)  # noqa: E731
-    return mean(tpm, t) / mean(tpm, c), mean(logs, t) / mean(logs, c)
+    return _mean(tpm, t) / _mean(tpm, c), _mean(logs, t) / _mean(logs, c)
 
 
 def _solution(gene: str, n_samples: int, n_treated: int, answer: str, n_genes: int

@@ -50,7 +50,8 @@ _HEADER = """##fileformat=VCFv4.2
 def _transmit(rng: np.random.Generator, parent: np.ndarray) -> np.ndarray:
     """One allele per site, drawn from a parent's two."""
     pick = rng.integers(0, 2, parent.shape[0])
-    return parent[np.arange(parent.shape[0]), pick]
+    alleles: np.ndarray = parent[np.arange(parent.shape[0]), pick]
+    return alleles
 
 
 def _genotypes(rng: np.random.Generator, n_sites: int) -> dict[str, np.ndarray]:
@@ -74,7 +75,8 @@ def _gt_strings(rng: np.random.Generator, alleles: np.ndarray) -> list[str]:
     wrong = rng.random(n) < _ERROR_RATE
     dosage = np.where(wrong, (dosage + rng.integers(1, 3, n)) % 3, dosage)
     text = np.array(["0/0", "0/1", "1/1"])[dosage]
-    return np.where(rng.random(n) < _MISSING_RATE, "./.", text).tolist()
+    calls: list[str] = np.where(rng.random(n) < _MISSING_RATE, "./.", text).tolist()
+    return calls
 
 
 def mendelian_errors(mother: list[str], child: list[str], man: list[str]) -> tuple[int, int]:

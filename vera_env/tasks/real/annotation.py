@@ -163,7 +163,8 @@ def _gff_solution(mrna: str, links: int, answer: int) -> tuple[str, ...]:
 def exon_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
     """Exons of one mRNA (trap: only exons listing it as their first Parent are found)."""
     data = files["dmel.gff"]
-    every, first = Counter(), Counter()
+    every: Counter[str] = Counter()
+    first: Counter[str] = Counter()
     mrnas: list[str] = []
     records = 0
     for line in data.decode().splitlines():

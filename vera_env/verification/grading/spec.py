@@ -8,7 +8,7 @@ rules (``grading.rules``) and the judge (``grading.judge``) apply it.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -84,7 +84,7 @@ def _tolerance(value: object, kind: str) -> float:
 def _choices(value: object, kind: str) -> tuple[str, ...]:
     if not value:
         raise ValueError("kind='choice' needs a non-empty list of choices")
-    choices = tuple(value)  # type: ignore[arg-type]
+    choices = cast(tuple[str, ...], value)  # pydantic has validated it as a tuple of str
     folded = [" ".join(c.split()).casefold() for c in choices]
     if len(set(folded)) != len(folded) or not all(folded):
         raise ValueError(f"choices must be distinct and non-blank, got {list(choices)}")
