@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from extras import require
 
-pytest.importorskip("openenv", reason="the serve extra (openenv, ors-sdk) is not installed")
-pytest.importorskip("ors", reason="the serve extra (openenv, ors-sdk) is not installed")
+require("openenv", "ors", extra="serve")
 
-from serve_helpers import DRINKS, NODE
+from serve_helpers import DRINKS, NODE  # noqa: E402 (after the requirement above)
 
 
 @pytest.fixture

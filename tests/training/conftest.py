@@ -1,7 +1,8 @@
 """Fixtures for the training tests: a tokenizer trained here, tasks with real data.
 
 Nothing is downloaded: the model is built from a config (``training.tiny``), so the
-tests run offline on CPU. They are skipped where the ``training`` extra is missing.
+tests run offline on CPU. They are skipped where the ``training`` extra is missing (under
+CI, where ``make test`` installs it, they fail instead).
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ import os
 from pathlib import Path
 
 import pytest
+from extras import require
 
-pytest.importorskip("trl")
+require("trl", "torch", "transformers", extra="training")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-from vera_env.tasks import Task
+from vera_env.tasks import Task  # noqa: E402 (after the requirement and environment above)
 
 VALUES = "".join(f"{i}\n" for i in range(1, 11))
 

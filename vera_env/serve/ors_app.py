@@ -208,6 +208,8 @@ class CreateGate:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                if status != 200:  # give the place back before the client hears the refusal
+                    self.registry.unreserve(key)
             await send(message)
 
         token = _SESSION_KEY.set(key)
