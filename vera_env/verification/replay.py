@@ -107,6 +107,11 @@ class CommandLog:
         return len(self.entries)
 
     @property
+    def root(self) -> Path:
+        """The real workspace the log was recorded in."""
+        return self._root
+
+    @property
     def derivation_s(self) -> float:
         """Wall time the logged commands took when the model ran them."""
         return sum(e.duration_s for e in self.entries)

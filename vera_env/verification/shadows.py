@@ -9,14 +9,22 @@ real commands ran with (``vera_env.sandbox.entropy``). The check then runs there
 read-only, exactly as it ran in the real workspace.
 
 A ``ShadowGroup`` holds every variant of one task file, and they share one history:
-staged together, replayed together, dropped together. Otherwise a shadow staged or
-replayed later than the others would be told apart by its files' times, and "fails
-only on the mutant made last" would pass for discriminating. Replays are kept and
-extended incrementally from node to node; a group is dropped only as a whole (the
-episode's shadow budget is full, or a replay did not end as the real command did).
-The confirmation replay of a killing mutant (``twin``) is a separate shadow with a
-copy of the mutant's file; it can only confirm a kill, never make one, so its later
-history tells nothing.
+staged together, replayed together, dropped together, each time in a fresh random
+order. Otherwise a shadow staged or replayed later than the others would be told
+apart by its files' times, and "fails only on the mutant made last" would pass for
+discriminating. Audited after the first version: with two workers the controls were
+replayed first and the mutants after them, and a check on the age of a derived file
+(``sleep 3; cut -f3 data.tsv > v.txt``, then "is v.txt older than 4.5 s?") passed on
+the real workspace and the early controls and failed on the later mutants: it earned.
+So after every replay the group's shadows are *settled* together: each entry a replay
+wrote gets the access and modification times of its namesake in the real workspace
+(``Shadow.settle``), which also touches its change time, so every shadow's files
+carry the real ones' mtimes and change times set within milliseconds of each other,
+in random order. Replays are kept and extended incrementally from node to node; a
+group is dropped only as a whole (the episode's shadow budget is full, or a replay
+did not end as the real command did). The confirmation replay of a killing mutant
+(``twin``) is a separate shadow with a copy of the mutant's file, settled the same way
+after its replay; it can only confirm a kill, never make one.
 
 Bounds (``RewardConfig``): at most ``strength_max_shadows`` shadows live at once and
 ``strength_max_shadow_mb`` of disk between them (variant files plus what replays
@@ -27,6 +35,7 @@ gets the real command's timeout cut to the node's strength deadline.
 from __future__ import annotations
 
 import os
+import random
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
@@ -44,6 +53,7 @@ __all__ = ["DEADLINE", "Shadow", "ShadowGroup"]
 
 DEADLINE = "deadline"
 TimeLeft = Callable[[], float]
+_ORDER = random.SystemRandom()  # the order must not be learnable from episode to episode
 
 
 @dataclass
@@ -101,6 +111,25 @@ class Shadow:
         """Record the disk the replay wrote."""
         self.bytes = walk_tree(self.workspace.path, self.staged).bytes
 
+    def settle(self, real_root: Path) -> None:
+        """Give what the replays wrote the times of its namesake under ``real_root``.
+
+        Every entry that is not a staged file gets the access and modification times
+        of the same path in the real workspace, or of the real workspace's directory
+        when there is no such path; its change time becomes "now". Staged files keep
+        theirs (the variant's were set by the builder and its staging, in random order;
+        the other task files' inodes are shared with the real workspace).
+        """
+        root = self.workspace.path
+        fallback = _mtime_ns(real_root) or 0
+        with self.lock:
+            for path, st in _tree_entries(root):
+                if (st.st_dev, st.st_ino) in self.staged:
+                    continue
+                stamp = _mtime_ns(real_root / path.relative_to(root)) or fallback
+                _touch(path, stamp)
+            _touch(root, fallback)
+
 
 class ShadowGroup:
     """Every variant of one task file, each in its own shadow, with one history.
@@ -124,7 +153,9 @@ class ShadowGroup:
         self.lock = threading.Lock()
         self.extend_lock = threading.Lock()
         try:
-            for variant in (*variants.controls, *variants.mutants):
+            order = [*variants.controls, *variants.mutants]
+            _ORDER.shuffle(order)
+            for variant in order:
                 self.shadows[variant.label] = self._stage(variant, variant.path)
         except BaseException:
             self.close()
@@ -178,13 +209,21 @@ class ShadowGroup:
 
     def extend(self, log: CommandLog, limits: SandboxLimits, pool: Executor,
                time_left: TimeLeft, over_budget: Callable[[], bool]) -> None:
-        """Replay the log into every shadow that lags, in parallel (``pool``)."""
+        """Replay the log into every shadow that lags, in parallel (``pool``) and in a
+        random order, then settle every shadow of the group together."""
         with self.extend_lock:
             lagging = [s for s in self.shadows.values() if s.replayed < len(log) and not s.broken]
+            if not lagging:
+                return
+            _ORDER.shuffle(lagging)
             futures = [pool.submit(s.extend, log, limits, time_left, over_budget)
                        for s in lagging]
             for future in futures:
                 future.result()
+            shadows = list(self.shadows.values())
+            _ORDER.shuffle(shadows)
+            for shadow in shadows:
+                shadow.settle(log.root)
 
     def close(self) -> None:
         """Close every shadow (kills what runs there, removes its directory) and delete
@@ -204,6 +243,32 @@ def walk_inodes(root: Path) -> frozenset[tuple[int, int]]:
             st = os.lstat(os.path.join(directory, name))
             found.add((st.st_dev, st.st_ino))
     return frozenset(found)
+
+
+def _tree_entries(root: Path) -> list[tuple[Path, os.stat_result]]:
+    found = []
+    for directory, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(directory, name)
+            try:
+                found.append((path, os.lstat(path)))
+            except OSError:
+                continue  # raced away: nothing to settle
+    return found
+
+
+def _mtime_ns(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _touch(path: Path, stamp_ns: int) -> None:
+    try:
+        os.utime(path, ns=(stamp_ns, stamp_ns), follow_symlinks=False)
+    except OSError:
+        pass  # a replay made it unwritable to the harness: its own times stay
 
 
 def _same_mtime(staged: Path, source: Path) -> None:

@@ -285,6 +285,7 @@ class StrengthSession:
 
         def ready() -> Verdict:
             twin.extend(self.log, self._limits, time_left, self.bank.over_budget)
+            twin.settle(self.log.root)
             if twin.broken == DEADLINE or twin.replayed < len(self.log):
                 return _UNFINISHED
             return None if twin.broken else True
