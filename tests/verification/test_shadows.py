@@ -72,6 +72,28 @@ def test_extend_replays_only_what_each_shadow_lacks(group, tmp_path):
     assert all(s.replayed == 2 and s.bytes > 0 for s in group.shadows.values())
 
 
+def test_extend_settles_every_shadow_on_the_real_workspace_times(group, tmp_path):
+    # A replayed file's age must not tell a shadow replayed late (a mutant) from one
+    # replayed early (a control): every shadow takes the real workspace's times.
+    log = _log(tmp_path, "mkdir d; wc -l < t.tsv > d/n.txt; cut -f1 t.tsv > only_here.txt")
+    real = log.root
+    (real / "d").mkdir()
+    (real / "d" / "n.txt").write_text("40\n")
+    os.utime(real / "d" / "n.txt", ns=(1_000_000_000, 1_000_000_000))
+    os.utime(real / "d", ns=(2_000_000_000, 2_000_000_000))
+    os.utime(real, ns=(3_000_000_000, 3_000_000_000))
+    staged_mtime = os.stat(tmp_path / "t.tsv").st_mtime_ns
+    with ThreadPoolExecutor(2) as pool:
+        group.extend(log, LIMITS, pool, lambda: 60.0, lambda: False)
+    for shadow in group.shadows.values():
+        ws = shadow.workspace.path
+        assert os.lstat(ws / "d" / "n.txt").st_mtime_ns == 1_000_000_000
+        assert os.lstat(ws / "d").st_mtime_ns == 2_000_000_000
+        assert os.lstat(ws / "only_here.txt").st_mtime_ns == 3_000_000_000  # no namesake
+        assert os.lstat(ws).st_mtime_ns == 3_000_000_000
+        assert os.lstat(ws / "t.tsv").st_mtime_ns == staged_mtime  # staged: left alone
+
+
 def test_replay_that_ends_otherwise_breaks_a_control(group, tmp_path):
     log = _log(tmp_path, "sleep 30", status="ok")
     short = SandboxLimits(timeout_s=0.5, check_timeout_s=1)
