@@ -117,6 +117,7 @@ def rollout_fields(episodes: Sequence[TokenEpisode]) -> dict[str, list]:
         "env_reward": [e.env_reward for e in episodes],
         "unscorable": [e.unscorable for e in episodes],
         "correct": [e.correct for e in episodes],
+        "answer": [e.answer for e in episodes],
         "out_of_tokens": [e.out_of_tokens for e in episodes],
         "n_turns": [len(e.actions) for e in episodes],
     }

@@ -42,6 +42,7 @@ from training.episodes import draw_starts, format_start
 from training.rewards import REWARD_FUNCS
 from vera_env.observation.prompts import ObservationVariant
 from vera_env.tasks import TaskSource, load_tasks
+from vera_env.tasks.named import SOURCE_NAMES, named_source
 
 __all__ = ["REWARD_FUNCS", "Args", "VeraRollout", "build_dataset", "build_trainer", "env_spec",
            "grpo_config", "load_model", "main", "make_env", "task_source"]
@@ -64,11 +65,14 @@ class Args:
     """Step-wise advantages: the episode's, broadcast to every turn, or each turn's
     return from it on (normalised over its group's turns)."""
     tasks: str = "builtin"
-    """Task source: 'builtin' (generated families, unlimited seeds), a suite folder or a .jsonl file."""
+    """Task source: a named one -- 'builtin' (generated families), 'real', 'perturbed' or
+    'canary' (real data), each drawn with --num-prompts seeds per type -- a suite folder or
+    a .jsonl file."""
     difficulties: tuple[str, ...] = ("easy",)
     """Builtin difficulties to draw from (easy, medium, hard)."""
     num_prompts: int = 256
-    """Distinct task starts in the dataset; builtin tasks get fresh seeds, so none repeats."""
+    """Task starts in the dataset; a named source gets that many seeds per type (builtin
+    seeds never repeat a task; real types have fewer distinct subjects than seeds)."""
     env_max_steps: int = 6
     """Step budget of one episode (turns the model may take)."""
     wrappers: tuple[str, ...] = ("forced",)
@@ -158,12 +162,11 @@ def build_dataset(tasks: TaskSource, num_prompts: int, *, seed: int = 0) -> Any:
 
 
 def task_source(spec: str, difficulties: Sequence[str], num_prompts: int) -> TaskSource:
-    """``builtin`` as a fresh-seed curriculum; anything else through ``load_tasks``."""
-    if spec != "builtin":
+    """A named source (``builtin``, ``real``, ``perturbed``, ``canary``) as a fresh-seed
+    stream of ``num_prompts`` seeds per type; anything else through ``load_tasks``."""
+    if spec not in SOURCE_NAMES:
         return load_tasks(spec)
-    from vera_env.tasks.builtin import builtin_source  # noqa: PLC0415
-
-    return builtin_source(difficulties=tuple(difficulties), seeds=range(num_prompts))  # type: ignore[arg-type]
+    return named_source(spec, seeds=range(num_prompts), difficulties=tuple(difficulties))
 
 
 # ----- the script -----

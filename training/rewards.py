@@ -6,6 +6,12 @@ env's episode reward (weigh them with ``GRPOConfig.reward_weights``). An infrast
 fault (sandbox, or a grader that cannot decide) makes every one of them return
 ``None``: TRL then gives that episode zero advantage and leaves it out of its group's
 baseline, where a fake 0 would reward or punish the model for an outage.
+
+``correctness_reward`` also logs what the trainer should watch besides the reward
+(``log_metric``): ``env/correct``, ``env/out_of_tokens``, ``env/unscorable`` and, when
+the batch holds canary tasks (``vera_env.tasks.canary``: questions the data cannot
+answer), ``env/canary_value_rate`` — the share of them answered with a value, the sign
+of a policy that has learned to guess.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from vera_env.tasks.canary import canary_rate
 
 __all__ = ["REWARD_FUNCS", "correctness_reward", "format_reward", "verification_reward"]
 
@@ -27,6 +35,7 @@ def verification_reward(completions: list, verification: list[float],
 def correctness_reward(completions: list, correctness: list[float | None],
                        unscorable: list[bool], correct: list[bool | None],
                        out_of_tokens: list[bool], log_metric: Callable | None = None,
+                       task_id: list[str] | None = None, answer: list[str] | None = None,
                        **_: Any) -> list[float | None]:
     """Correctness reward (0 when no answer was released; None if unscorable)."""
     scorable = [i for i, bad in enumerate(unscorable) if not bad]
@@ -34,6 +43,10 @@ def correctness_reward(completions: list, correctness: list[float | None],
         log_metric("env/correct", float(np.mean([correct[i] is True for i in scorable])))
         log_metric("env/out_of_tokens", float(np.mean([out_of_tokens[i] for i in scorable])))
         log_metric("env/unscorable", 1.0 - len(scorable) / len(unscorable))
+        if task_id is not None and answer is not None:
+            rate, n = canary_rate({"task_id": task_id[i], "answer": answer[i]} for i in scorable)
+            if n:
+                log_metric("env/canary_value_rate", rate)
     return [None if bad else (value or 0.0)
             for value, bad in zip(correctness, unscorable, strict=True)]
 

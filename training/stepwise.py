@@ -86,6 +86,7 @@ class StepEpisode:
                 "correctness": correctness[-1] if correctness else None,
                 "format_penalty": float(sum(p.get("penalty", 0.0) for p in parts)),
                 "unscorable": self.excluded, "correct": self.attempt.correct,
+                "answer": self.attempt.answer,
                 "out_of_tokens": False, "n_turns": len(self.turns)}
 
 

@@ -12,7 +12,7 @@ scores each *episode* with the trainer's own reward functions and weights
 so long episodes do not dominate, and returns the dict TRL's loss consumes. Everything
 else — the loss, clipping, ``loss_type``, optimizer, vLLM weight sync, checkpoints — is
 TRL's. The override reads TRL internals (``_calculate_rewards``,
-``_get_per_token_logps_and_entropies``, ``_metrics``), so it is pinned to the TRL
+``_get_per_token_logps_and_entropies``, ``_metrics``, ``_pending_metrics``), so it is pinned to the TRL
 range it is tested on (``TESTED_TRL``; pyproject pins the same) and refuses others.
 
 The generation batch (``per_device_train_batch_size * steps_per_generation`` episodes
@@ -122,6 +122,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         completions = [e.turns[-1].action if e.turns else "" for e in episodes]
         last_ids = [e.turns[-1].completion_ids if e.turns else [] for e in episodes]
         per_func = self._calculate_rewards(rows, prompts, completions, last_ids)
+        self._flush_reward_logs(mode)
         weights = self.reward_weights.to(per_func.device)
         rewards = (per_func * weights.unsqueeze(0)).nansum(dim=1)
         rewards[torch.isnan(per_func).all(dim=1)] = torch.nan
@@ -140,6 +141,25 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         if self.advantage_mode == "episode":
             return [[float(a)] * len(e.turns) for a, e in zip(local, episodes, strict=True)]
         return self._reward_to_go(episodes, groups)
+
+    def _flush_reward_logs(self, mode: str) -> None:
+        """Move what reward functions logged (``log_metric``) into this step's metrics.
+
+        TRL does this inside the ``_generate_and_score_completions`` this class replaces;
+        without it ``env/correct`` and the other reward-function metrics never reached
+        the logs and piled up in memory. Averaged over every process, keys sorted so all
+        ranks gather in the same order. ``log_extra`` columns feed TRL's completions
+        table, which step-wise batches do not fill: they are dropped.
+        """
+        device = self.accelerator.device
+        for name in sorted(set(gather_object(list(self._pending_metrics)))):
+            values = self._pending_metrics.get(name, [])
+            local = torch.tensor([sum(values), len(values)], dtype=torch.float32, device=device)
+            total, count = self.accelerator.gather(local).view(-1, 2).sum(dim=0).tolist()
+            if count:
+                self._metrics[mode][name].append(total / count)
+        self._pending_metrics.clear()
+        self._pending_extra_logs.clear()
 
     def _reward_to_go(self, episodes: Sequence[StepEpisode], groups: int) -> list[list[float]]:
         w_ver, w_cor, w_fmt = self.reward_weights.tolist()

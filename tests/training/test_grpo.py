@@ -13,6 +13,7 @@ One run (module fixture) on two task starts, four episodes each:
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -27,6 +28,7 @@ from training.grpo import (
     build_dataset,
     grpo_config,
     make_env,
+    task_source,
 )
 from training.samplers import trainer_sampler
 from vera_env.rollout import run_episode
@@ -162,3 +164,10 @@ def test_grpo_env_mask_zeroes_observations_and_keeps_sampled_ids(run, tokenizer)
     oracle = next(e for e in episodes if e.start.task_id == MOTIF and e.correct)
     first = scripted[0]
     assert oracle.completion_ids[:len(first)] == first and all(oracle.env_mask[:len(first)])
+
+
+def test_task_source_draws_fresh_seeds_from_every_named_source():
+    for name in ("builtin", "real", "perturbed", "canary"):
+        ids = list(task_source(name, ("easy",), 3).ids())
+        seeds = {int(re.search(r"\.s(\d+)", tid).group(1)) for tid in ids}
+        assert seeds == {0, 1, 2}, (name, sorted(seeds))

@@ -162,4 +162,10 @@ def test_stepwise_parameters_changed_and_metrics_logged(run):
     assert len(logs) == 2 and all(math.isfinite(float(h["loss"])) for h in logs)
     first = logs[0]
     assert 0 < first["env/format_error_rate"] <= 1
+    # What the reward functions log reaches the logs (TRL's own flush is in the method
+    # the step-wise trainer replaces): half the episodes are unscorable, and of the
+    # scorable motif group only member 0 answers right.
+    assert first["env/unscorable"] == pytest.approx(0.5)
+    assert first["env/correct"] == pytest.approx(0.25)
+    assert run["trainer"]._pending_metrics == {}
     assert 0 <= first["frac_reward_zero_std"] < 1
