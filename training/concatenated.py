@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from training.envs import EnvPool, env_spec
+from training.envs import LockstepEnvs, env_spec
 from training.episodes import ChatFormat, Sampler, TokenEpisode, parse_start, play_episodes
 from vera_env.spec import EnvSpec
 from vera_env.tasks import TaskSource
@@ -58,7 +58,7 @@ class VeraRollout:
                                 reward=reward)
         self.max_turn_tokens = max_turn_tokens
         self._sampler_factory = sampler
-        self._envs = EnvPool(spec, tasks)  # a bad env setting fails here, not mid-run
+        self._envs = LockstepEnvs(spec, tasks)  # a bad env setting fails here, not mid-run
         self._pool = ThreadPoolExecutor(max_workers=env_workers)
         self._format: tuple[Any, ChatFormat] | None = None
         self.last_episodes: list[TokenEpisode] = []

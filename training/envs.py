@@ -3,9 +3,11 @@
 Every entry point builds its environments from a ``vera_env.spec.EnvSpec`` so that a
 training run, a collection and an evaluation built from the same settings see the
 same environment (wrappers, forced-answer reserve, observation variant, budgets).
-``EnvPool`` is the small pool a rollout keeps: one environment per episode of the
-largest batch seen, reused across batches (a sandbox root and its bookkeeping are not
-free to rebuild every step), closed at the end.
+``LockstepEnvs`` is what a rollout keeps: one environment per episode of the largest
+batch seen, reused across batches (a sandbox root and its bookkeeping are not free to
+rebuild every step), closed at the end. Its environments are leased from the package's
+one pool (``vera_env.rollout.EnvPool``), held for the whole run, because lockstep play
+steps every episode of a batch at once.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from vera_env.observation.prompts import ObservationVariant
+from vera_env.rollout import EnvPool
 from vera_env.spec import EnvSpec
 from vera_env.tasks import TaskSource
 from vera_env.verification.rewards import RewardConfig
 
-__all__ = ["EnvPool", "env_spec", "make_env"]
+__all__ = ["LockstepEnvs", "env_spec", "make_env"]
 
 
 def env_spec(*, max_steps: int, wrappers: Sequence[str] = ("forced",), reserve: int = 3,
@@ -41,8 +44,8 @@ def make_env(tasks: TaskSource, **spec: Any) -> Any:
     return env_spec(**spec).build(tasks=tasks)
 
 
-class EnvPool:
-    """Environments of one spec on one task source, grown on demand and reused.
+class LockstepEnvs:
+    """Environments of one spec on one task source, grown on demand and held for a run.
 
     Args:
         spec: What to build.
@@ -53,16 +56,16 @@ class EnvPool:
 
     def __init__(self, spec: EnvSpec, tasks: TaskSource) -> None:
         self.spec, self.tasks = spec, tasks
-        self._envs: list[Any] = [spec.build(tasks=tasks)]
+        self._pool = EnvPool(lambda: spec.build(tasks=tasks))
+        self._envs: list[Any] = [self._pool.acquire()]
 
     def take(self, n: int) -> list[Any]:
-        """``n`` environments (the first ``n`` of the pool, built when missing)."""
+        """``n`` environments (the first ``n`` held, more leased when missing)."""
         while len(self._envs) < n:
-            self._envs.append(self.spec.build(tasks=self.tasks))
+            self._envs.append(self._pool.acquire())
         return self._envs[:n]
 
     def close(self) -> None:
-        """Close every environment."""
-        for env in self._envs:
-            env.close()
+        """Close every environment (the pool closes all it built). Idempotent."""
         self._envs.clear()
+        self._pool.close()

@@ -279,17 +279,34 @@ class TokenEpisode:
         self.answer = info[keys.ANSWER]
 
 
+def _guarded(call: Callable[[], Any]) -> tuple[Any, Exception | None]:
+    """``call()``'s result, or the exception it raised (one env's fault, not the batch's)."""
+    try:
+        return call(), None
+    except Exception as exc:  # noqa: BLE001 - recorded on its episode by _end_by_fault
+        return None, exc
+
+
+def _end_by_fault(episode: TokenEpisode, exc: Exception) -> None:
+    """End an episode whose env raised: excluded from training (no advantage, no share
+    of its group's baseline), as the step-wise layout's ``Attempt`` statuses are."""
+    boundary = "sandbox" if isinstance(exc, SandboxError) else "error"
+    episode.unscorable, episode.done = True, True
+    episode.error = f"{boundary}: {type(exc).__name__}: {exc}"
+
+
 def _reset(env: Any, start: Start, fmt: ChatFormat) -> tuple[TokenEpisode, dict[str, Any]]:
     episode = TokenEpisode(start=start)
-    try:
-        obs, info = env.reset(seed=start.seed, options={"task_id": start.task_id})
-    except SandboxError as exc:
-        # The workspace could not be staged: an infrastructure fault, kept as an
-        # unscorable episode (no advantage), never a crash of the whole batch.
+    began, fault = _guarded(lambda: env.reset(seed=start.seed,
+                                              options={"task_id": start.task_id}))
+    if fault is not None:
+        # The workspace could not be staged (or the env broke): kept as an excluded
+        # episode, never a crash of the whole batch.
         episode.prompt_ids = fmt.first(f"(task {start.task_id} could not start)")
         episode.add(fmt.eos_ids[:1], sampled=False)
-        episode.unscorable, episode.done, episode.error = True, True, f"sandbox: {exc}"
+        _end_by_fault(episode, fault)
         return episode, {}
+    obs, info = began
     episode.prompt_ids = fmt.first(obs)
     episode.observations.append(obs)
     episode.prefill = info.get(keys.PREFILL, "")
@@ -358,12 +375,18 @@ def play_episodes(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
         sampled_at = time.perf_counter()
         actions = {i: episodes[i].prefill + fmt.decode(
             _take_turn(episodes[i], *outputs[i], rooms[i], fmt)) for i in live}
-        steps = list(pool.map(lambda i, turns=actions: envs[i].step(turns[i]), live))
+        steps = list(pool.map(lambda i, turns=actions: _guarded(lambda: envs[i].step(turns[i])),
+                              live))
         if timings is not None:
             timings["sample_s"] = timings.get("sample_s", 0.0) + sampled_at - began_at
             timings["env_s"] = timings.get("env_s", 0.0) + time.perf_counter() - sampled_at
             timings["rounds"] = timings.get("rounds", 0.0) + 1
-        for i, (obs, reward, terminated, truncated, info) in zip(live, steps, strict=True):
+        for i, (result, fault) in zip(live, steps, strict=True):
+            if fault is not None:
+                episodes[i].actions.append(actions[i])
+                _end_by_fault(episodes[i], fault)
+                continue
+            obs, reward, terminated, truncated, info = result
             _after_step(episodes[i], actions[i], obs, reward, terminated or truncated, info,
                         fmt, max_completion_length)
     return episodes

@@ -209,14 +209,14 @@ class StepwiseRollout:
     def __init__(self, tasks: Any, spec: Any, *, max_turn_tokens: int = 256,
                  env_workers: int = 8, system_prompt: str = "",
                  sampler: Callable[[Any], Sampler] | None = None) -> None:
-        from training.envs import EnvPool  # noqa: PLC0415
+        from training.envs import LockstepEnvs  # noqa: PLC0415
 
         if max_turn_tokens < 1 or env_workers < 1:
             raise ValueError(f"max_turn_tokens and env_workers must be >= 1, got "
                              f"{max_turn_tokens} and {env_workers}")
         self.max_turn_tokens, self.system_prompt = max_turn_tokens, system_prompt
         self._sampler_factory = sampler
-        self._envs = EnvPool(spec, tasks)  # a bad env setting fails here, not mid-run
+        self._envs = LockstepEnvs(spec, tasks)  # a bad env setting fails here, not mid-run
         self._pool = ThreadPoolExecutor(max_workers=env_workers)
         self.timings: dict[str, float] = {}
 

@@ -140,6 +140,31 @@ def test_play_sandbox_fault_at_reset_is_an_unscorable_episode(tokenizer, fmt, po
     assert sampler.calls == []  # nothing to sample for
 
 
+class StepFault:
+    """A wrapper whose step raises: a bug or fault of one env mid-batch."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    def reset(self, **kwargs: Any) -> Any:
+        return self.env.reset(**kwargs)
+
+    def step(self, action: str) -> Any:
+        raise RuntimeError("env broke")
+
+
+def test_play_env_fault_mid_episode_ends_that_episode_not_the_batch(tokenizer, fmt, pool):
+    tasks = load_tasks("builtin")
+    envs = [StepFault(make_env(tasks, max_steps=3, wrappers=())),
+            make_env(tasks, max_steps=3, wrappers=())]
+    sampler = FixedTurns(fmt.encode("hmm") + [tokenizer.eos_token_id])
+    broken, healthy = play_episodes(envs, [Start(TASK, 0)] * 2, sampler, fmt,
+                                    max_completion_length=8000, max_turn_tokens=8, pool=pool)
+    assert broken.unscorable and broken.error == "error: RuntimeError: env broke"
+    assert len(broken.actions) == 1
+    assert not healthy.unscorable and len(healthy.actions) == 3 and not healthy.error
+
+
 def test_play_fixed_width_samples_for_finished_episodes_too(tokenizer, fmt, pool):
     tasks = load_tasks("builtin")
     envs = [make_env(tasks, max_steps=1, wrappers=()), make_env(tasks, max_steps=3, wrappers=())]

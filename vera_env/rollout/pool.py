@@ -12,8 +12,8 @@ the one pool every runner leases from:
   and dropped, never handed to the next episode in an unknown state;
 * ``close`` closes every environment the pool ever built, also after an interrupt.
 
-``map_episodes`` runs a function over jobs in threads, one leased environment per job;
-``run_many`` and training's collection use it.
+``map_episodes`` runs a function over jobs in threads, one leased environment per job
+(training's collection uses it; ``run_many`` leases from the pool itself).
 
 Example:
     >>> from vera_env.spec import EnvSpec

@@ -16,7 +16,7 @@ died in a step, ``AsyncVectorEnv.step_wait`` raises ``EOFError`` and so does eve
 later ``close()``, which then terminates nobody; ``close_vector_env`` closes it anyway
 and removes what the dead workers left at once.
 
-Three things about text envs in a vector env, found while building this:
+What to know about text envs in a vector env, found while building this:
 
 * **Shared memory.** ``AsyncVectorEnv`` defaults to ``shared_memory=True``, which
   flattens every observation. ``FreeText`` flattens to code points and reads the
