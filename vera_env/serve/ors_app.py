@@ -13,6 +13,11 @@ and is the episode's return (the sum of its step rewards) — ``null`` with
 ``metadata.unscorable`` when an infrastructure fault made it unscorable, never 0.
 Every flag of the step is in ``metadata``.
 
+Task lookups answer with ``env_name`` beside the task(s), as the ``openreward`` client
+requires (``ors-sdk`` 0.1's ``/task`` and ``/task_range`` leave it out, and TRL's ORS
+integration, ``trl.experimental.openreward``, then failed with ``KeyError: 'env_name'``
+on its first ``get_task``): ``_add_env_name_routes`` serves those two paths first.
+
 The cap. ORS accepts ``/create`` before the environment exists, so ``CreateGate``
 reserves the session's place at ``/create`` and answers 503 "busy" when the server is
 full; the environment claims the reservation by its session id, which reaches it
@@ -28,8 +33,9 @@ import functools
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
-from fastapi import FastAPI
+from fastapi import FastAPI, HTTPException
 from ors import Environment, Server, Split, TextBlock, ToolOutput, tool
+from ors.types import GetTask, GetTaskRange
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -223,6 +229,40 @@ class CreateGate:
 
 def ors_app(context: ServeContext) -> FastAPI:
     """A FastAPI app serving ``context`` over ORS (the SDK's app, with the cap added)."""
-    app = Server([ors_environment(context)], return_errors="exception").app
+    env_cls = ors_environment(context)
+    app = Server([env_cls], return_errors="exception").app
+    _add_env_name_routes(app, context)
     app.add_middleware(CreateGate, registry=context.registry)
     return app
+
+
+def _add_env_name_routes(app: FastAPI, context: ServeContext) -> None:
+    """``/{env}/task`` and ``/{env}/task_range`` with ``env_name`` in the answer, matched
+    before the SDK's own routes for the same paths (same checks, same errors)."""
+    splits = context.splits
+
+    def known(env_name: str, split: str) -> None:
+        if env_name.lower() != ENV_NAME:
+            raise HTTPException(404, f"unknown environment {env_name!r}")
+        if split not in splits.names():
+            raise HTTPException(400, "Invalid split")
+
+    async def get_task(env_name: str, body: GetTask) -> dict[str, Any]:
+        known(env_name, body.split)
+        try:
+            task = splits.task_spec(body.split, body.index)
+        except IndexError as exc:
+            raise HTTPException(400, "Invalid index") from exc
+        return {"task": task, "env_name": env_name}
+
+    async def get_task_range(env_name: str, body: GetTaskRange) -> dict[str, Any]:
+        known(env_name, body.split)
+        specs = splits.task_specs(body.split)
+        return {"tasks": specs[slice(body.start, body.stop)], "env_name": env_name}
+
+    before = len(app.router.routes)
+    app.add_api_route("/{env_name}/task", get_task, methods=["POST"])
+    app.add_api_route("/{env_name}/task_range", get_task_range, methods=["POST"])
+    added = app.router.routes[before:]
+    del app.router.routes[before:]
+    app.router.routes[:0] = added
