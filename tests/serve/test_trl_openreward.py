@@ -92,3 +92,18 @@ def test_trl_openreward_wrong_answer_scores_only_its_verified_node(suite, _own_h
     last = env.metadata[-1]
     assert env.finished and last["correct"] is False
     assert env.reward == pytest.approx(last["verification_total"]) and 0 < env.reward < 1.0
+
+
+def test_trl_openreward_reaches_a_token_protected_server_through_its_api_key(
+        monkeypatch, _own_host):
+    app = create_app(EnvSpec(max_steps=12), config=ServeConfig(protocol="ors", token="s3cret"))
+    with running(app) as url:
+        monkeypatch.setenv("OPENREWARD_API_KEY", "s3cret")  # sent as X-API-Key
+        spec = OpenRewardSpec(_own_host(url), env_name="vera", num_tasks=1)
+        env = spec.environment_factory()
+        task = BUILTIN.get(spec.train_dataset["task_id"][0])
+        assert task.question in env.reset(task_index=0)
+        env._close()
+        monkeypatch.setenv("OPENREWARD_API_KEY", "wrong")
+        with pytest.raises(Exception, match="missing or wrong bearer token"):
+            _ = OpenRewardSpec(url, env_name="vera", num_tasks=1).train_dataset
