@@ -5,7 +5,10 @@ builtin instance exported is a fixed, reviewable benchmark that no longer depend
 package's generator (or numpy's), and a BioMysteryBench suite exported has its archives
 unpacked once, for good. Exporting and loading back must give the same tasks, so only
 what `Task` declares is written, in the same field names, and a field left at its
-default is left out.
+default is left out. Real-data tasks carry other people's data under their licences
+(CC-BY, LGPL, Artistic, ...): a suite that holds any gets a ``SOURCES.md`` naming each
+package, its licence and origin, and the tasks built from it, so the attribution
+travels with the files.
 """
 
 from __future__ import annotations
@@ -14,8 +17,12 @@ import json
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vera_env.tasks.model import Task
+
+if TYPE_CHECKING:
+    from vera_env.tasks.real.sources import Source
 
 __all__ = ["task_json", "write_suite"]
 
@@ -56,4 +63,26 @@ def write_suite(tasks: Iterable[Task], folder: str | Path) -> list[Path]:
                                                      ensure_ascii=False) + "\n",
                                           encoding="utf-8")
         written.append(target)
+    _write_sources(root, [folder.name for folder in written])
     return written
+
+
+def _write_sources(root: Path, task_ids: list[str]) -> None:
+    """``SOURCES.md``: the registry packages the real-data tasks among ``task_ids`` use."""
+    from vera_env.tasks.real import data_source  # noqa: PLC0415 (numpy and the sources, only here)
+
+    used: dict[str, tuple[Source, list[str]]] = {}
+    for tid in task_ids:
+        src = data_source(tid)
+        if src is not None:
+            used.setdefault(f"{src.registry}:{src.package}", (src, []))[1].append(tid)
+    if not used:
+        return
+    lines = ["# Data sources", "",
+             "The data files of these tasks come from registry packages, under their licences:",
+             "",
+             "| package | licence | origin | tasks |", "|---|---|---|---|"]
+    for src, ids in used.values():
+        lines.append(f"| {src.registry}: {src.package} {src.version} | {src.licence} | "
+                     f"{src.origin} | {', '.join(ids)} |")
+    (root / "SOURCES.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -36,12 +36,11 @@ from vera_env.tasks.real import (
     tables,
 )
 from vera_env.tasks.real.kinds import RealInstance, RealType
-from vera_env.tasks.real.sources import SOURCES, member_bytes
+from vera_env.tasks.real.sources import SOURCES, Source, member_bytes
 from vera_env.tasks.source import TaskSource, UnknownTaskError
 
-__all__ = ["FORMATS", "REAL_TYPES", "SOURCES", "make_real_task", "parse_real_id", "real_id",
-           "real_ids",
-           "real_instance", "real_source", "source_licences"]
+__all__ = ["FORMATS", "REAL_TYPES", "SOURCES", "data_source", "make_real_task", "parse_real_id",
+           "real_id", "real_ids", "real_instance", "real_source", "source_licences"]
 
 
 def _t(name: str, source: str, members: tuple[str, ...], build: object, trap: str) -> RealType:
@@ -138,6 +137,19 @@ def real_ids(seeds: Sequence[int] = (0,), types: Sequence[str] | None = None) ->
 def real_source(seeds: Sequence[int] = (0,), types: Sequence[str] | None = None) -> TaskSource:
     """The source behind ``load_tasks("real")``: every type at ``seeds``, built lazily."""
     return TaskSource(name="real", ids=real_ids(seeds, types), factory=make_real_task)
+
+
+def data_source(task_id: str) -> Source | None:
+    """The registry package whose data a real task (or a perturbed or canary variant of
+    one, ``<real id>+<kind>``) is built from; None for any other task."""
+    base = task_id.split("+", 1)[0]
+    if not base.startswith("real."):
+        return None
+    try:
+        task_type, _ = parse_real_id(base)
+    except UnknownTaskError:
+        return None
+    return SOURCES[REAL_TYPES[task_type].source]
 
 
 def source_licences() -> list[tuple[str, str, str, str, str]]:

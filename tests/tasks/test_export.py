@@ -1,0 +1,41 @@
+"""Exporting a source as a folder suite: it loads back the same, and real data keeps its
+attribution (``SOURCES.md``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from vera_env.tasks import load_folder
+from vera_env.tasks.builtin import make_task
+from vera_env.tasks.canary import make_canary_task
+from vera_env.tasks.export import task_json, write_suite
+from vera_env.tasks.real import SOURCES, data_source, make_real_task
+
+
+def test_export_round_trips_builtin_tasks_and_writes_no_sources_file(tmp_path):
+    tasks = [make_task("seq.motif_count.easy.s0"), make_task("tab.sentinel_mean.easy.s0")]
+    write_suite(tasks, tmp_path / "suite")
+    back = load_folder(tmp_path / "suite")
+    assert [task_json(back.get(t.id)) for t in tasks] == [task_json(t) for t in tasks]
+    assert not (tmp_path / "suite" / "SOURCES.md").exists()
+
+
+def test_export_of_real_and_canary_tasks_names_each_source_and_its_licence(tmp_path):
+    real = make_real_task("real.csv.lung_median.s0")
+    canary = make_canary_task("real.csv.lung_median.s0+absent")
+    penguins = make_real_task("real.csv.penguin_mass.s0")
+    write_suite([real, canary, penguins, make_task("seq.motif_count.easy.s0")], tmp_path / "s")
+    text = (tmp_path / "s" / "SOURCES.md").read_text(encoding="utf-8")
+    lifelines, palmer = SOURCES["lifelines"], SOURCES["palmerpenguins"]
+    rows = [line for line in text.splitlines() if line.startswith("| pypi")]
+    assert len(rows) == 2
+    assert lifelines.licence in text and palmer.licence in text
+    lung_row = next(r for r in rows if "lifelines" in r)
+    assert real.id in lung_row and canary.id in lung_row and penguins.id not in lung_row
+    assert "seq.motif_count" not in text  # generated data needs no attribution
+    assert len(load_folder(tmp_path / "s").ids()) == 4  # the file does not disturb loading
+
+
+@pytest.mark.parametrize("tid", ["seq.motif_count.easy.s0", "real.nope.x.s0", "realistic"])
+def test_data_source_is_none_for_tasks_without_real_data(tid):
+    assert data_source(tid) is None
