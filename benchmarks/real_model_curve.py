@@ -199,7 +199,10 @@ def plot(out: Path, rec: Record) -> None:
                        ("frac_reward_zero_std", "frac_reward_zero_std"),
                        ("rewards/verification_reward/mean", "verification reward (x10)"),
                        ("env/correct", "correct")]:
-        values = [(c.get(key) or 0.0) * (10 if "verification" in key else 1) for c in curve]
+        scale = 10 if "verification" in key else 1
+        values = [float("nan") if c.get(key) is None else c[key] * scale for c in curve]
+        if all(v != v for v in values):  # never logged: no line, rather than a line at 0
+            continue
         ax.plot(steps, values, marker="o", label=label)
     for name, style in (("eval_sft", "--"), ("eval_grpo", ":")):
         if name in rec.data:
