@@ -22,6 +22,7 @@ from vera_env.tasks.perturbed import (
 from vera_env.tasks.real import make_real_task, real_id
 from vera_env.tasks.source import UnknownTaskError
 from vera_env.tasks.undetermined import CANNOT_DETERMINE
+from vera_env.verification.encoding import decode
 from vera_env.verification.grading import grade
 
 PENGUINS = real_id("csv.penguin_mass")
@@ -51,6 +52,10 @@ def test_truncated_gzip_fails_integrity_and_answer_becomes_undetermined(tmp_path
     assert len(data) == int(len(whole) * 0.6)
     with pytest.raises(EOFError):
         gzip.decompress(data)
+    readable = decode(data, max_bytes=1 << 30, budget_s=60, complete=False)  # what strength varies
+    lines = readable.content.count(b"\n")
+    assert not readable.complete and lines > 1000
+    assert f'CHECK conservation "{lines} complete lines readable before the cut"' in task.solution[0]
     assert task.answer == CANNOT_DETERMINE
     assert grade(task, "Cannot be determined.").correct is True
     assert grade(task, task.trap.wrong_answer).correct is False

@@ -14,7 +14,8 @@ is about) and says what becomes of the ground truth:
   original analysis.
 * ``truncated``: the primary file (gzip, BGZF or HDF5) is cut at 60% of its bytes. What
   the missing part held cannot be known, so the answer becomes "cannot be determined"
-  (`vera_env.tasks.undetermined`); the reference solution tests the file's integrity.
+  (`vera_env.tasks.undetermined`); the reference solution notes the cut (``gzip -t``,
+  HDF5's open) and pins what is readable before it (`_truncation_solution`).
 * ``decoy``: an older version of the primary file (a tenth of its records dropped) sits
   in ``old/``; the answer is unchanged and a careful analysis reads the file named.
 * ``bloat``: the question is preceded by three paragraphs of irrelevant study
@@ -203,7 +204,7 @@ def _variant(task: Task, kind: str, primary: str, rng: np.random.Generator,
         size = len(files[primary])
         files[primary] = files[primary][:int(size * 0.6)]
         answer, grader = CANNOT_DETERMINE, dict(UNDETERMINED_GRADER)
-        solution = _truncation_solution(primary, len(files[primary]))
+        solution = _truncation_solution(primary, files[primary])
     elif kind == "decoy":
         lines = _decode(primary, files[primary]).splitlines(keepends=True)
         kept = [line for i, line in enumerate(lines) if i == 0 or i % 10]
@@ -214,18 +215,54 @@ def _variant(task: Task, kind: str, primary: str, rng: np.random.Generator,
     return files, question, answer, grader, solution
 
 
-def _truncation_solution(primary: str, size: int) -> tuple[str, ...]:
+def _readable(data: bytes) -> bytes:
+    """What zlib decodes of a cut gzip (or BGZF) file: its whole members, then what the cut
+    one holds up to the cut -- what strength testing decodes its variants from."""
+    out = []
+    while data:
+        decoder = zlib.decompressobj(wbits=31)
+        out.append(decoder.decompress(data))
+        if not decoder.eof:
+            break
+        data = decoder.unused_data
+    return b"".join(out)
+
+
+# The same decoding in the sandbox's python3 (a check is one line: a recursive lambda).
+_READ = ("python3 -c \"import zlib; r = lambda b: (lambda d: d.decompress(b) + (r(d.unused_data) "
+         "if d.eof else b''))(zlib.decompressobj(31)); x = r(open('{name}', 'rb').read()); "
+         "print({what})\"")
+
+
+def _truncation_solution(primary: str, data: bytes) -> tuple[str, ...]:
+    """Notice the cut, and pin what is readable before it.
+
+    Strength varies a cut file as what it decodes to (complete lines for text), so a
+    check of the cut itself (``gzip -t`` fails) fails on its controls too; the readable
+    part (its complete lines, or its bytes for binary content) is a value of the data.
+    HDF5 is varied as it is: there the byte count and the failed open are the check.
+    """
+    size = len(data)
     if primary.endswith(".h5ad"):
         probe = f"python3 -c \"import h5py; h5py.File('{primary}', 'r')\""
-        what = "HDF5 cannot open it"
+        return (turn(f"ls -l {primary}\n{probe}; echo \"exit $?\"",
+                     node("qc", f"{primary} is truncated ({size} bytes): HDF5 cannot open it",
+                          primary), [
+                         check("type", f"{size} bytes and incomplete", verdict(
+                             f"test \"$(wc -c < {primary})\" -eq {size} && ! {probe} >/dev/null "
+                             "2>&1"))]),
+                final(CANNOT_DETERMINE))
+    readable = _readable(data)
+    if b"\0" in readable[:8192]:
+        what, n, unit = "len(x)", len(readable), "bytes"
     else:
-        probe = f"gzip -t {primary}"
-        what = "gzip -t reports an unexpected end of file"
-    return (turn(f"ls -l {primary}\n{probe}; echo \"exit $?\"",
-                 node("qc", f"{primary} is truncated ({size} bytes): {what}", primary), [
-                     check("type", f"{size} bytes and incomplete", verdict(
-                         f"test \"$(wc -c < {primary})\" -eq {size} && ! {probe} >/dev/null "
-                         "2>&1"))]),
+        what, n, unit = "x.count(b'\\n')", readable.count(b"\n"), "complete lines"
+    read = _READ.format(name=primary, what=what)
+    return (turn(f"ls -l {primary}\ngzip -t {primary}; echo \"exit $?\"\n{read}",
+                 node("qc", f"{primary} is truncated ({size} bytes): gzip -t reports an "
+                      f"unexpected end of file; {n} {unit} decode before the cut", primary), [
+                     check("conservation", f"{n} {unit} readable before the cut", verdict(
+                         f"test \"$({read})\" -eq {n}"))]),
             final(CANNOT_DETERMINE))
 
 

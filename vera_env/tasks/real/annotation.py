@@ -56,15 +56,18 @@ def _gtf_question(gene: str) -> str:
         "Answer with one integer.")
 
 
-def _gtf_solution(gene: str, n_lines: int, n_tx: int, answer: int) -> tuple[str, ...]:
-    v = {"F": _GTF, "G": gene, "N": n_lines, "T": n_tx, "ANS": answer}
+def _gtf_solution(gene: str, n_lines: int, n_tx: int, summed: int, answer: int
+                  ) -> tuple[str, ...]:
+    v = {"F": _GTF, "G": gene, "N": n_lines, "T": n_tx, "W": summed, "ANS": answer}
     pick = ("zcat @F@ | awk -F'\\t' '$3 == \"exon\" && index($9, \"gene_name \\\"@G@\\\";\")'")
     return (
         turn(fill(pick + " | cut -f4,5 | sort -k1,1n -k2,2n > exons.tsv\nwc -l < exons.tsv\n"
                   "zcat @F@ | grep -F 'gene_name \"@G@\";' | cut -f3 | sort | uniq -c", **v),
              node("load", fill("@N@ exon lines of @G@ over @T@ transcripts", **v), "exons.tsv"), [
-                 check("conservation", "every exon line of the gene kept", verdict(fill(
-                     "test \"$(wc -l < exons.tsv)\" -eq @N@ && test \"$(zcat @F@ | grep -F "
+                 check("conservation", fill("every exon line of the gene kept: @N@ lines, @W@ bp "
+                                            "before merging", **v), verdict(fill(
+                     "test \"$(wc -l < exons.tsv)\" -eq @N@ && test \"$(awk -F'\\t' '{ s += $2 - $1 + 1 "
+                     "} END { print s }' exons.tsv)\" -eq @W@ && test \"$(zcat @F@ | grep -F "
                      "'gene_name \"@G@\";' | cut -f3 | grep -cx exon)\" -eq @N@", **v))),
                  check("range", "1-based inclusive intervals, start <= end", fill(
                      "awk -F'\\t' '$1 < 1 || $2 < $1 { bad = 1 } END { print (!bad && NR == @N@)"
@@ -76,9 +79,10 @@ def _gtf_solution(gene: str, n_lines: int, n_tx: int, answer: int) -> tuple[str,
                      "python3 -c \"b = set(); [b.update(range(int(s), int(e) + 1)) for s, e in "
                      "(l.split() for l in open('exons.tsv'))]; print(len(b) == int(open("
                      "'bp.txt').read()) == @ANS@)\"", **v)),
-                 check("range", "the union is shorter than the sum of exon lines", verdict(
-                     "test \"$(cat bp.txt)\" -lt \"$(awk -F'\\t' '{ s += $2 - $1 + 1 } END "
-                     "{ print s }' exons.tsv)\""))]),
+                 check("range", fill("the union is shorter than the @W@ bp the exon lines sum to (the "
+                                     "wrong route)", **v), verdict(fill(
+                     "test \"$(awk -F'\\t' '{ s += $2 - $1 + 1 } END { print s }' exons.tsv)\" -eq @W@ "
+                     "&& test \"$(cat bp.txt)\" -lt @W@", **v)))]),
         final(str(answer)),
     )
 
@@ -111,7 +115,7 @@ def exonic_bp(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInsta
     instance = Instance(files={_GTF: data}, question=_gtf_question(gene), answer=str(answer),
                         grader={"kind": "numeric", "abs_tol": 0},
                         solution=_gtf_solution(gene, len(exons[gene]), len(transcripts[gene]),
-                                               answer),
+                                               wrong, answer),
                         trap=trap, tags=("gtf", "overlapping-intervals", "pyranges"))
     probe = Probe("TP53", _gtf_question("TP53"),
                   f"zcat {_GTF} | grep -o 'gene_name \"[^\"]*\"' | cut -d'\"' -f2 | sort -u",
@@ -131,8 +135,9 @@ def _gff_question(mrna: str) -> str:
         "(FlyBase exon features that belong to it)? Answer with one integer.")
 
 
-def _gff_solution(mrna: str, links: int, answer: int) -> tuple[str, ...]:
-    v = {"F": _GFF, "T": mrna, "L": links, "ANS": answer}
+def _gff_solution(mrna: str, links: int, first: int, shared: int, answer: int
+                  ) -> tuple[str, ...]:
+    v = {"F": _GFF, "T": mrna, "L": links, "K": first, "S": shared, "ANS": answer}
     parents = "awk -F'\\t' '$2 == \"FlyBase\" && $3 == \"exon\"' @F@ | grep -o 'Parent=[^;]*'"
     return (
         turn(fill(parents + " | cut -d= -f2 | tr , '\\n' | sort | uniq -c | awk '{ print $2 "
@@ -146,16 +151,19 @@ def _gff_solution(mrna: str, links: int, answer: int) -> tuple[str, ...]:
         turn(fill("awk -F'\\t' '$1 == \"@T@\" { print $2 }' exons_per_mrna.tsv > n.txt\ncat n.txt",
                   **v),
              node("test", fill("@T@ has @ANS@ exons", **v), "n.txt", "n1"), [
-                 check("invariance", "a python parse of the Parent lists agrees", fill(
+                 check("invariance", fill("a python parse of the Parent lists agrees: @ANS@ for @T@, "
+                                          "@L@ links in all", **v), fill(
                      "python3 -c \"f = [l.rstrip('\\n').split('\\t') for l in open('@F@') if not "
                      "l.startswith('#')]; a = [dict(kv.split('=', 1) for kv in x[8].split(';') "
                      "if '=' in kv) for x in f if len(x) == 9 and x[1] == 'FlyBase' and x[2] == "
                      "'exon']; print(sum('@T@' in d['Parent'].split(',') for d in a) == int("
-                     "open('n.txt').read()) == @ANS@)\"", **v)),
-                 check("range", "more exons than those naming it as their first Parent", verdict(
-                     fill("test \"$(cat n.txt)\" -gt \"$(awk -F'\\t' '$3 == \"exon\"' @F@ | "
-                          "grep -c "
-                          "'Parent=@T@')\"", **v)))]),
+                     "open('n.txt').read()) == @ANS@ and sum(d['Parent'].count(',') + 1 for d in a) "
+                     "== @L@)\"", **v)),
+                 check("range", fill("grep 'Parent=@T@' counts @K@, the wrong route: @S@ exons "
+                                     "list several Parents", **v), verdict(fill(
+                     "test \"$(awk -F'\\t' '$3 == \"exon\"' @F@ | grep -c 'Parent=@T@')\" -eq @K@ && "
+                     "test \"$(" + parents + " | grep -c ,)\" -eq @S@ && test \"$(cat n.txt)\" -gt @K@",
+                     **v)))]),
         final(str(answer)),
     )
 
@@ -166,7 +174,7 @@ def exon_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
     every: Counter[str] = Counter()
     first: Counter[str] = Counter()
     mrnas: list[str] = []
-    records = 0
+    records = shared = 0
     for line in data.decode().splitlines():
         if line.startswith("#") or not line.strip():
             continue
@@ -179,6 +187,7 @@ def exon_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
             mrnas.append(attrs["ID"])
         elif f[2] == "exon":
             parents = attrs["Parent"].split(",")
+            shared += len(parents) > 1
             first[parents[0]] += 1
             every.update(parents)
     usable = sorted(m for m in mrnas if every[m] >= 4 and 1 <= first[m] < every[m])
@@ -190,7 +199,8 @@ def exon_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
                          f"test \"$({careless})\" -gt 0", first[mrna])
     instance = Instance(files={_GFF: data}, question=_gff_question(mrna), answer=str(every[mrna]),
                         grader={"kind": "numeric", "abs_tol": 0},
-                        solution=_gff_solution(mrna, sum(every.values()), every[mrna]), trap=trap,
+                        solution=_gff_solution(mrna, sum(every.values()), first[mrna], shared,
+                                               every[mrna]), trap=trap,
                         tags=("gff3", "multi-valued-attributes", "gffutils"))
     probe = Probe("FBtr0081624", _gff_question("FBtr0081624"),
                   f"awk -F'\\t' '$3 == \"mRNA\"' {_GFF} | grep -o 'ID=[^;]*' | cut -d= -f2",

@@ -34,16 +34,19 @@ def _question(sample: str) -> str:
         "with one integer.")
 
 
-def _solution(sample: str, col: int, n_sites: int, answer: int, flipped: int) -> tuple[str, ...]:
-    v = {"F": _FILE, "S": sample, "C": col, "N": n_sites, "ANS": answer, "R": flipped}
+def _solution(sample: str, col: int, n_sites: int, typed: int, answer: int, flipped: int
+              ) -> tuple[str, ...]:
+    v = {"F": _FILE, "S": sample, "C": col, "N": n_sites, "D": typed, "ANS": answer, "R": flipped}
     body = "zcat @F@ | grep -v '^#'"
     return (
         turn(fill("zcat @F@ | grep '^#CHROM' | tr '\\t' '\\n' | awk '$0 == \"@S@\" { print NR }'"
                   " > col.txt\ncat col.txt\n" + body + " | wc -l", **v),
              node("load", fill("@S@ is column @C@ of @N@ sites", **v), "col.txt"), [
-                 check("type", fill("column @C@ is @S@", **v), verdict(fill(
-                     "test \"$(zcat @F@ | grep '^#CHROM' | cut -f\"$(cat col.txt)\")\" = @S@",
-                     **v)))]),
+                 check("type", fill("column @C@ is @S@; @D@ of @N@ sites have its genotype a|b or "
+                                    "a/b", **v), verdict(fill(
+                     "test \"$(zcat @F@ | grep '^#CHROM' | cut -f\"$(cat col.txt)\")\" = @S@ && test "
+                     "\"$(" + body + " | cut -f\"$(cat col.txt)\" | grep -cE '^[0-9.]+[|/][0-9.]+(:|$)')\""
+                     " -eq @D@", **v)))]),
         turn(fill(body + " | cut -f\"$(cat col.txt)\" | cut -d: -f1 > gt.txt\nsort gt.txt | "
                   "uniq -c\nawk -F'[|/]' '$1 != $2 && $1 != \".\" && $2 != \".\"' gt.txt | wc -l "
                   "> n.txt\ncat n.txt", **v),
@@ -72,6 +75,7 @@ def het_sites(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInsta
     sample = samples[int(rng.integers(len(samples)))]
     col = header.index(sample)
     gts = [re.split(r"[|/]", row[col].split(":")[0]) for row in rows]
+    typed = sum(1 for row in rows if re.fullmatch(r"[0-9.]+[|/][0-9.]+", row[col].split(":")[0]))
     het = [(a, b) for a, b in gts if a != b and "." not in (a, b)]
     answer = len(het)
     wrong = sum(1 for a, b in het if (a, b) == ("0", "1"))
@@ -81,7 +85,7 @@ def het_sites(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInsta
                          f"test \"$({careless})\" -gt 0", wrong)
     instance = Instance(files={_FILE: data}, question=_question(sample), answer=str(answer),
                         grader={"kind": "numeric", "abs_tol": 0},
-                        solution=_solution(sample, col + 1, len(rows), answer, answer - wrong),
+                        solution=_solution(sample, col + 1, len(rows), typed, answer, answer - wrong),
                         trap=trap, tags=("vcf", "phasing", "1000-genomes", "variantannotation"))
     probe = Probe("NA12878", _question("NA12878"),
                   f"zcat {_FILE} | grep '^#CHROM' | cut -f10- | tr '\\t' '\\n'",

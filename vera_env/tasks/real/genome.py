@@ -38,8 +38,8 @@ def _question(organism: str, enzyme: str) -> str:
         "site) does the chromosome have? Answer with one integer.")
 
 
-def _solution(enzyme: str, length: int, answer: int) -> tuple[str, ...]:
-    v = {"F": _FILE, "L": length, "S": SITES[enzyme], "ANS": answer}
+def _solution(enzyme: str, length: int, gc: int, lines: int, answer: int) -> tuple[str, ...]:
+    v = {"F": _FILE, "L": length, "GC": gc, "S": SITES[enzyme], "W": lines, "ANS": answer}
     return (
         turn(fill("zcat @F@ | head -2\nzcat @F@ | grep -c '>'\nzcat @F@ | grep -v '>' | tr -d "
                   "'\\n' > seq.txt\nwc -c < seq.txt", **v),
@@ -48,16 +48,19 @@ def _solution(enzyme: str, length: int, answer: int) -> tuple[str, ...]:
                      "test \"$(wc -c < seq.txt)\" -eq @L@ && test \"$(zcat @F@ | grep -v '>' | "
                      "tr -d '\\n' | wc -c)\" -eq @L@ && test \"$(zcat @F@ | grep -c '>')\" -eq 1",
                      **v))),
-                 check("type", "only A, C, G, T", verdict(
-                     "test \"$(tr -d 'ACGT' < seq.txt | wc -c)\" -eq 0"))]),
+                 check("type", fill("only A, C, G, T, @GC@ of them G or C", **v), verdict(fill(
+                     "test \"$(tr -d 'ACGT' < seq.txt | wc -c)\" -eq 0 && test \"$(tr -cd 'GC' < "
+                     "seq.txt | wc -c)\" -eq @GC@", **v)))]),
         turn(fill("zcat @F@ | grep -c @S@\ngrep -o @S@ seq.txt | wc -l > n.txt\ncat n.txt", **v),
              node("test", fill("@ANS@ @S@ sites in the joined sequence", **v), "n.txt", "n1"), [
                  check("invariance", "python counts the same in the joined sequence", fill(
                      "python3 -c \"import gzip; s = ''.join(l.strip() for l in gzip.open('@F@', "
                      "'rt') if not l.startswith('>')); print(len(s) == @L@ and s.count('@S@') == "
                      "int(open('n.txt').read()) == @ANS@)\"", **v)),
-                 check("range", "more sites than lines with a site (wraps and repeats)", verdict(
-                     fill("test \"$(cat n.txt)\" -gt \"$(zcat @F@ | grep -c @S@)\"", **v)))]),
+                 check("range", fill("grep -c finds @W@ lines with @S@, the wrong route: fewer than "
+                                     "the sites (wraps and repeats)", **v), verdict(fill(
+                     "test \"$(zcat @F@ | grep -c @S@)\" -eq @W@ && test \"$(cat n.txt)\" -gt @W@",
+                     **v)))]),
         final(str(answer)),
     )
 
@@ -79,7 +82,8 @@ def site_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
                          f"test \"$({careless})\" -gt 0", wrong)
     instance = Instance(files={_FILE: data}, question=_question(organism, enzyme),
                         answer=str(answer), grader={"kind": "numeric", "abs_tol": 0},
-                        solution=_solution(enzyme, len(seq), answer), trap=trap,
+                        solution=_solution(enzyme, len(seq), seq.count("G") + seq.count("C"),
+                                           wrong, answer), trap=trap,
                         tags=("fasta", "line-wraps", "pyrodigal"))
     probe = Probe("Corynebacterium ulcerans", _question("Corynebacterium ulcerans", enzyme),
                   f"zcat {_FILE} | grep '>' | cut -d' ' -f2,3", f"zcat {_FILE} | grep -c '>'", 1)

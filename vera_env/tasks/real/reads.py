@@ -78,8 +78,9 @@ def _solution(name: str, n: int, at_quals: int) -> tuple[str, ...]:
                      "python3 -c \"import gzip; l = gzip.open('%F%', 'rt').read().splitlines(); "
                      "print(len(l) % 4 == 0 and all(h[0] == '@' for h in l[::4]) and len(l) // 4 "
                      "== int(open('n.txt').read()) == %N%)\"", **v)),
-                 check("conservation", "lines are exactly four per read", verdict(_fill(
-                     "test \"$(zcat %F% | wc -l)\" -eq \"$(( 4 * $(cat n.txt) ))\"", **v)))]),
+                 check("conservation", _fill("lines are exactly four per read: %L% lines", **v),
+                       verdict(_fill("test \"$(zcat %F% | wc -l)\" -eq %L% && test \"$(( 4 * $(cat "
+                                     "n.txt) ))\" -eq %L%", **v)))]),
         final(str(n)),
     )
 
