@@ -99,7 +99,8 @@ def _column(files: dict[str, bytes], question: str, kind: str, primary: str, col
         proof = f"test \"$(awk -F, 'NR > 1 && ${idx + 1} != \"NA\"' {primary} | wc -l)\" -eq 0"
     else:
         other = primary.replace(".csv", ".reexport.csv")
-        changed = [r[:idx] + [_nudge(r[idx])] + r[idx + 1:] if i % 4 == 1 else r
+        pool = sorted({r[idx] for r in rows[1:]} - {"NA", ""})
+        changed = [r[:idx] + [_other(r[idx], pool)] + r[idx + 1:] if i % 4 == 1 else r
                    for i, r in enumerate(rows)]
         files[other] = _csv_bytes(changed)
         differ = sum(1 for a, b in zip(rows, changed, strict=True) if a != b)
@@ -118,11 +119,16 @@ def _column(files: dict[str, bytes], question: str, kind: str, primary: str, col
     return files, question, solution
 
 
-def _nudge(value: str) -> str:
+def _other(value: str, pool: list[str]) -> str:
+    """Another value the column really holds (a status code stays a status code, an NA
+    becomes a measurement), so the second export disagrees plausibly rather than looking
+    corrupt; a column with one value gets a moved number instead."""
+    if len(pool) >= 2:
+        return pool[(pool.index(value) + 1) % len(pool)] if value in pool else pool[0]
     try:
         number = float(value)
     except ValueError:
-        return value + "x"
+        return pool[0] if pool else value + "x"
     return str(int(number) + 7) if number.is_integer() else f"{number * 1.1:.4g}"
 
 
