@@ -131,3 +131,18 @@ def test_ors_refused_create_gives_its_place_back():
         assert app.state.vera.registry.describe()["reserved"] == 0
         with env.session(split="train", index=2) as session:  # the one place is free
             assert session.get_prompt()
+
+
+def test_a_later_server_in_the_same_process_streams_without_loop_errors(capfd):
+    # sse-starlette 2.3 (pinned by openreward) kept one shutdown event for the process:
+    # every server after the first logged "bound to a different event loop" on each
+    # streamed call, and a client retry could play a turn twice.
+    for _ in range(2):
+        app = ors_app(EnvSpec(max_steps=4))
+        with running(app) as url, ORS(base_url=url) as client:
+            env = client.environment("vera")
+            with env.session(split="train", index=0) as session:
+                out = session.call_tool("turn", {"text": "<command>echo hi</command>"})
+        assert out.metadata["command_output"].strip() == "hi"
+    captured = capfd.readouterr()
+    assert "bound to a different event loop" not in captured.out + captured.err

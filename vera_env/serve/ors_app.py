@@ -18,6 +18,13 @@ requires (``ors-sdk`` 0.1's ``/task`` and ``/task_range`` leave it out, and TRL'
 integration, ``trl.experimental.openreward``, then failed with ``KeyError: 'env_name'``
 on its first ``get_task``): ``_add_env_name_routes`` serves those two paths first.
 
+Every start gets a fresh shutdown event for the SDK's server-sent events. sse-starlette
+before 3 (``openreward``, TRL's ORS client, pins 2.3.6) keeps one process-wide
+``asyncio.Event`` that binds to the first event loop waiting on it; a second server in the
+same process (the tests, a notebook, an app mounted twice) then failed every stream's exit
+watch with "bound to a different event loop", and the client's retry ran a tool call a
+second time: a turn played twice. ``_fresh_sse_exit_event`` clears it at startup.
+
 The cap. ORS accepts ``/create`` before the environment exists, so ``CreateGate``
 reserves the session's place at ``/create`` and answers 503 "busy" when the server is
 full; the environment claims the reservation by its session id, which reaches it
@@ -28,8 +35,10 @@ through a context variable (the SDK creates the environment in a task spawned by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
@@ -37,6 +46,7 @@ from fastapi import FastAPI, HTTPException
 from ors import Environment, Server, Split, TextBlock, ToolOutput, tool
 from ors.types import GetTask, GetTaskRange
 from pydantic import BaseModel, ConfigDict, Field
+from sse_starlette.sse import AppStatus
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vera_env.serve.context import ENV_NAME, ServeContext
@@ -232,8 +242,24 @@ def ors_app(context: ServeContext) -> FastAPI:
     env_cls = ors_environment(context)
     app = Server([env_cls], return_errors="exception").app
     _add_env_name_routes(app, context)
+    _fresh_sse_exit_event(app)
     app.add_middleware(CreateGate, registry=context.registry)
     return app
+
+
+def _fresh_sse_exit_event(app: FastAPI) -> None:
+    """Clear sse-starlette's process-wide shutdown event when the app starts (see the
+    module docstring); a version without one is left alone."""
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(asgi_app: Any) -> AsyncIterator[Any]:
+        if getattr(AppStatus, "should_exit_event", None) is not None:
+            AppStatus.should_exit_event = None  # made again, lazily, in this loop
+        async with inner(asgi_app) as state:
+            yield state
+
+    app.router.lifespan_context = lifespan
 
 
 def _add_env_name_routes(app: FastAPI, context: ServeContext) -> None:
