@@ -59,3 +59,12 @@ def test_phase_properties_say_what_a_turn_may_do():
     assert [p for p in Phase if p.counts_step] == [Phase.OPEN, Phase.FORCED]
     assert [p for p in Phase if p.penalised] == [Phase.OPEN]
     assert [p for p in Phase if p.ended] == [Phase.SPENT, Phase.DONE]
+
+
+def test_a_refusal_tells_an_ended_episode_to_reset_and_an_open_one_not():
+    with pytest.raises(ResetNeeded) as ended:
+        advance(Phase.DONE, Event.FORCE)
+    assert str(ended.value) == "cannot force in phase 'done'; call reset()"
+    with pytest.raises(ResetNeeded) as live:
+        advance(Phase.OPEN, Event.GRANT_EXTRA)
+    assert str(live.value) == "cannot grant extra in phase 'open'"

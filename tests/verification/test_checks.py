@@ -47,6 +47,8 @@ def test_result_from_exec_timeout_fails_never_skipped():
     result = result_from_exec(SPEC, _exec("True\n", status="timeout", timed_out=True,
                                           duration_s=30.0))
     assert not result.passed and "timed out after 30.0s" in result.detail
+    assert (result.name, result.kind, result.command) == (SPEC.name, SPEC.kind, SPEC.command)
+    assert result.duration_s == 30.0
 
 
 @pytest.mark.parametrize("status", ["output_limit", "disk_limit", "killed", "error"])
@@ -59,6 +61,13 @@ def test_result_from_exec_measurement_instead_of_verdict_is_malformed():
     result = result_from_exec(SPEC, _exec("5.0\n"))
     assert not result.passed and result.malformed
     assert "no True/False verdict" in result.detail and "'5.0'" in result.detail
+
+
+def test_result_from_exec_shows_the_last_120_characters_of_a_non_verdict():
+    result = result_from_exec(SPEC, _exec("True\n" + "z" * 300 + "\n"))
+    assert result.malformed and "(last line: '" + "z" * 120 + "')" in result.detail
+    silent = result_from_exec(SPEC, _exec("\n  \n"))
+    assert silent.malformed and silent.detail.endswith("(last line: '')")
 
 
 def test_result_from_exec_detail_is_bounded():
@@ -119,9 +128,11 @@ def test_run_checks_cannot_write_the_workspace(workspace):
 
 
 def test_run_checks_times_out_a_slow_check(workspace):
-    (result,) = run_checks((CheckSpec("type", "slow", "sleep 5; echo True"),), workspace,
+    """The caller's timeout is the one applied (the workspace's own default is 5 s)."""
+    (result,) = run_checks((CheckSpec("type", "slow", "sleep 3; echo True"),), workspace,
                            timeout_s=0.5)
     assert not result.passed and "timed out" in result.detail
+    assert result.duration_s < 2.5
 
 
 def test_run_checks_fails_checks_past_the_cap_without_running_them(workspace):
@@ -130,4 +141,4 @@ def test_run_checks_fails_checks_past_the_cap_without_running_them(workspace):
     results = run_checks(specs, workspace, max_checks=2)
     assert [r.passed for r in results] == [True, True] + [False] * MAX_CHECKS_PER_NODE
     assert all("at most 2 checks" in r.detail for r in results[2:])
-    assert results[-1].name == f"c{MAX_CHECKS_PER_NODE + 1}"
+    assert results[-1].name == f"c{MAX_CHECKS_PER_NODE + 1}" and results[-1].kind == "type"

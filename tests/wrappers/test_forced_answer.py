@@ -31,6 +31,35 @@ def test_reserve_larger_than_budget_is_a_value_error(alcohol_task):
         ForcedAnswer(VeraEnv([alcohol_task], max_steps=2), reserve=3)
     with pytest.raises(ValueError, match="positive int"):
         ForcedAnswer(VeraEnv([alcohol_task], max_steps=2), reserve=0)
+    with pytest.raises(ValueError, match="positive int, got True"):
+        ForcedAnswer(VeraEnv([alcohol_task], max_steps=2), reserve=True)
+    with pytest.raises(ValueError, match="positive int, got '2'"):
+        ForcedAnswer(VeraEnv([alcohol_task], max_steps=2), reserve="2")
+
+
+def test_the_forced_prompt_asks_the_question_says_why_and_why_a_reply_was_refused(
+        make, alcohol_task):
+    env = make(max_steps=3, reserve=2)
+    obs, _ = env.reset(seed=0)
+    obs, *_, info = env.step(IDLE)
+    assert info[keys.FORCING]
+    assert f"QUESTION: {alcohol_task.question}" in obs
+    assert "STOP INVESTIGATING. You have used 1 of 3 steps." in obs and "NOTE:" not in obs
+    obs, *_, info = env.step("FINAL ANSWER: awk '{print $2}' alcohol.txt")
+    assert info[keys.NUDGE] and f"NOTE: {info[keys.NUDGE]}" in obs
+
+
+def test_reset_options_reach_the_env_and_the_spec_keeps_reserve(alcohol_task):
+    import gymnasium as gym
+
+    import vera_env  # noqa: F401  (registers the env id)
+
+    env = ForcedAnswer(gym.make("vera_env/Vera-v0", tasks=[alcohol_task], max_steps=4),
+                       reserve=2)
+    assert env.spec.additional_wrappers[-1].kwargs == {"reserve": 2}
+    with pytest.raises(ValueError, match="unknown reset options"):
+        env.reset(seed=0, options={"task": "alcohol-mean"})
+    env.close()
 
 
 def test_forcing_starts_in_last_reserve_steps_with_prefill(make):
@@ -79,7 +108,7 @@ def test_budget_end_without_answer_asks_once_more_and_marks_forced(make):
     env.step(IDLE)
     obs, _, term, trunc, info = env.step(PREFILL)  # last forced step: empty continuation
     assert not term and not trunc and info[keys.FORCING]
-    assert "budget is exhausted" in obs
+    assert "STOP INVESTIGATING. Your step budget is exhausted." in obs
     _, reward, term, trunc, info = env.step(PREFILL + "5.0")
     assert term and not trunc and info[keys.ANSWER_FORCED] is True
     assert info[keys.CORRECT] is True and info[keys.STEP] == 3

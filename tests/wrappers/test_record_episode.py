@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from vera_env.env import VeraEnv
 from vera_env.wrappers import RecordEpisode
 
@@ -69,3 +71,109 @@ def test_record_writes_an_action_with_lone_surrogates_as_one_utf8_line(alcohol_t
     env.close()
     lines = (env.episode_dir / "transcript.jsonl").read_bytes().decode("utf-8").splitlines()
     assert len(lines) == 2 and json.loads(lines[1])["action"] == "FINAL ANSWER: 5\\xff\u2028"
+
+
+def test_episode_folders_are_numbered_after_what_the_directory_holds(alcohol_task, tmp_path):
+    """Folders count up from the entries already there, so a second run in the same
+    directory adds folders instead of overwriting the first run's."""
+    runs = tmp_path / "runs"
+    (runs / "00000-earlier").mkdir(parents=True)
+    (runs / "notes.txt").write_text("kept")
+    env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), runs)
+    env.reset(seed=0)
+    first = env.episode_dir
+    env.reset(seed=1)
+    second = env.episode_dir
+    env.close()
+    assert (first.name, second.name) == ("00002-alcohol-mean", "00003-alcohol-mean")
+    assert (runs / "notes.txt").read_text() == "kept"
+
+
+def test_a_task_id_becomes_a_safe_clipped_folder_name(tmp_path):
+    from vera_env.tasks.model import Task
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "x.txt").write_text("1\n")
+    task_id = "..odd:id+" + "é" * 3 + "x" * 100
+    task = Task(id=task_id, question="q?", answer="1", grader={"kind": "exact"}, data_dir=data)
+    env = RecordEpisode(VeraEnv([task], max_steps=2), tmp_path / "runs")
+    env.reset(seed=0)
+    env.close()
+    name = env.episode_dir.name
+    assert env.episode_dir.parent == tmp_path / "runs"
+    assert name == "00000-" + ("..odd_id_" + "x" * 100)[:80]
+
+
+def test_folder_for_chooses_the_folder_and_replaces_a_partial_one(alcohol_task, tmp_path):
+    """An evaluation resumes a killed attempt in the same folder: what the killed attempt
+    left there is removed, not mixed into the new transcript."""
+    asked = []
+
+    def folder_for(task_id, seed):
+        asked.append((task_id, seed))
+        return tmp_path / "transcripts" / task_id / str(seed)
+
+    partial = tmp_path / "transcripts" / "alcohol-mean" / "3"
+    partial.mkdir(parents=True)
+    (partial / "stale.txt").write_text("from the killed attempt")
+    env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), tmp_path / "runs", folder_for)
+    env.reset(seed=3)
+    env.step("FINAL ANSWER: 5")
+    env.close()
+    assert asked == [("alcohol-mean", 3)] and env.episode_dir == partial
+    assert sorted(p.name for p in partial.iterdir()) == ["final_answer.txt", "graph.txt",
+                                                         "transcript.jsonl"]
+    assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_transcript_lines_hold_what_the_env_returned(alcohol_task, tmp_path):
+    env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), tmp_path)
+    obs0, _ = env.reset(seed=7, options={"task_id": "alcohol-mean"})
+    obs1, reward, _, _, _ = env.step(NODE)
+    env.close()
+    reset, step = [json.loads(x) for x in
+                   (env.episode_dir / "transcript.jsonl").read_text().splitlines()]
+    assert reset["seed"] == 7 and reset["observation"] == obs0
+    assert reset["task_id"] == "alcohol-mean"
+    assert step["action"] == NODE and step["observation"] == obs1
+    assert step["reward"] == reward and reward > 0
+
+
+def test_reset_options_reach_the_env(alcohol_task, tmp_path):
+    env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), tmp_path)
+    with pytest.raises(ValueError, match="unknown reset options"):
+        env.reset(seed=0, options={"task": "alcohol-mean"})
+    env.close()
+
+
+def test_closing_twice_is_safe_and_writes_the_outcome_once(alcohol_task, tmp_path):
+    env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), tmp_path)
+    env.reset(seed=0)
+    env.step(NODE)
+    env.close()
+    env.close()
+    assert "5 lines in alcohol.txt" in (env.episode_dir / "graph.txt").read_text()
+
+
+def test_an_episode_closed_underneath_is_recorded_as_graph_unavailable(alcohol_task, tmp_path):
+    """If the env's episode is gone when the record closes (closed underneath it), the
+    record says so in graph.txt instead of raising or writing nothing."""
+    env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), tmp_path)
+    env.reset(seed=0)
+    env.unwrapped.close()
+    env.close()
+    graph = (env.episode_dir / "graph.txt").read_text()
+    assert graph.startswith("(graph unavailable: ResetNeeded: ") and graph.endswith(")\n")
+
+
+def test_the_wrapper_spec_records_its_directory(alcohol_task, tmp_path):
+    """``gym.make`` rebuilds wrapped envs from their spec: the directory must be in it."""
+    import gymnasium as gym
+
+    import vera_env  # noqa: F401  (registers the env id)
+
+    base = gym.make("vera_env/Vera-v0", tasks=[alcohol_task], max_steps=2)
+    env = RecordEpisode(base, tmp_path / "runs")
+    assert env.spec.additional_wrappers[-1].kwargs == {"directory": str(tmp_path / "runs")}
+    env.close()
