@@ -15,6 +15,7 @@ import vera_env
 from vera_env import info as keys
 from vera_env.env import VeraEnv
 from vera_env.errors import ResetNeeded, SandboxError
+from vera_env.sandbox import SandboxLimits
 from vera_env.tasks import Task
 from vera_env.verification.rewards import RewardConfig
 
@@ -325,3 +326,131 @@ def test_env_observation_variant_compact_reaches_forced_prompt_and_spec(alcohol_
     env.close()
     with pytest.raises(ValueError, match="observation_variant must be one of"):
         VeraEnv([alcohol_task], observation_variant="small")  # type: ignore[arg-type]
+
+
+# ----- what mutation testing showed untested (benchmarks/README.md, mutation section) -----
+
+def test_a_node_records_its_kind_artifact_known_parents_command_and_step(alcohol_task):
+    env = VeraEnv([alcohol_task], max_steps=6, reward=RewardConfig(strength=False))
+    env.reset(seed=0)
+    env.step(GOOD_NODE)
+    _, _, _, _, info = env.step(
+        "<command>wc -l < mean.txt</command>\n"
+        'NODE kind=qc summary="one mean line" artifact=mean.txt parents=n1,n9\n'
+        "CHECK range \"1 line\" :: test $(wc -l < mean.txt) -eq 1 && echo True || echo False\n")
+    node = info[keys.NODE]
+    assert (node["id"], node["kind"], node["artifact"], node["step"]) == ("n2", "qc",
+                                                                         "mean.txt", 2)
+    assert node["parents"] == ["n1"]  # n9 does not exist: dropped, not invented
+    assert node["command"] == "wc -l < mean.txt"
+    env.close()
+
+
+def test_strength_varies_the_files_the_node_artifact_was_derived_from(alcohol_task):
+    """A check that reads the artifact under a name no parser can see is traced through
+    the node's ``artifact=``: without it, no task file is varied and the check earns 0."""
+    def declare(artifact):
+        env = VeraEnv([alcohol_task], max_steps=4)
+        env.reset(seed=0)
+        _, reward, _, _, info = env.step(
+            "<command>awk -F'\\t' 'NR>1 && $3!=-999 {s+=$3;n++} END{print s/n}' alcohol.txt"
+            f' > mean.txt</command>\nNODE kind=transform summary="mean is 5" {artifact}\n'
+            'CHECK range "mean is 5" :: test "$(cat "$(printf mea)n.txt")" = 5 '
+            "&& echo True || echo False\n")
+        env.close()
+        return reward, info[keys.CHECKS][0]["discriminating"]
+
+    assert declare("artifact=mean.txt") == (pytest.approx(0.5 / 4 / 3), True)
+    assert declare("") == (0.0, False)
+
+
+def test_a_node_without_checks_is_recorded_with_a_note_that_nothing_verified_it(env):
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step('<command>true</command>\nNODE kind=load summary="x"\n')
+    assert info[keys.NODE]["id"] == "n1" and reward == 0.0
+    assert "n1 has no CHECK lines, so nothing verified it" in info[keys.NUDGE]
+    _, _, _, _, info = env.step(GOOD_NODE)
+    assert "no CHECK lines" not in info[keys.NUDGE]
+
+
+def test_each_node_summary_gets_its_own_rewrite_request(env):
+    """The one rewrite a measurement check is offered is per node (by its normalised
+    summary): another node of the same kind gets its own; the same summary, recased and
+    respaced, does not get a second."""
+    env.reset(seed=0)
+
+    def turn(summary):
+        return (f'<command>true</command>\nNODE kind=load summary="{summary}"\n'
+                "CHECK range \"rows\" :: tail -n +2 alcohol.txt | wc -l\n")
+
+    for summary in ("4 data rows", "two groups"):
+        info = env.step(turn(summary))[4]
+        assert info[keys.NODE] == {} and "printed a measurement" in info[keys.NUDGE]
+    info = env.step(turn("4  Data ROWS"))[4]
+    assert info[keys.NODE]["summary"] == "4  Data ROWS" and info[keys.CHECKS][0]["malformed"]
+
+
+def test_an_action_at_the_length_limit_is_played_one_longer_is_refused_with_the_limit(
+        alcohol_task):
+    env = VeraEnv([alcohol_task], max_steps=4, max_action_chars=60,
+                  reward=RewardConfig(strength=False))
+    env.reset(seed=0)
+    at_limit = "<command>echo hi</command>".ljust(60)
+    info = env.step(at_limit)[4]
+    assert info[keys.ERROR] == "" and "hi" in info[keys.COMMAND_OUTPUT]
+    info = env.step(at_limit + "x")[4]
+    assert info[keys.ERROR] == ("your turn was 61 characters; the limit is 60. Put long "
+                                "scripts in a file written by a short command")
+    env.close()
+
+
+def test_observation_counts_the_steps_left(env):
+    obs, _ = env.reset(seed=0)
+    assert "Steps left: 6." in obs
+    obs = env.step("<command>true</command>")[0]
+    assert "Steps left: 5." in obs
+
+
+def test_render_human_prints_the_last_observation_and_ansi_returns_it(alcohol_task, capsys):
+    human = VeraEnv([alcohol_task], max_steps=2, render_mode="human")
+    obs, _ = human.reset(seed=0)
+    assert human.render() is None and capsys.readouterr().out == obs + "\n"
+    human.close()
+    ansi = VeraEnv([alcohol_task], max_steps=2, render_mode="ansi")
+    obs, _ = ansi.reset(seed=0)
+    assert ansi.render() == obs and capsys.readouterr().out == ""
+    ansi.close()
+
+
+def test_a_removed_answer_gate_is_no_longer_consulted(env):
+    def never(state):
+        return "not yet"
+
+    env.add_answer_gate(never)
+    env.reset(seed=0)
+    assert env.step("FINAL ANSWER: 5")[4][keys.GATED] == 1
+    env.remove_answer_gate(never)
+    env.remove_answer_gate(never)  # removing twice is harmless
+    _, _, term, _, info = env.step("FINAL ANSWER: 5")
+    assert term and info[keys.ANSWER] == "5"
+
+
+def test_reward_config_and_limits_reach_the_episode(alcohol_task):
+    env = VeraEnv([alcohol_task], max_steps=4, limits=SandboxLimits(timeout_s=1),
+                  reward=RewardConfig(strength=False, verification_weight=1.0))
+    env.reset(seed=0)
+    _, reward, _, _, _ = env.step(GOOD_NODE)
+    assert reward == pytest.approx(1.0 / 4 / 3 * 2)
+    info = env.step("<command>sleep 5; echo late</command>")[4]
+    assert "late" not in info[keys.COMMAND_OUTPUT] and "timed out" in info[keys.COMMAND_OUTPUT]
+    env.close()
+
+
+def test_after_close_the_env_refuses_steps_and_its_sandbox_stages_nothing(alcohol_task):
+    env = VeraEnv([alcohol_task], max_steps=4)
+    env.reset(seed=0)
+    env.close()
+    with pytest.raises(ResetNeeded, match="call reset"):
+        env.step("<command>ls</command>")
+    with pytest.raises(SandboxError, match="closed"):
+        env.sandbox.stage(alcohol_task.data_files())
