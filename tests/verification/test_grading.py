@@ -365,3 +365,42 @@ def test_numeric_integer_answers_match_only_themselves(x: int, wrap: str) -> Non
     assert grade(task, wrap.format(x)).correct is True
     assert grade(task, wrap.format(x + 1)).correct is False
     assert grade(task, f"{x} or {x + 1}").correct is False
+
+
+# --- edges mutation testing showed untested (benchmarks/README.md, mutation section) ---
+
+def test_numeric_converts_percent_only_when_exactly_one_side_says_percent() -> None:
+    fraction = _task("0.125", kind="numeric", abs_tol=1e-6)
+    assert grade(fraction, "12.5%").correct is True
+    assert grade(fraction, "12.5").correct is False  # no % said: 12.5 is not 0.125
+    assert grade(_task("12.5%", kind="numeric", abs_tol=1e-6), "0.125").correct is True
+
+
+def test_choice_label_must_end_at_a_word_boundary() -> None:
+    task = _task("Ca", kind="choice", choices=["Ca", "Na"])
+    verdict = grade(task, "Cat")
+    assert verdict.correct is False and "not one of the choices" in verdict.detail
+    assert grade(task, "Ca.").correct is True
+
+
+@pytest.mark.parametrize("grader, field", [
+    ({"kind": "numeric", "abs_tol": math.inf}, "finite"),
+    ({"kind": "numeric", "rel_tol": -0.1}, "finite"),
+    ({"kind": "llm", "rubric": "   "}, "needs a rubric"),
+])
+def test_spec_refuses_unusable_tolerances_and_blank_rubrics(grader: dict, field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        _task("1", **grader)
+
+
+def test_an_llm_task_is_judged_against_its_rubric_not_its_answer() -> None:
+    asked = []
+
+    class Recorder:
+        def judge(self, question: str, rubric: str, answer: str) -> Grade:
+            asked.append((question, rubric, answer))
+            return Grade(True, "judged")
+
+    task = _task("E. coli", kind="llm", rubric="1.0 if it names E. coli")
+    assert grade(task, "Escherichia coli", Recorder()).correct is True
+    assert asked == [("q", "1.0 if it names E. coli", "Escherichia coli")]
