@@ -61,6 +61,8 @@ MODULES = [
     "vera_env/wire/protocol.py",
     "vera_env/wire/answers.py",
     "vera_env/verification/grading/*.py",
+    "vera_env/phase.py",
+    "vera_env/verification/checks.py",
 ]
 
 # Which tests may kill them: the tests of those modules and the scenario suites that
@@ -76,6 +78,8 @@ TESTS = [
     "tests/redteam/test_redteam_scenarios.py",
     "tests/tasks/test_task_model.py",
     "tests/rollout/test_rollout.py",
+    "tests/test_phase.py",
+    "tests/verification/test_checks.py",
 ]
 
 # Copied next to the package: what the selected tests import or read.
