@@ -82,6 +82,17 @@ TESTS = [
     "tests/verification/test_checks.py",
 ]
 
+# The tests of each mutated module's own behaviour: ``--retest`` runs a finished run's
+# survivors against only these (the full selection per survivor would take hours).
+OWN_TESTS = {
+    "vera_env/env.py": ["tests/test_env.py"],
+    "vera_env/wrappers/": ["tests/wrappers"],
+    "vera_env/verification/grading/": ["tests/verification/test_grading.py"],
+    "vera_env/verification/checks.py": ["tests/verification/test_checks.py"],
+    "vera_env/verification/rewards.py": ["tests/verification/test_rewards.py"],
+    "vera_env/wire/": ["tests/wire"],
+    "vera_env/phase.py": ["tests/test_phase.py"],
+}
 # Copied next to the package: what the selected tests import or read.
 ALSO_COPY = ["policies", "tests", "README.md"]
 
@@ -199,6 +210,54 @@ def write_survivors(work: Path, names: list[str], out: Path) -> Path:
     return out
 
 
+def retest(work: Path, tree: Path, max_children: int) -> dict[str, int]:
+    """Runs a finished run's survivors (and uncovered mutants) against ``tree``'s current tests (``OWN_TESTS`` of
+    each survivor's module, first failure stops), writing each kill into the run's
+    ``.meta`` files so ``collect`` counts it. Returns the new exit code per survivor.
+
+    Tests written after a run, for what its survivors showed untested, are scored this
+    way without repeating the hours of the full run; a survivor that no retest kills
+    keeps its exit code.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    shutil.rmtree(work / "mutants" / "tests")
+    shutil.copytree(tree / "tests", work / "mutants" / "tests",
+                    ignore=shutil.ignore_patterns("__pycache__", ".hypothesis"))
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "CI"}}
+    metas = {module_of(meta, work): meta for meta in (work / "mutants" / "vera_env").rglob("*.py.meta")}
+
+    def tests_for(module: str) -> list[str]:
+        return next(tests for prefix, tests in OWN_TESTS.items() if module.startswith(prefix))
+
+    def run(name: str, module: str) -> int:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "pytest", "-x", "-q", "-p", PLUGIN, "-p", "no:cacheprovider",
+                 "--rootdir=.", *tests_for(module)],
+                cwd=work / "mutants", env={**env, "MUTANT_UNDER_TEST": name},
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900)
+        except subprocess.TimeoutExpired:
+            return -1  # not counted as a kill here
+        return done.returncode
+
+    for prefix, tests in OWN_TESTS.items():  # a kill must be the mutant's doing
+        if (code := run("", prefix)) != 0:
+            raise SystemExit(f"{' '.join(tests)} fail (exit {code}) with no mutant active")
+    jobs = [(name, module) for module, meta in metas.items() for name, code in
+            json.loads(meta.read_text())["exit_code_by_key"].items()
+            if code in (0, 33)]  # survived, or no selected test reached it
+    with ThreadPoolExecutor(max_children) as pool:
+        codes = dict(zip((n for n, _ in jobs), pool.map(lambda job: run(*job), jobs), strict=True))
+    for meta in metas.values():
+        data = json.loads(meta.read_text())
+        for name in data["exit_code_by_key"]:
+            if codes.get(name, 0) == 1:  # 1: a test failed; anything else leaves it as it was
+                data["exit_code_by_key"][name] = 1
+        meta.write_text(json.dumps(data))
+    return codes
+
+
 def table(counts: dict[str, Counter[str]]) -> str:
     """The markdown table: one row per module and a total."""
     rows = ["| module | mutants | killed | survived | no tests | timeout | other | kill rate |",
@@ -228,6 +287,9 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true",
                         help="keep --work and mutmut's results in it; test only what has no result")
     parser.add_argument("--report-only", action="store_true", help="tabulate a finished run")
+    parser.add_argument("--retest", action="store_true",
+                        help="rerun a finished run's survivors against --tree's current tests "
+                             "(OWN_TESTS of their module) and tabulate; use a copy of --work")
     parser.add_argument("--only", nargs="+", default=MODULES, metavar="GLOB",
                         help="mutate only these modules (globs as in MODULES), e.g. to rerun a "
                              "part of the slow full run; default: all of MODULES")
@@ -237,7 +299,13 @@ def main() -> None:
     work = args.work.resolve()
 
     wall_s = None
-    if not args.report_only:
+    if args.retest:
+        started = time.monotonic()
+        codes = retest(work, args.tree.resolve(), args.max_children)
+        wall_s = time.monotonic() - started
+        print(f"retested {len(codes)} survivors against {OWN_TESTS}: "
+              f"{sum(c == 1 for c in codes.values())} now killed")
+    elif not args.report_only:
         prepare(args.tree.resolve(), work, fresh=not (args.resume and work.exists()), modules=args.only)
         wall_s = run_mutmut(work, args.max_children)
     counts = collect(work)
@@ -256,7 +324,8 @@ def main() -> None:
     args.results.write_text(json.dumps({
         "when": datetime.now().isoformat(timespec="minutes"), "tree": str(args.tree), "commit": commit,
         "machine": f"{os.cpu_count()} cpus, {platform.platform()}, Python {platform.python_version()}",
-        "wall_s": wall_s, "max_children": args.max_children, "tests": TESTS,
+        "wall_s": wall_s, "max_children": args.max_children,
+        "tests": OWN_TESTS if args.retest else TESTS, "retest_of_survivors": args.retest,
         "modules": {module: dict(c) for module, c in counts.items()}, "survivors": names,
     }, indent=2) + "\n")
 

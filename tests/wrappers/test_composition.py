@@ -12,7 +12,13 @@ from gymnasium.wrappers import RecordEpisodeStatistics, TimeLimit
 import vera_env
 from vera_env import info as keys
 from vera_env.env import VeraEnv
-from vera_env.wrappers import EmissionGate, ForcedAnswer, RecordEpisode, apply_wrappers
+from vera_env.wrappers import (
+    EmissionGate,
+    ForcedAnswer,
+    RecordEpisode,
+    apply_wrappers,
+    parse_wrapper_names,
+)
 from vera_env.wrappers.forced_answer import PREFILL
 
 
@@ -44,3 +50,21 @@ def test_gymnasium_wrappers_see_forced_steps(alcohol_task, order):
 def test_apply_wrappers_rejects_unknown_name(alcohol_task):
     with pytest.raises(ValueError, match="unknown wrapper"):
         apply_wrappers(VeraEnv([alcohol_task]), ["forcd"])
+
+
+@pytest.mark.parametrize("text, names", [
+    ("", ()), ("  ", ()), ("none", ()), (" None ", ()),
+    ("forced", ("forced",)), ("gate, forced", ("gate", "forced")), ("forced,,gate,", ("forced", "gate")),
+])
+def test_parse_wrapper_names_reads_a_comma_list_in_order(text, names):
+    assert parse_wrapper_names(text) == names
+
+
+@pytest.mark.parametrize("text, message", [
+    ("forced,gat", r"unknown wrapper\(s\) \['gat'\]; expected a comma list of \['forced', 'gate'\]"),
+    ("Gate", r"unknown wrapper\(s\) \['Gate'\]"),
+    ("gate,forced,gate", r"each wrapper may appear once, got \['gate', 'forced', 'gate'\]"),
+])
+def test_parse_wrapper_names_refuses_unknown_and_repeated_names(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_wrapper_names(text)
