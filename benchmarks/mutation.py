@@ -27,6 +27,7 @@ Usage::
     nice -n 15 python benchmarks/mutation.py [--tree PATH] [--work DIR] [--max-children 2]
     python benchmarks/mutation.py --resume --work DIR        # continue a stopped run
     python benchmarks/mutation.py --report-only --work DIR   # tables from a finished run
+    python benchmarks/mutation.py --retest --work COPY       # its survivors vs today's tests
 
 Prints a markdown table (mutants, killed, survived, timeouts, kill rate per module),
 writes the counts to ``benchmarks/results/mutation.json`` and every surviving mutant's

@@ -39,6 +39,7 @@ def test_unfinished_episode_is_written_on_reset_and_close(alcohol_task, tmp_path
     second = env.episode_dir
     env.close()
     assert second != first and (second / "graph.txt").read_text() == "(no nodes yet)\n"
+    assert (second / "final_answer.txt").read_text() == ""  # an episode with no step
 
 
 def test_record_inside_forced_answer_keeps_the_extra_ask_answer(alcohol_task, tmp_path):
@@ -78,6 +79,10 @@ def test_episode_folders_are_numbered_after_what_the_directory_holds(alcohol_tas
     directory adds folders instead of overwriting the first run's."""
     runs = tmp_path / "runs"
     (runs / "00000-earlier").mkdir(parents=True)
+    nested = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), tmp_path / "new" / "deep")
+    nested.reset(seed=0)
+    nested.close()
+    assert nested.episode_dir == tmp_path / "new" / "deep" / "00000-alcohol-mean"
     (runs / "notes.txt").write_text("kept")
     env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), runs)
     env.reset(seed=0)
@@ -95,14 +100,14 @@ def test_a_task_id_becomes_a_safe_clipped_folder_name(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "x.txt").write_text("1\n")
-    task_id = "..odd:id+" + "é" * 3 + "x" * 100
+    task_id = "..Odd:ID+" + "é" * 3 + "x" * 100
     task = Task(id=task_id, question="q?", answer="1", grader={"kind": "exact"}, data_dir=data)
     env = RecordEpisode(VeraEnv([task], max_steps=2), tmp_path / "runs")
     env.reset(seed=0)
     env.close()
     name = env.episode_dir.name
     assert env.episode_dir.parent == tmp_path / "runs"
-    assert name == "00000-" + ("..odd_id_" + "x" * 100)[:80]
+    assert name == "00000-" + ("..Odd_ID_" + "x" * 100)[:80]
 
 
 def test_folder_for_chooses_the_folder_and_replaces_a_partial_one(alcohol_task, tmp_path):
@@ -112,9 +117,9 @@ def test_folder_for_chooses_the_folder_and_replaces_a_partial_one(alcohol_task, 
 
     def folder_for(task_id, seed):
         asked.append((task_id, seed))
-        return tmp_path / "transcripts" / task_id / str(seed)
+        return tmp_path / "transcripts" / task_id / str(seed) / "attempt"
 
-    partial = tmp_path / "transcripts" / "alcohol-mean" / "3"
+    partial = tmp_path / "transcripts" / "alcohol-mean" / "3" / "attempt"
     partial.mkdir(parents=True)
     (partial / "stale.txt").write_text("from the killed attempt")
     env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), tmp_path / "runs", folder_for)
@@ -125,6 +130,10 @@ def test_folder_for_chooses_the_folder_and_replaces_a_partial_one(alcohol_task, 
     assert sorted(p.name for p in partial.iterdir()) == ["final_answer.txt", "graph.txt",
                                                          "transcript.jsonl"]
     assert list((tmp_path / "runs").iterdir()) == []
+    env = RecordEpisode(VeraEnv([alcohol_task], max_steps=4), tmp_path / "runs", folder_for)
+    env.reset(seed=4)  # a folder whose parents do not exist yet
+    env.close()
+    assert env.episode_dir == tmp_path / "transcripts" / "alcohol-mean" / "4" / "attempt"
 
 
 def test_transcript_lines_hold_what_the_env_returned(alcohol_task, tmp_path):
