@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import FAST, requires_bwrap, requires_root
 
+from vera_env.errors import SandboxError
 from vera_env.sandbox import BwrapSandbox, SandboxConfig, SandboxLimits
 from vera_env.sandbox.cgroup import (
     CommandCgroup,
@@ -94,6 +96,26 @@ def test_memory_cgroups_of_a_dead_harness_are_reaped():
     dead = parent / f"vera-{owner_tag(1).split('-')[0]}-999999999-1-0"  # no such pid
     (dead / "c0").mkdir(parents=True)
     assert reap_orphans(parent) == [dead] and not dead.exists()
+
+
+@requires_root
+def test_attaching_a_process_that_already_exited_is_no_error():
+    """bwrap that fails to set up a sandbox exits before the harness places it: that is
+    no cgroup fault (the start failure reports bwrap's own message). A cgroup that is
+    gone still is."""
+    parent, version, reason = MemoryCgroups.find()
+    assert parent is not None, reason
+    cgroups = MemoryCgroups(parent, version, 64 * 2**20)
+    try:
+        leaf = cgroups.acquire()
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        leaf.attach(gone.pid)  # reaped: no such process
+        assert leaf.members() == []
+        with pytest.raises(SandboxError, match="cannot move the sandbox into"):
+            CommandCgroup(leaf.path / "missing", version).attach(os.getpid())
+    finally:
+        cgroups.close()
 
 
 def test_cgroup_discovery_reads_v1_and_v2_layouts():

@@ -66,11 +66,18 @@ class CommandCgroup:
     def attach(self, pid: int) -> None:
         """Move process ``pid`` (and its future children) into this cgroup.
 
+        A process that has already exited is left alone: nothing of it can run outside
+        the cgroup, and its exit says why it ended (bwrap failing to set up the sandbox
+        exits before it can be placed; reporting "no such process" instead of bwrap's own
+        message once failed CI).
+
         Raises:
             SandboxError: The kernel refused (the cgroup vanished, or no permission).
         """
         try:
             (self.path / "cgroup.procs").write_text(f"{pid}\n")
+        except ProcessLookupError:
+            return
         except OSError as exc:
             raise SandboxError(f"cannot move the sandbox into {self.path}: {exc}") from exc
 
