@@ -127,8 +127,8 @@ def _other(value: str, pool: list[str]) -> str:
         return pool[(pool.index(value) + 1) % len(pool)] if value in pool else pool[0]
     try:
         number = float(value)
-    except ValueError:
-        return pool[0] if pool else value + "x"
+    except ValueError:  # the column's one value, or a made-up one: never the value itself
+        return pool[0] if pool and pool[0] != value else value + "x"
     return str(int(number) + 7) if number.is_integer() else f"{number * 1.1:.4g}"
 
 
