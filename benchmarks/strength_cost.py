@@ -47,9 +47,9 @@ from vera_env.sandbox.disk import DiskWatch, measure
 from vera_env.sandbox.workspace import BaseWorkspace, limits_wrapper
 from vera_env.tasks import Task
 from vera_env.tasks.builtin import builtin_source
-from vera_env.verification.check_inputs import WorkspaceIndex, named_files
+from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_files
 from vera_env.verification.checks import run_checks
-from vera_env.verification.encoding import decode
+from vera_env.verification.strength.encoding import decode
 from vera_env.verification.rewards import RewardConfig, step_bound_s
 from vera_env.verification.strength import StrengthSession
 from vera_env.wire.protocol import CheckSpec

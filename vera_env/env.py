@@ -37,7 +37,7 @@ from vera_env.sandbox import Backend, Sandbox, SandboxConfig, SandboxLimits, Wor
 from vera_env.sandbox.reaper import RootLease
 from vera_env.tasks import Task, TaskSource, load_tasks
 from vera_env.verification.checks import CheckResult, run_checks
-from vera_env.verification.grading import Judge, grade
+from vera_env.verification.grading import Judge, grade, grade_against
 from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts
 from vera_env.verification.strength import StrengthSession
 from vera_env.wire.answers import ANSWER_PREFIX, answer_is_usable, extract_answer, strip_markup
@@ -216,8 +216,10 @@ class VeraEnv(gym.Env[str, str]):
         self._episode = Episode(task=task, workspace=workspace,
                                 ledger=RewardLedger(self.reward_config))
         if self.reward_config.strength:  # the episode owns its strength state (and closes it)
-            self._episode.strength = StrengthSession(self.sandbox, files, workspace,
-                                                     self.reward_config, self.limits)
+            self._episode.strength = StrengthSession(
+                self.sandbox, files, workspace, self.reward_config, self.limits,
+                reference=task.reference if task.grader.kind != "llm" else None,
+                same=_same_answer(task), task_key=task.id)
         return self._observe(), self._info(RewardParts())
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -441,3 +443,14 @@ def vera_base(env: gym.Env[Any, Any]) -> VeraEnv:
     if not isinstance(base, VeraEnv):
         raise TypeError(f"expected a VeraEnv, possibly wrapped; got {type(base).__name__}")
     return base
+
+
+def _same_answer(task: Task) -> Callable[[str, str], bool]:
+    """Whether two answers recomputed by the task's reference agree under its grader
+    (strength classifies variants by it: a control keeps the answer, a mutant does not)."""
+    def same(truth: str, other: str) -> bool:
+        try:
+            return grade_against(task.grader, truth, other).correct is True
+        except GraderError:
+            return False
+    return same

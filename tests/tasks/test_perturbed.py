@@ -22,7 +22,7 @@ from vera_env.tasks.perturbed import (
 from vera_env.tasks.real import make_real_task, real_id
 from vera_env.tasks.source import UnknownTaskError
 from vera_env.tasks.undetermined import CANNOT_DETERMINE
-from vera_env.verification.encoding import decode
+from vera_env.verification.strength.encoding import decode
 from vera_env.verification.grading import grade
 
 PENGUINS = real_id("csv.penguin_mass")

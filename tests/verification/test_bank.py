@@ -7,9 +7,9 @@ import warnings
 import pytest
 
 from vera_env.sandbox import SandboxLimits, make_sandbox
-from vera_env.verification.bank import TargetBank
+from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
+from vera_env.verification.strength.bank import TargetBank
 from vera_env.verification.rewards import RewardConfig
-from vera_env.verification.shadows import DEADLINE
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
 
@@ -50,28 +50,31 @@ def test_acquire_builds_once_and_shares(sandbox, tmp_path):
 
 def test_acquire_empty_file_says_why(sandbox, tmp_path):
     bank = _bank(sandbox, tmp_path)
-    assert "empty" in bank.acquire("empty.txt", lambda: 60.0)
+    outcome = bank.acquire("empty.txt", lambda: 60.0)
+    assert outcome.kind == "skipped" and "no mutant of empty.txt" in outcome.why
     bank.close()
 
 
 def test_shadow_count_bound_drops_the_least_recently_used_idle_target(sandbox, tmp_path):
-    bank = _bank(sandbox, tmp_path, strength_max_shadows=6)
+    bank = _bank(sandbox, tmp_path, strength_max_shadows=8)
     a = bank.acquire("a.tsv", lambda: 60.0)
     bank.shadow_group(a, lambda: 60.0)
     bank.release(a)
     b = bank.acquire("b.tsv", lambda: 60.0)
     group = bank.shadow_group(b, lambda: 60.0)
-    assert group is b.group and bank.shadows == 6
+    assert group is b.group and bank.shadows == 8
     assert not a.variants.controls[0].path.exists()  # a was dropped whole
     bank.close()
 
 
 def test_shadow_group_waits_for_a_target_in_use_until_the_deadline(sandbox, tmp_path):
-    bank = _bank(sandbox, tmp_path, strength_max_shadows=6)
+    bank = _bank(sandbox, tmp_path, strength_max_shadows=8)
     a = bank.acquire("a.tsv", lambda: 60.0)
     bank.shadow_group(a, lambda: 60.0)  # held: a is in use
     b = bank.acquire("b.tsv", lambda: 60.0)
-    assert bank.shadow_group(b, lambda: 0.0) == DEADLINE and bank.shadows == 6
+    with pytest.raises(StrengthDeadline):
+        bank.shadow_group(b, lambda: 0.0)
+    assert bank.shadows == 8
     bank.close()
 
 
@@ -82,4 +85,4 @@ def test_close_deletes_everything_and_refuses_new_targets(sandbox, tmp_path):
     paths = [s.workspace.path for s in group.shadows.values()]
     bank.close()
     assert not any(p.exists() for p in paths) and not list((tmp_path / "scratch").iterdir())
-    assert bank.acquire("b.tsv", lambda: 60.0) == "the episode is over"
+    assert bank.acquire("b.tsv", lambda: 60.0) == Outcome("skipped", "the episode is over")

@@ -95,7 +95,7 @@ def test_to_dict_is_json_ready_with_every_field():
     data = result.to_dict()
     assert data["killed_by"] == ["drop_lines:x"] and data["discriminating"] is True
     assert set(data) == {"name", "kind", "command", "passed", "detail", "discriminating",
-                         "killed_by", "malformed", "duration_s"}
+                         "killed_by", "evidence", "malformed", "duration_s"}
 
 
 @pytest.fixture

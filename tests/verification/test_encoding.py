@@ -8,7 +8,7 @@ import lzma
 
 import pytest
 
-from vera_env.verification.encoding import decode
+from vera_env.verification.strength.encoding import decode
 
 TEXT = b"".join(b"row%d\t%d\n" % (i, i * 3) for i in range(2000))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vera_env.verification.mutants import TEXT_OPERATORS, mutate_content, window
+from vera_env.verification.strength.mutants import TEXT_OPERATORS, mutate_content, window
 
 TABLE = b"id\tgroup\tdrinks\n1\ta\t3\n2\tb\t5\n3\ta\t7\n4\tb\t-999\n"
 

@@ -64,6 +64,30 @@ def test_ledger_counts_rewarded_nodes_and_totals_verification():
     assert [p.total for p in parts] == pytest.approx(values)
 
 
+def test_ledger_node_with_a_tested_check_that_earns_nothing_still_takes_a_slot():
+    ledger = RewardLedger(RewardConfig(max_rewarded_nodes=2))
+    missed = Node("n1", "qc", "s", checks=(CheckResult("a", "range", "x", True,
+                                                      discriminating=False),))
+    earning = Node("n2", "qc", "s", checks=(CheckResult("b", "range", "y", True),))
+    assert ledger.node(missed) == 0.0 and ledger.node(missed) == 0.0
+    assert ledger.rewarded_nodes == 2 and ledger.node(earning) == 0.0
+
+
+def test_ledger_node_whose_checks_all_failed_takes_no_slot():
+    ledger = RewardLedger(RewardConfig(max_rewarded_nodes=1))
+    failed = Node("n1", "qc", "s", checks=(CheckResult("a", "range", "x", False),))
+    assert ledger.node(failed) == 0.0 and ledger.rewarded_nodes == 0
+
+
+def test_node_verification_counts_repeated_evidence_once():
+    cfg = RewardConfig()
+    same = CheckResult("a", "range", "x", True, discriminating=True, evidence="d.tsv:FFT")
+    other = CheckResult("b", "range", "y", True, discriminating=True, evidence="d.tsv:FTT")
+    one = node_verification(Node("n1", "qc", "s", checks=(same, same, same)), 0, cfg)
+    two = node_verification(Node("n1", "qc", "s", checks=(same, other, same)), 0, cfg)
+    assert one == pytest.approx(0.5 / 4 / 3) and two == pytest.approx(2 * one)
+
+
 def test_ledger_penalises_only_rejected_free_turns_of_scorable_episodes():
     ledger = RewardLedger(RewardConfig(format_penalty=0.1))
     assert ledger.step(rejected=True).penalty == 0.1

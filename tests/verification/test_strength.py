@@ -11,9 +11,9 @@ import pytest
 
 from vera_env.errors import SandboxError
 from vera_env.sandbox import LocalSandbox, SandboxLimits, make_sandbox
-from vera_env.verification.checks import CheckResult, run_checks
+from vera_env.verification.checks import CheckResult, distinct_evidence, run_checks
 from vera_env.verification.rewards import RewardConfig
-from vera_env.verification.strength import StrengthSession
+from vera_env.verification.strength import Reference, StrengthSession
 from vera_env.wire.protocol import CheckSpec
 
 TABLE = "id\tgroup\tdrinks\n1\ta\t3\n2\tb\t5\n3\ta\t7\n4\tb\t-999\n"
@@ -129,7 +129,7 @@ def test_assess_encoding_detector_fails_its_controls(episode):
     [result] = episode.assess(
         "python3 -c \"import gzip; d = open('calls.vcf.gz', 'rb').read(); "
         "print(gzip.compress(gzip.decompress(d), 1, mtime=0) != d)\"")
-    assert result.discriminating is False and "flaky" in result.detail
+    assert result.discriminating is False and "failed on a control" in result.detail
 
 
 def test_assess_metadata_detectors_do_not_discriminate(episode):
@@ -156,7 +156,7 @@ def test_assess_clock_derivation_is_flaky(episode):
     episode.run("head -1 alcohol.txt > /dev/null; date +%N > t.txt")
     value = episode.ws.run("cat t.txt").stdout.strip()
     [result] = episode.assess(f'test "$(cat t.txt)" = "{value}"' + V)
-    assert result.discriminating is False and "flaky" in result.detail
+    assert result.discriminating is False and "failed on a control" in result.detail
 
 
 def test_assess_edit_in_place_then_read_earns_through_the_replay(episode):
@@ -308,3 +308,87 @@ def test_env_episode_owns_its_session_and_reset_closes_it(sources):
     assert env._episode.strength is not session and not any(p.exists() for p in paths)
     env.close()
     assert env._episode is None
+
+
+# ----- answer-preserving controls, classified by a reference -----
+
+def _het_count(contents) -> str:
+    lines = [line for line in contents["calls.vcf.gz"].decode().splitlines()
+             if not line.startswith("#")]
+    if not lines or len(lines[0].split("\t")) != 10:
+        raise ValueError("not a one-sample VCF")
+    return str(sum(1 for line in lines if line.split("\t")[9] in ("0|1", "1|0", "0/1")))
+
+
+def _drinks(contents) -> str:
+    rows = [line.split("\t") for line in contents["alcohol.txt"].decode().splitlines()[1:]]
+    kept = [int(r[2]) for r in rows if r[2] != "-999"]
+    if not kept:
+        raise ValueError("no rows")
+    return f"{sum(kept) / len(kept):.2f}"
+
+
+REFERENCE = Reference(
+    lambda c: f"{_het_count(c)}|{_drinks(c)}",
+    preserving={"calls.vcf.gz": ("recompress", "shuffle_records", "add_comment",
+                                 "drop_irrelevant"),
+                "alcohol.txt": ("shuffle_records",)},
+    irrelevant={"calls.vcf.gz": lambda record: record.rstrip(b"\n").endswith(b"0/0")})
+
+
+@pytest.fixture
+def classified(sandbox, sources):
+    ep = Episode(sandbox, sources, reference=REFERENCE, same=lambda a, b: a == b,
+                 task_key=f"strength-test-{os.getpid()}")
+    yield ep
+    ep.close()
+
+
+def test_assess_fingerprints_of_the_data_die_on_answer_preserving_controls(classified):
+    facts = {
+        "md5": "md5sum calls.vcf.gz | cut -c1-32",
+        "bytes": "wc -c < calls.vcf.gz",
+        "lines": "zcat calls.vcf.gz | wc -l",
+        "content md5": "zcat calls.vcf.gz | md5sum | cut -c1-32",
+        "head": "zcat calls.vcf.gz | head -c 300 | md5sum | cut -c1-32",
+    }
+    pins = [f'test "$({cmd})" = "{classified.run(cmd).strip()}"{V}' for cmd in facts.values()]
+    results = classified.assess(*pins)
+    assert _earns(results) == [False] * len(pins), [r.detail for r in results]
+    assert all("control" in r.detail for r in results)
+
+
+def test_assess_copy_compared_with_the_original_dies_on_a_control(classified):
+    classified.run("mkdir keep && cp calls.vcf.gz alcohol.txt keep/")
+    results = classified.assess(f"cmp -s calls.vcf.gz keep/calls.vcf.gz{V}",
+                                f"cmp -s alcohol.txt keep/alcohol.txt{V}")
+    assert _earns(results) == [False, False]
+
+
+def test_assess_recount_of_what_the_question_is_about_earns(classified):
+    classified.run("zcat calls.vcf.gz | grep -v '^#' | cut -f10 | grep -c -E '0[|/]1|1[|]0' "
+                   "> het.txt")
+    n = classified.run("cat het.txt").strip()
+    results = classified.assess(f'test "$(cat het.txt)" -eq {n}{V}',
+                                "python3 -c \"import gzip; n = sum(1 for l in gzip.open("
+                                "'calls.vcf.gz', 'rt') if not l.startswith('#') and "
+                                f"l.split()[9] in ('0|1', '1|0', '0/1')); print(n == {n})\"")
+    assert _earns(results) == [True, True], [r.detail for r in results]
+    assert all(r.evidence.startswith("calls.vcf.gz:") for r in results)
+
+
+def test_assess_repeated_check_gives_one_piece_of_evidence(classified):
+    n = classified.run("zcat calls.vcf.gz | grep -c '0|1'").strip()
+    check = f"test \"$(zcat calls.vcf.gz | grep -c '0|1')\" -eq {n}{V}"
+    results = classified.assess(check, check, check)
+    assert all(r.discriminating for r in results)
+    assert distinct_evidence(results) == 1
+
+
+@pytest.mark.parametrize("probe", ["stat -c %i calls.vcf.gz", "stat -c %h calls.vcf.gz",
+                                   "stat -c %Z calls.vcf.gz", "stat -c %b calls.vcf.gz",
+                                   "stat -c %Y calls.vcf.gz"])
+def test_assess_metadata_detector_never_reads_the_data_and_earns_nothing(classified, probe):
+    seen = classified.run(probe).strip()
+    results = classified.assess(f'test "$({probe})" = "{seen}"{V}')
+    assert _earns(results) == [False], results[0].detail

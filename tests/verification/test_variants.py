@@ -6,7 +6,15 @@ import gzip
 import os
 from pathlib import Path
 
-from vera_env.verification.variants import build_variants, copy_variant
+from vera_env.verification.strength.reference import Reference
+from vera_env.verification.strength.variants import (
+    Settings,
+    build_variants,
+    classify,
+    clear_cache,
+    copy_variant,
+    write_variants,
+)
 
 TABLE = "".join(f"{i}\tg{i % 3}\t{i * 7 % 13}\n" for i in range(300)).encode()
 MTIME_NS = 1_600_000_000_123_456_789
@@ -18,7 +26,7 @@ def _build(tmp_path: Path, name: str, raw: bytes, **kw):
     out = tmp_path / "variants"
     out.mkdir(exist_ok=True)
     return build_variants(name, source, out, mutants=kw.pop("mutants", 4),
-                          controls=kw.pop("controls", 2), seed=0,
+                          controls=kw.pop("controls", 4), seed=0,
                           max_bytes=kw.pop("max_bytes", 1 << 20), budget_s=10,
                           mtime_ns=MTIME_NS, mode=0o444)
 
@@ -27,25 +35,113 @@ def test_build_variants_share_mode_and_mtime_and_are_fresh_inodes(tmp_path):
     built = _build(tmp_path, "t.tsv", TABLE)
     everything = [*built.controls, *built.mutants]
     stats = [os.stat(v.path) for v in everything]
-    assert len(everything) == 6 and len({s.st_ino for s in stats}) == 6
+    assert len(everything) == 8 and len({s.st_ino for s in stats}) == 8
     assert {(s.st_mtime_ns, s.st_mode & 0o777, s.st_uid, s.st_nlink) for s in stats} == {
         (MTIME_NS, 0o444, os.getuid(), 1)}
-    assert [v.label for v in built.controls] == ["t.tsv:control#0", "t.tsv:control#1"]
+    # No reference and no format-level transform for plain text: identity copies.
+    assert [v.label for v in built.controls] == [f"t.tsv:copy#{i}" for i in range(4)]
+    assert not built.classified
     assert all(v.path.read_bytes() == TABLE for v in built.controls)
     assert all(v.path.read_bytes() != TABLE for v in built.mutants)
 
 
-def test_build_variants_controls_of_a_gz_are_reencoded_like_mutants(tmp_path):
+def test_build_variants_recompress_control_of_a_gz_has_other_bytes_same_content(tmp_path):
     original = gzip.compress(TABLE, compresslevel=9, mtime=12345)
     built = _build(tmp_path, "t.tsv.gz", original)
-    control = built.controls[0].path.read_bytes()
-    assert control != original and gzip.decompress(control) == TABLE
-    # The issue-11 detector: recompress and compare. It now says the same on every variant.
-    same = [gzip.compress(gzip.decompress(b), 1, mtime=0) == b
-            for b in (v.path.read_bytes() for v in (*built.controls, *built.mutants))]
-    assert same == [True] * 6
-    headers = {v.path.read_bytes()[:10] for v in (*built.controls, *built.mutants)}
-    assert len(headers) == 1
+    recompressed = [v for v in built.controls if ":recompress#" in v.label]
+    plain = [v for v in (*built.controls, *built.mutants) if v not in recompressed]
+    assert len(recompressed) == 1 and plain
+    data = recompressed[0].path.read_bytes()
+    assert gzip.decompress(data) == TABLE and data != original
+    assert all(v.path.read_bytes() != data for v in plain)
+    # The issue-11 detector (recompress at level 1 and compare) now fails a control.
+    same = {gzip.compress(gzip.decompress(v.path.read_bytes()), 1, mtime=0)
+            == v.path.read_bytes() for v in built.controls}
+    assert same == {True, False}
+
+
+def _mean_of_kept(contents):
+    rows = [line.split(b"\t") for line in contents["m.tsv"].splitlines()[1:]]
+    values = [int(r[1]) for r in rows if r[1] != b"-999"]
+    if not values:
+        raise ValueError("no values")
+    return f"{sum(values) / len(values):.3f}"
+
+
+MEAN_TABLE = b"id\tv\n" + b"".join(
+    b"%d\t%d\n" % (i, -999 if i % 5 == 0 else i * 3) for i in range(60))
+
+
+def _classified(tmp_path, reference, **kw):
+    source = tmp_path / "m.tsv"
+    if not source.exists():  # rewriting it would change its mtime, so its cache key
+        source.write_bytes(MEAN_TABLE)
+    return classify("m.tsv", source, Settings(kw.pop("mutants", 4), kw.pop("controls", 4), 0,
+                                              1 << 20),
+                    budget_s=10, reference=reference, same=lambda a, b: a == b,
+                    contents=lambda: {"m.tsv": MEAN_TABLE}, **kw)
+
+
+def test_classify_controls_keep_the_reference_answer_and_mutants_change_it(tmp_path):
+    reference = Reference(_mean_of_kept, preserving={"m.tsv": ("shuffle_records",
+                                                               "drop_irrelevant")},
+                          irrelevant={"m.tsv": lambda r: r.split(b"\t")[1] == b"-999\n"})
+    built = _classified(tmp_path, reference)
+    base = _mean_of_kept({"m.tsv": MEAN_TABLE})
+    assert built.classified and len(built.controls) == 4 and len(built.mutants) == 4
+    kinds = {b.label.split(":")[1].split("#")[0] for b in built.controls}
+    assert kinds == {"shuffle_records", "drop_irrelevant"}
+    assert all(_mean_of_kept({"m.tsv": b.data}) == base for b in built.controls)
+    assert all(b.data != MEAN_TABLE for b in built.controls)
+    for blob in built.mutants:
+        try:
+            assert _mean_of_kept({"m.tsv": blob.data}) != base
+        except ValueError:
+            raise AssertionError(f"{blob.label} cannot be solved yet was kept") from None
+
+
+def test_classify_a_declared_transform_that_changes_the_answer_is_refuted(tmp_path):
+    def first_rows_mean(contents):  # order matters: shuffling changes the answer
+        return _mean_of_kept({"m.tsv": b"\n".join(contents["m.tsv"].splitlines()[:12])})
+    reference = Reference(first_rows_mean, preserving={"m.tsv": ("shuffle_records",)})
+    built = _classified(tmp_path, reference)
+    assert built.refuted and all("shuffle_records" in label for label in built.refuted)
+    assert all(":copy#" in b.label for b in built.controls)
+
+
+def test_classify_solver_failing_on_the_unvaried_files_falls_back_unclassified(tmp_path):
+    def broken(contents):
+        raise ValueError("cannot read")
+    built = _classified(tmp_path, Reference(broken))
+    assert not built.classified and "could not solve" in built.note and built.mutants
+
+
+def test_classify_caches_per_task_and_solves_once(tmp_path):
+    calls = []
+
+    def counting(contents):
+        calls.append(1)
+        return _mean_of_kept(contents)
+    reference = Reference(counting, preserving={"m.tsv": ("shuffle_records",)})
+    clear_cache()
+    first = _classified(tmp_path, reference, cache_key="task-a")
+    n = len(calls)
+    assert _classified(tmp_path, reference, cache_key="task-a") is first and len(calls) == n
+    assert _classified(tmp_path, reference, cache_key="task-b") is not first
+    clear_cache()
+
+
+def test_write_variants_order_is_secret_not_fixed_by_the_seed(tmp_path):
+    built = _classified(tmp_path, Reference(_mean_of_kept,
+                                            preserving={"m.tsv": ("shuffle_records",)}))
+    orders = set()
+    for i in range(12):
+        out = tmp_path / f"w{i}"
+        out.mkdir()
+        written = write_variants(built, out, mtime_ns=MTIME_NS)
+        variants = [*written.controls, *written.mutants]
+        orders.add(tuple(v.label for v in sorted(variants, key=lambda v: os.stat(v.path).st_ino)))
+    assert len(orders) > 1
 
 
 def test_build_variants_file_over_the_window_is_windowed_for_every_variant(tmp_path):
@@ -56,7 +152,7 @@ def test_build_variants_file_over_the_window_is_windowed_for_every_variant(tmp_p
 
 def test_build_variants_empty_file_has_controls_but_no_mutants(tmp_path):
     built = _build(tmp_path, "e.txt", b"")
-    assert built.mutants == () and len(built.controls) == 2
+    assert built.mutants == () and len(built.controls) == 4
 
 
 def test_copy_variant_same_bytes_mode_mtime_new_inode(tmp_path):

@@ -20,10 +20,11 @@ import os
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
 from vera_env.errors import GraderError
 from vera_env.verification.grading import GraderSpec, grade_against
+from vera_env.verification.strength.reference import Reference
 
 __all__ = ["Task", "Trap"]
 
@@ -83,6 +84,20 @@ class Task(BaseModel):
     data_dir: Path | None = None
     trap: Trap | None = None
     allowed_domains: tuple[str, ...] = ()
+    _reference: Reference | None = PrivateAttr(default=None)
+
+    @property
+    def reference(self) -> Reference | None:
+        """How the answer follows from the files (a generated family's solver and the
+        transformations that keep the answer), or None: strength then builds
+        format-level controls only (`vera_env.verification.strength.reference`)."""
+        return self._reference
+
+    def with_reference(self, reference: Reference | None) -> Task:
+        """This task with ``reference`` attached (not part of the task file: code, not data)."""
+        task = self.model_copy()
+        task._reference = reference
+        return task
 
     @field_validator("id")
     @classmethod

@@ -34,7 +34,8 @@ from vera_env.wire.protocol import CheckSpec, verdict_from_output
 if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult, Workspace
 
-__all__ = ["MAX_CHECKS_PER_NODE", "CheckResult", "rho", "run_checks", "result_from_exec"]
+__all__ = ["MAX_CHECKS_PER_NODE", "CheckResult", "distinct_evidence", "result_from_exec", "rho",
+           "run_checks"]
 
 _DETAIL_CHARS = 200
 MAX_CHECKS_PER_NODE = 16
@@ -53,6 +54,9 @@ class CheckResult:
         discriminating: Whether it failed on some mutant of its data; None when
             strength was not tested.
         killed_by: The mutants that made it fail.
+        evidence: What strength saw it do: the file it was varied through and its
+            verdicts over every mutant of that file. Checks of one node with the same
+            evidence are one piece of evidence (``distinct_evidence``).
         malformed: It printed a measurement rather than a verdict.
         duration_s: Wall seconds of the run on the original workspace (strength bounds
             its mutant runs by it).
@@ -65,6 +69,7 @@ class CheckResult:
     detail: str = ""
     discriminating: bool | None = None
     killed_by: tuple[str, ...] = ()
+    evidence: str = ""
     malformed: bool = False
     duration_s: float = 0.0
 
@@ -78,6 +83,24 @@ class CheckResult:
         out = asdict(self)
         out["killed_by"] = list(self.killed_by)
         return out
+
+
+def distinct_evidence(results: Iterable[CheckResult]) -> int:
+    """How many *distinct* pieces of evidence the earning checks of one node give.
+
+    A check repeated, or one that behaves exactly as another over the variants (the
+    same verdict on every mutant of the same file), adds nothing: a node of three copies
+    of one check is worth one check. With strength off (no evidence recorded), checks
+    are told apart by their command, whitespace aside.
+
+    Example:
+        >>> a = CheckResult("a", "range", "test 1 -eq 1", True, discriminating=True,
+        ...                 evidence="x.tsv:FFT")
+        >>> distinct_evidence([a, a, CheckResult("b", "range", "other", True,
+        ...                                      discriminating=True, evidence="x.tsv:FTT")])
+        2
+    """
+    return len({r.evidence or " ".join(r.command.split()) for r in results if r.earns})
 
 
 def rho(results: Iterable[CheckResult]) -> float:

@@ -14,10 +14,13 @@ never scored as a wrong answer, since a fake 0 corrupts group-relative advantage
 
 Formula (defaults in brackets)::
 
-    node_value   = min(#checks passed and discriminating, K) / K                   [K=3]
-                   (with strength off [on], "discriminating" is not tested)
+    node_value   = min(#distinct evidence among checks passed and discriminating, K) / K
+                   [K=3]; a repeated or equivalent check (the same verdicts over the
+                   variants) counts once; with strength off [on], "discriminating" is
+                   not tested and checks count once per distinct command
     verification = verification_weight [0.5] * node_value / max_rewarded_nodes [4]
-                   for each of the first max_rewarded_nodes new nodes
+                   for each of the first max_rewarded_nodes new nodes; a node with a
+                   passing (so strength-tested) check takes a slot even if it earns 0
     correctness  = correctness_weight [1.0] if the graded answer is correct else 0
                    (None when not graded, or the grade is unscorable)
     penalty      = format_penalty [0.02] for a rejected free turn (see below)
@@ -46,7 +49,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vera_env.verification.checks import MAX_CHECKS_PER_NODE
+from vera_env.verification.checks import MAX_CHECKS_PER_NODE, distinct_evidence
 
 if TYPE_CHECKING:  # annotations only: observation (the graph) sits above verification
     from vera_env.observation.state import Node
@@ -76,13 +79,20 @@ class RewardConfig(BaseModel):
     (``vera_env.verification.strength``); a check that does not fail on a mutant earns
     nothing."""
     strength_mutants: int = Field(4, ge=1)
-    """Mutants per task file (one per operator: lines dropped, numbers moved, rows
-    shuffled, header removed)."""
+    """Mutants per task file: variants whose answer differs from the file's own, as the
+    task's reference recomputes it (the family's aimed mutations first, then lines
+    dropped, numbers moved, one record dropped or changed, the header removed)."""
     strength_seed: int = 0
     """Seed of the mutations, so strength verdicts are reproducible."""
-    strength_controls: int = Field(2, ge=1)
-    """Variants per task file with the content unchanged (built and replayed like the
-    mutants); a check that fails one is flaky (clock, metadata, encoding)."""
+    strength_controls: int = Field(4, ge=1)
+    """Variants per task file whose answer is unchanged but whose bytes are not
+    (records re-ordered, irrelevant records dropped, comments added, lines re-wrapped,
+    recompressed: what the task's family declares and its reference confirms); a check
+    that fails one does not follow the answer (a fingerprint, a clock, metadata)."""
+    strength_luck_bound: float = Field(0.05, gt=0, le=1)
+    """The chance that any check driven only by entropy (clock, PIDs, randomness) earns
+    in an episode is at most this: confirmations are scaled to the number of checks
+    tested (``vera_env.verification.strength.luck``)."""
     strength_max_files: int = Field(4, ge=1)
     """Task files varied per check, nearest first (those it names, then those its
     files were derived from)."""
@@ -171,8 +181,7 @@ def node_verification(node: Node, rewarded_so_far: int, config: RewardConfig) ->
     """
     if rewarded_so_far >= config.max_rewarded_nodes:
         return 0.0
-    earning = sum(c.earns for c in node.checks)
-    value = min(earning, config.checks_per_node) / config.checks_per_node
+    value = min(distinct_evidence(node.checks), config.checks_per_node) / config.checks_per_node
     return config.verification_weight * value / config.max_rewarded_nodes
 
 
@@ -192,9 +201,16 @@ class RewardLedger:
     verification_total: float = 0.0
 
     def node(self, node: Node) -> float:
-        """Value a newly recorded node (a duplicate is never recorded) and count it."""
+        """Value a newly recorded node (a duplicate is never recorded) and count it.
+
+        A node takes a rewarded slot when it earned, and also — with strength on — when
+        any of its checks passed and so was strength-tested, earning or not: otherwise
+        a node of coin-flip checks that missed cost nothing and could be declared again
+        until one landed.
+        """
         value = node_verification(node, self.rewarded_nodes, self.config)
-        if value > 0:
+        tested = self.config.strength and any(c.passed for c in node.checks)
+        if (value > 0 or tested) and self.rewarded_nodes < self.config.max_rewarded_nodes:
             self.rewarded_nodes += 1
         return value
 

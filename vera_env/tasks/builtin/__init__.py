@@ -139,7 +139,7 @@ def make_task(tid: str) -> Task:
         tags=(family, type_name, difficulty, "trap", *instance.tags),
         solution=instance.solution, data_dir=materialise(tid, instance.files),
         trap=instance.trap,
-    )
+    ).with_reference(instance.reference)
 
 
 def builtin_ids(difficulties: Sequence[Difficulty] = ("easy",), seeds: Sequence[int] = (0,),

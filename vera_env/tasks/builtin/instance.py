@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from vera_env.tasks.model import Trap
+from vera_env.verification.strength.reference import Reference
 from vera_env.wire.protocol import CHECK_KINDS, NODE_KINDS
 
 __all__ = ["Difficulty", "Instance", "check", "fill", "final", "gz", "node", "turn", "verdict"]
@@ -38,6 +39,8 @@ class Instance:
         solution: Reference turns ending in ``FINAL ANSWER:``.
         trap: The careless analysis and the wrong answer it gives.
         tags: Labels beyond family/type/difficulty.
+        reference: How the answer follows from ``files`` (strength classifies the
+            variants of the data by it); None only for a family that has none yet.
     """
 
     files: dict[str, bytes]
@@ -47,6 +50,7 @@ class Instance:
     solution: tuple[str, ...]
     trap: Trap
     tags: tuple[str, ...] = field(default=())
+    reference: Reference | None = None
 
 
 _FAST_GZ_BYTES = 2**20

@@ -25,12 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vera_env.verification.shadows import DEADLINE, ShadowGroup
-from vera_env.verification.variants import VariantSet, build_variants
+from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
+from vera_env.verification.strength.shadows import DEADLINE, ShadowGroup
+from vera_env.verification.strength.variants import (
+    VariantSet,
+    build_variants,
+    decoded_contents,
+)
 
 if TYPE_CHECKING:
     from vera_env.sandbox import Sandbox
     from vera_env.verification.rewards import RewardConfig
+    from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["Target", "TargetBank"]
 
@@ -71,12 +77,19 @@ class TargetBank:
         scratch: Makes the harness's private directory for variant files (called once).
         stat_of: name -> (mtime_ns, mode) of the staged task file, given to every variant.
         config: ``strength_*`` settings.
+        reference: The task's reference (classifies the variants; None: unclassified).
+        same: Whether two answers agree under the task's grader.
+        task_key: Names the task for the per-process cache of classified variants.
     """
 
     def __init__(self, sandbox: Sandbox, sources: Mapping[str, Path],
                  scratch: Callable[[], Path], stat_of: Mapping[str, tuple[int, int]],
-                 config: RewardConfig) -> None:
+                 config: RewardConfig, *, reference: Reference | None = None,
+                 same: Callable[[str, str], bool] | None = None, task_key: str = "") -> None:
         self._sandbox, self._sources = sandbox, dict(sources)
+        self._reference, self._same, self._task_key = reference, same, task_key
+        self._contents: Contents | None = None
+        self._contents_lock = threading.Lock()
         self._scratch_factory: Callable[[], Path] = scratch
         self._scratch: Path | None = None
         self._stat_of, self._config = dict(stat_of), config
@@ -98,11 +111,23 @@ class TargetBank:
         """The live targets take more than ``strength_max_shadow_mb``."""
         return self.bytes > self._config.strength_max_shadow_mb * 2**20
 
-    def acquire(self, name: str, time_left: TimeLeft) -> Target | str:
+    def scratch(self) -> Path:
+        """The harness's private directory for variant files (made on first use).
+
+        Raises:
+            SandboxError: The scratch space could not be made.
+        """
+        with self._cond:
+            if self._scratch is None:
+                self._scratch = self._scratch_factory()
+            return self._scratch
+
+    def acquire(self, name: str, time_left: TimeLeft) -> Target | Outcome:
         """Task file ``name``'s variants (built on first use), marked in use.
 
         Returns:
-            The target, or why there is none (an empty file has no mutant).
+            The target, or a ``skipped`` outcome saying why there is none (an empty
+            file has no mutant; a closed episode has no variants).
 
         Raises:
             OSError: A variant file could not be written.
@@ -110,26 +135,24 @@ class TargetBank:
         """
         with self._cond:
             if self._closed:
-                return "the episode is over"
+                return Outcome("skipped", "the episode is over")
             target = self._targets.get(name)
             if target is None:
                 self._evict(extra_shadows=0)
                 variants = self._build(name, time_left)
                 if not variants.mutants:
                     _delete(variants)
-                    return f"no mutant of {name} could be built (an empty file)"
+                    return Outcome("skipped", f"no mutant of {name} could be built")
                 target = self._targets[name] = Target(variants)
             self._targets.move_to_end(name)
             target.in_use += 1
             return target
 
-    def shadow_group(self, target: Target, time_left: TimeLeft) -> ShadowGroup | str:
+    def shadow_group(self, target: Target, time_left: TimeLeft) -> ShadowGroup:
         """``target``'s shadow group, staged (all variants in one pass) on first use.
 
-        Returns:
-            The group, or ``DEADLINE`` when every shadow stayed held by other checks.
-
         Raises:
+            StrengthDeadline: Every shadow stayed held by other checks until the deadline.
             SandboxError: Staging failed (an infrastructure fault).
         """
         size = len(target.variants.controls) + len(target.variants.mutants)
@@ -143,7 +166,7 @@ class TargetBank:
                                                self._scratch)
                     break
                 if time_left() <= 0:
-                    return DEADLINE
+                    raise StrengthDeadline(target.variants.name)
                 self._cond.wait(timeout=min(1.0, time_left()))
             return target.group
 
@@ -194,7 +217,18 @@ class TargetBank:
                               mutants=cfg.strength_mutants, controls=cfg.strength_controls,
                               seed=cfg.strength_seed, max_bytes=cfg.strength_max_mb * 2**20,
                               budget_s=max(0.5, time_left() / 4), mtime_ns=mtime_ns,
-                              mode=mode)
+                              mode=mode, reference=self._reference, same=self._same,
+                              contents=lambda: self._decoded(time_left),
+                              cache_key=self._task_key)
+
+    def _decoded(self, time_left: TimeLeft) -> Contents:
+        """Every task file's decoded content, once per episode (the solver's input)."""
+        with self._contents_lock:
+            if self._contents is None:
+                self._contents = decoded_contents(
+                    self._sources, self._config.strength_max_mb * 2**20,
+                    max(0.5, time_left() / 4))
+            return self._contents
 
 
 def _delete(variants: VariantSet) -> None:

@@ -1,64 +1,59 @@
-"""Strength: a check earns only when its verdict is a function of the task's data.
+"""Strength: a check earns only when its verdict follows the task's answer.
 
 The harness runs the model's checks, so the model cannot *print* its score — but it
-can write checks that cannot fail (``echo True``, ``test -f qc.mtx``) or checks on
-values it typed itself. Issue 11 showed the last one farming the whole verification
-bound in four turns: ``echo 42 > a.txt`` and a check ``test "$(cat a.txt)" = 42``
-"discriminated", because the old design mutated whatever file a check named —
-including the model's own. So strength now asks a counterfactual question: *had the
-task's data been different, would this check have said False?*
+can write checks that cannot fail (``echo True``), checks on values it typed itself, or
+fingerprints of the data (a hash, a byte count, a copy compared with the original).
+The last kind out-earned the reference analysis on every task while controls were
+unchanged copies: any function of the bytes "discriminated". So strength asks a
+counterfactual question with two sides: *had the task's data been different in a way
+that keeps the answer, would the check still hold; and had the answer been different,
+would it have said False?*
 
 * Only the task's source files (``Task.data_files()``) are varied, never the model's.
-  Each is built into controls (content unchanged) and mutants (``mutants``) by one
-  builder in one pass (``variants``): same codec and settings, same mode and mtime,
-  written in a shuffled order — only content tells them apart.
+  Their variants (``variants``) are *controls* (answer kept, bytes changed: records
+  re-ordered, irrelevant records dropped, recompressed...) and *mutants* (answer
+  changed), both decided by the task's own reference solver.
 * Two counterfactuals, and a check earns under either:
 
-  - **the data varied under the model's files** (*frozen*): a task file the check
-    names, still as staged, is shown as each variant in the real workspace (a
-    read-only bind, nothing copied). A check that ties the model's result to the data
-    — ``cmp gt.txt <(zcat calls.vcf.gz | cut -f11)``, a recount that must match — or
-    pins a raw fact of the data (``wc -l data.tsv``) fails there.
-  - **the data varied through the model's derivation** (*replay*): for a check that
-    reads the model's files, each variant gets a shadow workspace where the episode's
-    file-writing commands (``replay``) are replayed in order under the constant
-    entropy the real commands ran with (``shadows``). ``awk ... calls.vcf.gz >
-    het.txt`` replays to another count, so a pin on ``het.txt`` earns; ``echo 42 >
-    a.txt`` replays to the same file and earns nothing. Only the task files the
-    model's files came from are varied (``CommandLog.sources_behind``: the files the
-    commands that wrote them name, glob or run scripts naming); a file written by
-    commands that name no task file is not derived from the data, and no replay is
-    needed to say so.
-* **Discriminating** = passed on the real workspace, passes on every control, and
-  says a clean ``False`` (exit 0) on some mutant — and again on a second run (for a
-  replay, an independent second replay of that mutant, the *twin*). The controls make
-  a check that detects the variant (re-encoding, inodes, ctime, the mount table)
-  flaky; the controls and the repeat bound what a clock-driven check earns by luck.
+  - **frozen**: a task file the check names, still as staged, is shown as each variant
+    in the real workspace (a fresh file per run, bound read-only over the name). A
+    check that ties the model's result to the data (``cmp gt.txt <(zcat calls.vcf.gz |
+    cut -f11)``) fails on a mutant; a fingerprint of the file fails on a control.
+  - **replay**: for a check that reads the model's files, each variant gets a shadow
+    workspace where the episode's file-writing commands (``replay``) are replayed in
+    order (``shadows``). ``awk ... calls.vcf.gz > het.txt`` replays to another count
+    on a mutant and to the same count on a control, so a pin on ``het.txt`` earns;
+    ``md5sum calls.vcf.gz > h.txt`` replays to another hash on a control and earns
+    nothing.
+* **Discriminating** = passed on the real workspace and on every control, and says a
+  clean ``False`` (exit 0) on some mutant — and again on ``luck.confirmations`` more
+  runs (the first on a fresh replay, the *twin*), so that the chance that any check
+  driven by entropy earns in an episode stays within ``strength_luck_bound``.
+* **Evidence**: its verdicts over every mutant of the file it was varied through. The
+  reward counts a node's distinct evidence, not its check lines.
 
-Order and cost. A check that names no workspace file (``check_inputs``) is not tested:
-the harness does not pay for what it cannot see. Task files are tried nearest first,
-at most ``strength_max_files`` per counterfactual. Per file the first mutant runs
-beside the first control; most real checks die there, and the other controls and the
-repeat follow. A check that survives the first mutant meets the others at once. The
-checks of a node are tested concurrently, ``workers`` sandbox runs at a time. Variants
-and shadows persist across nodes (``bank``), so each command is replayed once per
-variant per episode.
+Order and cost. A check that names no workspace file (``check_inputs``) is not tested.
+Task files are tried nearest first, at most ``strength_max_files`` per counterfactual.
+The first mutant runs beside the first control (most checks die there), then the rest;
+the checks of a node are tested concurrently, ``workers`` sandbox runs at a time.
+Variants are classified once per task per process and written afresh per episode;
+shadows persist across nodes (``bank``), so each command is replayed once per variant.
 
 Every node has a **deadline**: ``strength_deadline_factor`` x (the node's passing
 checks' runtime + the derivation's runtime), at least ``strength_deadline_floor_s``,
-at most ``strength_deadline_max_s``. Issue 11 measured a 5 s check making one step
-take 66 s; now every run is cut at the deadline, and a check undecided by then earns
+at most ``strength_deadline_max_s``; it covers building and classifying variants,
+staging and replaying shadows and every check run. What is undecided by then earns
 nothing, with a ``detail`` that says so.
 
 The session is per episode and owned by it (``Episode.strength``): the command log,
-the variants and the shadows die with ``close()`` — nothing of one episode leaks into
-the next, and no temp dir or process outlives it.
+the variant files and the shadows die with ``close()``.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -67,45 +62,37 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vera_env.errors import SandboxError
-from vera_env.verification.bank import TargetBank
-from vera_env.verification.check_inputs import WorkspaceIndex, named_files
 from vera_env.verification.checks import CheckResult
-from vera_env.verification.replay import CommandLog
-from vera_env.verification.shadows import DEADLINE, Shadow, ShadowGroup
+from vera_env.verification.strength.bank import TargetBank
+from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_files
+from vera_env.verification.strength.luck import confirmations
+from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
+from vera_env.verification.strength.replay import CommandLog
+from vera_env.verification.strength.shadows import DEADLINE, Shadow, ShadowGroup
+from vera_env.verification.strength.variants import Variant, copy_variant
 from vera_env.wire.protocol import verdict_from_output
 
 if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult, Sandbox, SandboxLimits, Workspace
     from vera_env.verification.rewards import RewardConfig
+    from vera_env.verification.strength.reference import Reference
 
 __all__ = ["StrengthSession"]
 
 _MIN_RUN_TIMEOUT_S = 10.0
 _MAX_NAMED = 64
-_UNFINISHED = "unfinished"
 TimeLeft = Callable[[], float]
-Verdict = bool | None | str
-
-
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    """What testing a check against one task file's variants found."""
-
-    kills: tuple[str, ...] = ()
-    weak: str = ""        # decided: the check does not discriminate, and why
-    tried: int = 0        # mutants it passed
-    unfinished: bool = False
-    skipped: str = ""     # this file could not be varied (an empty file)
+Run = Callable[[str, float], "ExecResult"]
 
 
 @dataclass(frozen=True, slots=True)
 class _Site:
-    """Where a check runs against one variant: the real workspace with the task file
-    shown in place (``frozen``), or that variant's shadow (``replay``)."""
+    """Where a check runs against one variant: the real workspace with a fresh file of
+    the variant bound over the task file (``frozen``), or that variant's shadow."""
 
     label: str
-    run: Callable[[str, float], ExecResult]
-    ready: Callable[[], Verdict] = lambda: True  # a twin replays first
+    run: Run
+    ready: Callable[[], bool | None] = lambda: True  # a twin replays first; None: broken
 
 
 class StrengthSession:
@@ -114,16 +101,20 @@ class StrengthSession:
     Args:
         sandbox: The episode's sandbox; shadows are staged by it.
         sources: The task's files (``Task.data_files()``), as staged for the episode.
-        workspace: The episode's workspace (walked after every command; its scratch
-            space holds the variant files).
+        workspace: The episode's workspace (its scratch space holds the variant files).
         config: ``strength_*`` settings of ``RewardConfig``.
         limits: The sandbox's limits (replays and check runs are cut by them).
+        reference: The task's reference (None: format-level controls, unclassified).
+        same: Whether two answers agree under the task's grader (with a reference).
+        task_key: Names the task, for the per-process cache of classified variants.
         workers: Sandbox runs in flight at once (default: CPUs, 2 to 8). Verdicts do
             not depend on it.
     """
 
     def __init__(self, sandbox: Sandbox, sources: Mapping[str, Path], workspace: Workspace,
                  config: RewardConfig, limits: SandboxLimits, *,
+                 reference: Reference | None = None,
+                 same: Callable[[str, str], bool] | None = None, task_key: str = "",
                  workers: int | None = None) -> None:
         self._sources = dict(sources)
         self._workspace, self._config, self._limits = workspace, config, limits
@@ -131,10 +122,13 @@ class StrengthSession:
         self.log = CommandLog(workspace.path, list(self._sources))
         staged = {name: _stat(workspace.path / name, path) for name, path in sources.items()}
         self._staged_inode = {name: (st.st_dev, st.st_ino) for name, st in staged.items()}
+        self._tested = 0
+        self._count_lock = threading.Lock()
         self.bank = TargetBank(sandbox, self._sources,
                                lambda: workspace.scratch_dir("strength-"),
                                {n: (st.st_mtime_ns, st.st_mode & 0o777)
-                                for n, st in staged.items()}, config)
+                                for n, st in staged.items()}, config,
+                               reference=reference, same=same, task_key=task_key)
 
     def record(self, command: str, result: ExecResult) -> None:
         """Note a command the model ran (replayed later if it changed the workspace)."""
@@ -156,8 +150,8 @@ class StrengthSession:
             artifact: The node's artifact (counts as a file the checks name).
 
         Returns:
-            ``results`` with ``discriminating``, ``killed_by`` and (when a check earns
-            nothing) ``detail`` set on passing checks.
+            ``results`` with ``discriminating``, ``killed_by``, ``evidence`` and (when a
+            check earns nothing) ``detail`` set on passing checks.
 
         Raises:
             SandboxError: The sandbox or the harness's scratch space failed (an
@@ -173,12 +167,16 @@ class StrengthSession:
             return ends - time.monotonic()
 
         index = WorkspaceIndex(self._workspace.listing())
+        with self._count_lock:  # the i-th check tested this episode: its share of luck
+            order = {i: self._tested + k + 1 for k, i in enumerate(passing)}
+            self._tested += len(passing)
         out = list(results)
         try:
             with ThreadPoolExecutor(self._workers, "strength-run") as runs, \
                     ThreadPoolExecutor(len(passing), "strength-check") as checks:
-                futures = {i: checks.submit(self._probe, results[i], index, artifact, runs,
-                                            time_left, budget_s) for i in passing}
+                futures = {i: checks.submit(self._probe, results[i], order[i], index,
+                                            artifact, runs, time_left, budget_s)
+                           for i in passing}
                 for i, future in futures.items():
                     out[i] = future.result()
         except OSError as exc:
@@ -193,7 +191,7 @@ class StrengthSession:
 
     # ----- one check -----
 
-    def _probe(self, result: CheckResult, index: WorkspaceIndex, artifact: str,
+    def _probe(self, result: CheckResult, nth: int, index: WorkspaceIndex, artifact: str,
                runs: Executor, time_left: TimeLeft, budget_s: float) -> CheckResult:
         named = named_files(result.command, index, self._workspace.path, artifact=artifact,
                             limit=_MAX_NAMED)
@@ -212,15 +210,17 @@ class StrengthSession:
         tried: dict[str, int] = {}
         replayed = False
         for name, replay in plan:
-            outcome = self._probe_file(result, name, replay, runs, time_left)
-            if outcome.kills:
-                return replace(result, discriminating=True, killed_by=outcome.kills)
-            if outcome.weak:
-                return _weak(result, outcome.weak)
-            if outcome.unfinished:
+            try:
+                outcome = self._probe_file(result, nth, name, replay, runs, time_left)
+            except StrengthDeadline:
                 return _weak(result, f"the strength deadline ({budget_s:.0f} s for this "
                                      f"node) passed before its variants of {name} were run")
-            if not outcome.skipped:
+            if outcome.kind == "kill":
+                return replace(result, discriminating=True, killed_by=outcome.kills,
+                               evidence=f"{name}:{outcome.evidence}")
+            if outcome.kind == "weak":
+                return _weak(result, outcome.why)
+            if outcome.kind == "survived":
                 tried[name] = tried.get(name, 0) + outcome.tried
                 replayed = replayed or replay
         if not tried:
@@ -228,7 +228,8 @@ class StrengthSession:
                                  "files), so it checks no data")
         how = " (the episode replayed on each)" if replayed else ""
         return _weak(result, f"passed on all {sum(tried.values())} mutants of "
-                             f"{', '.join(tried)}{how}: it does not depend on that data")
+                             f"{', '.join(tried)}{how}: its verdict does not follow the "
+                             "answer")
 
     def _untouched(self, name: str) -> bool:
         """``name`` is a task file still as staged (the model has not replaced it)."""
@@ -244,84 +245,89 @@ class StrengthSession:
         behind = self.log.sources_behind(model_files, list(self._sources))
         return behind[:self._config.strength_max_files]
 
-    def _probe_file(self, result: CheckResult, name: str, replay: bool, runs: Executor,
-                    time_left: TimeLeft) -> _Outcome:
+    def _probe_file(self, result: CheckResult, nth: int, name: str, replay: bool,
+                    runs: Executor, time_left: TimeLeft) -> Outcome:
         target = self.bank.acquire(name, time_left)
-        if isinstance(target, str):
-            return _Outcome(skipped=target)
+        if isinstance(target, Outcome):
+            return target
         try:
             variants = target.variants
             if not replay:
-                controls = [self._frozen(name, v.label, v.path) for v in variants.controls]
-                mutants = [self._frozen(name, v.label, v.path) for v in variants.mutants]
-                return self._phases(result, controls, mutants, lambda site: site, runs,
-                                    time_left, variants.windowed, name)
+                scratch = self.bank.scratch()
+                controls = [self._frozen(name, v, scratch) for v in variants.controls]
+                mutants = [self._frozen(name, v, scratch) for v in variants.mutants]
+                return self._phases(result, nth, controls, mutants,
+                                    lambda site, _: site, runs, time_left,
+                                    variants.windowed, name)
             group = self.bank.shadow_group(target, time_left)
-            if group == DEADLINE:
-                return _Outcome(unfinished=True)
-            assert isinstance(group, ShadowGroup)
             group.extend(self.log, self._limits, runs, time_left, self.bank.over_budget)
             state = group.state(len(self.log))
+            if state == DEADLINE:
+                raise StrengthDeadline(name)
             if state:
-                return (_Outcome(unfinished=True) if state == DEADLINE else
-                        _Outcome(weak=f"the episode did not replay the same way: {state}"))
+                return Outcome("weak", f"the episode did not replay the same way: {state}")
             controls = [_shadow_site(group.shadows[v.label]) for v in variants.controls]
             mutants = [_shadow_site(group.shadows[v.label]) for v in variants.mutants
                        if not group.shadows[v.label].broken]
-            return self._phases(result, controls, mutants,
-                                lambda site: self._twin(group, site, time_left), runs,
+            return self._phases(result, nth, controls, mutants,
+                                lambda site, k: self._twin(group, site, time_left, k), runs,
                                 time_left, variants.windowed, name)
         finally:
             self.bank.release(target)
 
-    def _frozen(self, name: str, label: str, path: Path) -> _Site:
+    def _frozen(self, name: str, variant: Variant, scratch: Path) -> _Site:
         ws = self._workspace
-        return _Site(label, lambda cmd, t: ws.run_check(cmd, timeout_s=t, overlay={name: path}))
 
-    def _twin(self, group: ShadowGroup, site: _Site, time_left: TimeLeft) -> _Site:
+        def run(cmd: str, timeout_s: float) -> ExecResult:
+            fresh = copy_variant(variant, scratch)  # a new inode for every run
+            try:
+                return ws.run_check(cmd, timeout_s=timeout_s, overlay={name: fresh})
+            finally:
+                fresh.unlink(missing_ok=True)
+        return _Site(variant.label, run)
+
+    def _twin(self, group: ShadowGroup, site: _Site, time_left: TimeLeft, k: int) -> _Site:
         if not len(self.log):
             return site  # nothing to replay: the same shadow is an identical replay
         twin = group.twin(site.label)
 
-        def ready() -> Verdict:
-            twin.extend(self.log, self._limits, time_left, self.bank.over_budget)
-            twin.settle(self.log.root)
+        def ready() -> bool | None:
+            if k == 0:  # the first confirmation replays; the others re-run on the twin
+                twin.extend(self.log, self._limits, time_left, self.bank.over_budget)
+                twin.settle(self.log.root)
             if twin.broken == DEADLINE or twin.replayed < len(self.log):
-                return _UNFINISHED
+                raise StrengthDeadline(site.label)
             return None if twin.broken else True
         return _Site(site.label, _shadow_site(twin).run, ready)
 
-    def _phases(self, result: CheckResult, controls: list[_Site], mutants: list[_Site],
-                twin_of: Callable[[_Site], _Site], runs: Executor, time_left: TimeLeft,
-                windowed: bool, name: str) -> _Outcome:
+    def _phases(self, result: CheckResult, nth: int, controls: list[_Site],
+                mutants: list[_Site], confirm_on: Callable[[_Site, int], _Site],
+                runs: Executor, time_left: TimeLeft, windowed: bool, name: str) -> Outcome:
         if not mutants:
-            return _Outcome(skipped="every mutant's replay failed")
+            return Outcome("skipped", "no mutant of it could be built or replayed")
         timeout = min(self._limits.check_timeout_s,
                       max(_MIN_RUN_TIMEOUT_S, 5 * result.duration_s + 5))
         run = _PhaseRunner(result.command, runs, timeout, time_left,
                            random.Random(f"{self._config.strength_seed}|{result.command}"))
-        first = run({"m": mutants[0], "c": controls[0]})
-        if _UNFINISHED in first.values():
-            return _Outcome(unfinished=True)
-        if first["c"] is not True:
-            return _Outcome(weak=_flaky(name, windowed))
-        kills = [mutants[0]] if first["m"] is False else []
+        first = run({"m": mutants[0], **({"c": controls[0]} if controls else {})})
+        if controls and first["c"] is not True:
+            return Outcome("weak", _flaky(name, windowed))
+        rest = run({site.label: site for site in (*controls[1:], *mutants[1:])})
+        verdicts = {mutants[0].label: first["m"], **rest}
+        if any(verdicts[site.label] is not True for site in controls[1:]):
+            return Outcome("weak", _flaky(name, windowed))
+        kills = [site for site in mutants if verdicts[site.label] is False]
         if not kills:
-            rest = run({site.label: site for site in mutants[1:]})
-            if _UNFINISHED in rest.values():
-                return _Outcome(unfinished=True)
-            kills = [site for site in mutants[1:] if rest[site.label] is False]
-            if not kills:
-                return _Outcome(tried=len(mutants))
-        last = run({**{site.label: site for site in controls[1:]}, "twin": twin_of(kills[0])})
-        if _UNFINISHED in last.values():
-            return _Outcome(unfinished=True)
-        if any(last[site.label] is not True for site in controls[1:]):
-            return _Outcome(weak=_flaky(name, windowed))
-        if last["twin"] is not False:
-            return _Outcome(weak=f"flaky: {kills[0].label} did not fail it again (the "
-                                 "kill did not repeat)")
-        return _Outcome(kills=tuple(site.label for site in kills))
+            return Outcome("survived", tried=len(mutants))
+        repeats = confirmations(len(controls), nth, self._config.strength_luck_bound)
+        for k in range(repeats):  # one after another: the twin replays once, first
+            again = run({"confirm": confirm_on(kills[0], k)})
+            if again["confirm"] is not False:
+                return Outcome("weak", f"flaky: {kills[0].label} did not fail it again "
+                                       f"(confirmation {k + 1} of {repeats})")
+        evidence = "".join(_mark(verdicts[site.label]) for site in
+                           sorted(mutants, key=lambda s: s.label))
+        return Outcome("kill", kills=tuple(site.label for site in kills), evidence=evidence)
 
 
 class _PhaseRunner:
@@ -332,23 +338,26 @@ class _PhaseRunner:
         self._command, self._runs, self._timeout_s = command, runs, timeout_s
         self._time_left, self._rng = time_left, rng
 
-    def __call__(self, sites: dict[str, _Site]) -> dict[str, Verdict]:
+    def __call__(self, sites: dict[str, _Site]) -> dict[str, bool | None]:
         keys = list(sites)
         self._rng.shuffle(keys)  # which variant runs first says nothing
         futures = {k: self._runs.submit(self._verdict, sites[k]) for k in keys}
-        return {k: f.result() for k, f in futures.items()}
+        return {k: f.result() for k, f in futures.items()}  # re-raises StrengthDeadline
 
-    def _verdict(self, site: _Site) -> Verdict:
-        ready = site.ready()
-        if ready is not True:
-            return ready
+    def _verdict(self, site: _Site) -> bool | None:
+        if site.ready() is None:
+            return None
         left = self._time_left()
         if left <= 0.05:
-            return _UNFINISHED
+            raise StrengthDeadline(site.label)
         res = site.run(self._command, min(self._timeout_s, left))
         if res.timed_out and self._time_left() <= 0.05:
-            return _UNFINISHED
+            raise StrengthDeadline(site.label)
         return _clean_verdict(res)
+
+
+def _mark(verdict: bool | None) -> str:
+    return "?" if verdict is None else ("T" if verdict else "F")
 
 
 def _shadow_site(shadow: Shadow) -> _Site:
@@ -360,12 +369,13 @@ def _flaky(name: str, windowed: bool) -> str:
     if windowed:
         return (f"its verdict depends on {name} past the first strength_max_mb "
                 "(after decompression), the window strength varies")
-    return (f"flaky: it failed on a control ({name} unchanged in content), so it depends "
-            "on something besides the data: time, randomness, file metadata or encoding")
+    return (f"it failed on a control (a variant of {name} with the same answer: records "
+            "re-ordered or re-encoded, irrelevant ones dropped), so it checks the bytes, "
+            "the time or the file's metadata, not what the question is about")
 
 
 def _weak(result: CheckResult, why: str) -> CheckResult:
-    return replace(result, discriminating=False, killed_by=(),
+    return replace(result, discriminating=False, killed_by=(), evidence="",
                    detail=f"not discriminating: {why}"[:200])
 
 
@@ -381,3 +391,4 @@ def _stat(staged: Path, source: Path) -> os.stat_result:
         return os.lstat(staged)
     except OSError:
         return os.stat(source)
+

@@ -45,10 +45,16 @@ class Codec:
     magic: bytes
     decompressor: Callable[[], Any]
     compress: Callable[[bytes], bytes]
+    compress_alt: Callable[[bytes], bytes]
 
     def encode(self, content: bytes) -> bytes:
         """``content`` compressed as every variant of the file is."""
         return self.compress(content)
+
+    def encode_alt(self, content: bytes) -> bytes:
+        """``content`` compressed with other settings: a ``recompress`` control, whose
+        bytes differ from every other variant's while its content does not."""
+        return self.compress_alt(content)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +78,12 @@ class Decoded:
 
 CODECS: tuple[Codec, ...] = (
     Codec("gzip", b"\x1f\x8b", lambda: zlib.decompressobj(wbits=31),
-          lambda b: gzip.compress(b, compresslevel=1, mtime=0)),
-    Codec("bzip2", b"BZh", bz2.BZ2Decompressor, lambda b: bz2.compress(b, 1)),
-    Codec("xz", b"\xfd7zXZ\x00", lzma.LZMADecompressor, lambda b: lzma.compress(b, preset=0)),
+          lambda b: gzip.compress(b, compresslevel=1, mtime=0),
+          lambda b: gzip.compress(b, compresslevel=6, mtime=0)),
+    Codec("bzip2", b"BZh", bz2.BZ2Decompressor, lambda b: bz2.compress(b, 1),
+          lambda b: bz2.compress(b, 9)),
+    Codec("xz", b"\xfd7zXZ\x00", lzma.LZMADecompressor, lambda b: lzma.compress(b, preset=0),
+          lambda b: lzma.compress(b, preset=3)),
 )
 
 

@@ -43,13 +43,17 @@ from hashlib import sha256
 
 import numpy as np
 
-__all__ = ["TEXT_OPERATORS", "Mutant", "mutate_content", "window"]
+__all__ = ["RECORD_OPERATORS", "TEXT_OPERATORS", "Mutant", "mutant_candidates",
+           "mutate_content", "window"]
 
 TEXT_OPERATORS: tuple[str, ...] = ("drop_lines", "perturb_numbers", "shuffle_rows",
                                    "drop_header")
 _TEXT_FALLBACKS: tuple[str, ...] = ("duplicate_lines", "edit_chars", "perturb_numbers",
                                     "drop_lines", "shuffle_rows")
 _BINARY_OPERATORS: tuple[str, ...] = ("flip_bytes", "truncate_tail")
+RECORD_OPERATORS: tuple[str, ...] = ("drop_record", "perturb_record")
+"""Edits of one record: mutants of another kind than the bulk operators, so that checks
+of different facts fail on different mutants (``Reference``-classified tasks only)."""
 _SHARE = 0.1
 # Edits per mutant are capped so a mutant of a million-line file costs about a second
 # (a changed sum, count or order is as visible in 10^4 lines as in 10^6).
@@ -103,6 +107,47 @@ def mutate_content(name: str, content: bytes, *, n: int, seed: int) -> list[Muta
                 seen.add(digest)
                 built.append(Mutant(f"{name}:{operator}#{index}", changed))
                 break
+    return built
+
+
+def mutant_candidates(name: str, content: bytes, *, seed: int, limit: int,
+                      aimed: tuple[Callable[[bytes, random.Random], bytes | None], ...] = ()
+                      ) -> list[Mutant]:
+    """Up to ``limit`` distinct candidate mutants, for a reference to classify.
+
+    The family's aimed mutators come first, then the operators in turn — bulk
+    (``TEXT_OPERATORS``) and single-record (``RECORD_OPERATORS``) alternating — so that a
+    short list already holds mutants of different kinds. None equals ``content``.
+
+    Args:
+        name: The file's workspace name (part of the seed and of each label).
+        content: The decoded content (already cut to the window).
+        seed: ``RewardConfig.strength_seed``.
+        limit: Candidates wanted at most.
+        aimed: The family's mutators for this file (``Reference.mutators``).
+    """
+    if not content:
+        return []
+    binary = b"\0" in content[:8192]
+    ops: list[tuple[str, Callable[[bytes, random.Random], bytes | None]]] = []
+    generic = _BINARY_OPERATORS if binary else tuple(
+        op for pair in zip(TEXT_OPERATORS, RECORD_OPERATORS * 2, strict=False) for op in pair)
+    rounds = max(1, limit)
+    for r in range(rounds):
+        ops += [(f"aimed{i}", m) for i, m in enumerate(aimed)]
+        ops += [(op, _OPERATORS[op]) for op in generic]
+        if len(ops) >= 3 * limit:
+            break
+    seen = {sha256(content).digest()}
+    built: list[Mutant] = []
+    for index, (label, operator) in enumerate(ops):
+        if len(built) >= limit:
+            break
+        changed = operator(content, random.Random(f"{seed}|{name}|cand|{index}"))
+        digest = sha256(changed).digest() if changed else b""
+        if changed and digest not in seen:
+            seen.add(digest)
+            built.append(Mutant(f"{name}:{label}#{index}", changed))
     return built
 
 
@@ -243,6 +288,23 @@ def _edit_digit(text: str, rng: random.Random) -> str:
     return text[:i] + rng.choice([d for d in "0123456789" if d != text[i]]) + text[i + 1:]
 
 
+def _drop_record(content: bytes, rng: random.Random) -> bytes | None:
+    text = _Text(content)
+    if text.n < 3:
+        return None
+    return text.build({rng.randrange(1, text.n): []})
+
+
+def _perturb_record(content: bytes, rng: random.Random) -> bytes | None:
+    text = _Text(content)
+    numeric = [i for i in rng.sample(range(1, text.n), min(text.n - 1, 200))
+               if _NUMBER.search(text.line(i))] if text.n > 1 else []
+    if not numeric:
+        return None
+    i = numeric[0]
+    return text.build({i: [_NUMBER.sub(lambda m: _moved(m.group(), rng), text.line(i))]})
+
+
 def _flip_bytes(content: bytes, rng: random.Random) -> bytes | None:
     data = bytearray(content)
     for i in rng.sample(range(len(data)), _count(len(data) // 10)):
@@ -263,6 +325,8 @@ _OPERATORS: dict[str, Callable[[bytes, random.Random], bytes | None]] = {
     "drop_header": _drop_header,
     "duplicate_lines": _duplicate_lines,
     "edit_chars": _edit_chars,
+    "drop_record": _drop_record,
+    "perturb_record": _perturb_record,
     "flip_bytes": _flip_bytes,
     "truncate_tail": _truncate_tail,
 }

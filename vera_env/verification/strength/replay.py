@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vera_env.verification.check_inputs import WorkspaceIndex, named_files
+from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_files
 
 if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vera_env.verification.replay import CommandLog, walk_tree
-from vera_env.verification.variants import Variant, VariantSet, copy_variant
+from vera_env.verification.strength.replay import CommandLog, walk_tree
+from vera_env.verification.strength.variants import Variant, VariantSet, copy_variant
 
 if TYPE_CHECKING:
     from vera_env.sandbox import Sandbox, SandboxLimits, Workspace

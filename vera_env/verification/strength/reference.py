@@ -1,0 +1,98 @@
+"""What a task tells strength about itself: how its answer follows from its files.
+
+A check earns when its verdict *follows the answer*: it holds on every variant of the
+task's data that leaves the answer unchanged (a *control*) and fails on one that
+changes it (a *mutant*). Which variant is which is not assumed from how it was built —
+shuffling the rows of a table changes a median of the first ten rows and not a mean —
+it is decided by the task's own reference: ``solve`` recomputes the answer from the
+variant's files, and the task's grader compares it with the answer on the unvaried
+files. So a hash, a byte count, a line count of a whole file or a copy compared with the
+original dies on a control that re-serialises the data, while a recount of what the
+question is about holds on every control and dies on a mutant.
+
+A family declares, next to its generator, which *control transforms*
+(`CONTROL_TRANSFORMS`) keep its answer for each of its files (``preserving``), which
+records of a file its question never reads (``irrelevant``: what ``drop_irrelevant``
+may remove), and optionally mutators of its own (``mutators``: content changes aimed at
+what the question reads, on top of the generic ones in ``mutants``). ``vera-env tasks
+validate`` reports, per family, how many controls and mutants were built and whether
+the reference classified them as declared.
+
+A task without a reference (a user's suite folder with no solver, a canary whose answer
+is "cannot be determined" whatever the data) gets the format-level re-serialisations
+only (``FORMAT_TRANSFORMS``) as controls and the generic mutations, unclassified, as
+mutants: a weaker guarantee — a fingerprint of a plain-text file's bytes survives it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["CONTROL_TRANSFORMS", "FORMAT_TRANSFORMS", "ControlTransform", "Contents",
+           "Mutator", "Reference", "Solver"]
+
+ControlTransform = Literal["recompress", "shuffle_records", "drop_irrelevant", "rewrap",
+                           "add_comment"]
+CONTROL_TRANSFORMS: tuple[ControlTransform, ...] = (
+    "recompress", "shuffle_records", "drop_irrelevant", "rewrap", "add_comment")
+"""The answer-preserving transformations strength can build (``transforms``):
+
+* ``recompress``: the same content, encoded with other settings (gzip level, block
+  size); only for compressed files;
+* ``shuffle_records``: the records in another order (header and meta lines kept first);
+* ``drop_irrelevant``: about a tenth (at least one) of the records the family's
+  ``irrelevant`` predicate picks, removed;
+* ``rewrap``: FASTA sequence lines wrapped at another width;
+* ``add_comment``: a comment or meta line added to the header (VCF ``##``, MatrixMarket
+  ``%``, GTF/GFF ``#``, SAM ``@CO``), where the format has comments.
+"""
+FORMAT_TRANSFORMS: tuple[ControlTransform, ...] = ("recompress", "add_comment")
+"""The controls of a task with no reference: re-serialisations that keep every record."""
+
+Contents = Mapping[str, bytes]
+"""Every task file's *decoded* content (gzip and friends undone), by workspace name."""
+Solver = Callable[[Contents], str]
+"""Recompute the task's answer from its files; raise on content it cannot read."""
+Mutator = Callable[[bytes, random.Random], bytes | None]
+"""Change a file's decoded content (None: cannot); the reference decides if the answer moved."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """How a task's answer follows from its files (see the module docstring).
+
+    Attributes:
+        solve: Recomputes the answer from every task file's decoded content, formatted
+            as the task's answer is (the task's grader compares the two). It must not
+            use anything but its argument and what the generator fixed (the subject:
+            a sample, a motif, a species), and must raise on content it cannot read.
+        preserving: File name -> the control transforms that keep the answer for it.
+            A file not named gets ``FORMAT_TRANSFORMS``.
+        irrelevant: File name -> predicate on one record (a line; for FASTA a whole
+            ``>`` record; for FASTQ four lines) saying the question never reads it.
+            ``drop_irrelevant`` needs one for the file.
+        mutators: File name -> mutators aimed at what the question reads, tried before
+            the generic mutations.
+    """
+
+    solve: Solver
+    preserving: Mapping[str, tuple[ControlTransform, ...]] = field(default_factory=dict)
+    irrelevant: Mapping[str, Callable[[bytes], bool]] = field(default_factory=dict)
+    mutators: Mapping[str, tuple[Mutator, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, transforms in self.preserving.items():
+            unknown = set(transforms) - set(CONTROL_TRANSFORMS)
+            if unknown:
+                raise ValueError(f"Reference.preserving[{name!r}]: unknown transforms "
+                                 f"{sorted(unknown)}; expected some of {CONTROL_TRANSFORMS}")
+            if "drop_irrelevant" in transforms and name not in self.irrelevant:
+                raise ValueError(f"Reference.preserving[{name!r}] declares drop_irrelevant "
+                                 "but irrelevant has no predicate for that file")
+
+    def controls_for(self, name: str) -> tuple[ControlTransform, ...]:
+        """The control transforms declared for file ``name`` (format-level if none)."""
+        return tuple(self.preserving.get(name, FORMAT_TRANSFORMS))

@@ -1,0 +1,187 @@
+"""Answer-preserving transformations of a task file: the candidates for controls.
+
+A control must change the file's bytes and keep its answer, so that only a check that
+reads what the question is about holds on every control. The transforms here are
+format-aware but know nothing of any question: whether one keeps a task's answer is
+declared by the task's family (``Reference.preserving``) and confirmed by its solver
+(``variants``). They work on *decoded* content (a ``.gz`` is decompressed first and
+encoded again afterwards).
+
+A file is a header and a list of records, by format (the name, less a compression
+suffix, says which):
+
+========================  =====================================  ====================
+format                    header                                 record
+========================  =====================================  ====================
+FASTA (.fa .fasta .fna)   text before the first ``>``            a ``>`` line and its
+                                                                 sequence lines
+FASTQ (.fastq .fq)        none                                   four lines
+VCF                       the leading ``#`` lines                one line
+MatrixMarket (.mtx)       the leading ``%`` lines and the size   one line
+GTF, GFF                  the leading ``#`` lines                one line
+SAM                       the leading ``@`` lines                one line
+other text (CSV, TSV)     the first line                         one line
+binary (NUL in the head)  —                                      — (no transform)
+========================  =====================================  ====================
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+
+from vera_env.verification.strength.reference import ControlTransform
+
+__all__ = ["apply_control", "file_format", "join_records", "split_records"]
+
+_COMPRESSED = (".gz", ".bgz", ".bz2", ".xz")
+_FORMATS = {".fa": "fasta", ".fasta": "fasta", ".fna": "fasta", ".fas": "fasta",
+            ".faa": "fasta", ".ffn": "fasta", ".fastq": "fastq", ".fq": "fastq",
+            ".vcf": "vcf", ".mtx": "mtx", ".gtf": "gff", ".gff": "gff", ".gff3": "gff",
+            ".sam": "sam", ".bam": "binary", ".h5ad": "binary", ".h5": "binary"}
+_HEADER_PREFIX = {"vcf": b"#", "mtx": b"%", "gff": b"#", "sam": b"@"}
+_WIDTHS = (50, 60, 70, 80, 100)
+_SHARE = 0.1
+
+
+def file_format(name: str) -> str:
+    """``fasta``, ``fastq``, ``vcf``, ``mtx``, ``gff``, ``sam``, ``binary`` or ``text``."""
+    lower = name.lower()
+    for suffix in _COMPRESSED:
+        if lower.endswith(suffix):
+            lower = lower[:-len(suffix)]
+            break
+    dot = lower.rfind(".")
+    return _FORMATS.get(lower[dot:], "text") if dot >= 0 else "text"
+
+
+def split_records(name: str, content: bytes) -> tuple[bytes, list[bytes]] | None:
+    """(header, records) of a text file, each record with its line ends; None if binary.
+
+    ``join_records(header, records)`` gives ``content`` back (a missing final newline
+    is added).
+    """
+    fmt = file_format(name)
+    if fmt == "binary" or b"\0" in content[:8192]:
+        return None
+    lines = content.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(b"\n"):
+        lines[-1] += b"\n"
+    if fmt == "fasta":
+        return _fasta_records(lines)
+    if fmt == "fastq":
+        return b"", [b"".join(lines[i:i + 4]) for i in range(0, len(lines), 4)]
+    prefix = _HEADER_PREFIX.get(fmt)
+    n = 0
+    if prefix is None:
+        n = min(1, len(lines))
+    else:
+        while n < len(lines) and lines[n].startswith(prefix):
+            n += 1
+        if fmt == "mtx" and n < len(lines):
+            n += 1  # the size line
+    return b"".join(lines[:n]), lines[n:]
+
+
+def join_records(header: bytes, records: list[bytes]) -> bytes:
+    """The file made of ``header`` and ``records``."""
+    return header + b"".join(records)
+
+
+def apply_control(transform: ControlTransform, name: str, content: bytes,
+                  rng: random.Random, irrelevant: Callable[[bytes], bool] | None = None
+                  ) -> bytes | None:
+    """``content`` transformed by ``transform``, or None when it does not apply or would
+    not change the bytes (``recompress`` returns the content unchanged: the encoder
+    writes it with other settings, and only for a compressed file).
+
+    Args:
+        transform: One of `vera_env.verification.strength.reference.CONTROL_TRANSFORMS`.
+        name: The file's workspace name (its format).
+        content: The decoded content.
+        rng: Draws (which records, which width, the comment's text).
+        irrelevant: For ``drop_irrelevant``: which records the question never reads.
+    """
+    if transform == "recompress":
+        return content if name.lower().endswith(_COMPRESSED) else None
+    split = split_records(name, content)
+    if split is None:
+        return None
+    header, records = split
+    changed = _TRANSFORMS[transform](name, header, records, rng, irrelevant)
+    return changed if changed is not None and changed != content else None
+
+
+def _shuffle(name: str, header: bytes, records: list[bytes], rng: random.Random,
+             irrelevant: Callable[[bytes], bool] | None) -> bytes | None:
+    if len(set(records)) < 2:
+        return None
+    moved = records[:]
+    while moved == records:
+        rng.shuffle(moved)
+    return join_records(header, moved)
+
+
+def _drop_irrelevant(name: str, header: bytes, records: list[bytes], rng: random.Random,
+                     irrelevant: Callable[[bytes], bool] | None) -> bytes | None:
+    if irrelevant is None:
+        return None
+    candidates = [i for i, record in enumerate(records) if irrelevant(record)]
+    if not candidates or len(candidates) == len(records) == 1:
+        return None
+    k = min(len(candidates), max(1, round(_SHARE * len(candidates))), len(records) - 1)
+    drop = set(rng.sample(candidates, k))
+    return join_records(header, [r for i, r in enumerate(records) if i not in drop])
+
+
+def _rewrap(name: str, header: bytes, records: list[bytes], rng: random.Random,
+            irrelevant: Callable[[bytes], bool] | None) -> bytes | None:
+    if file_format(name) != "fasta" or not records:
+        return None
+    widths = [len(line) - 1 for r in records for line in r.splitlines(keepends=True)[1:-1]]
+    current = max(widths, default=0)
+    width = rng.choice([w for w in _WIDTHS if w != current])
+    out = []
+    for record in records:
+        title, _, body = record.partition(b"\n")
+        seq = re.sub(rb"\s+", b"", body)
+        lines = [seq[i:i + width] + b"\n" for i in range(0, len(seq), width)]
+        out.append(title + b"\n" + b"".join(lines))
+    return join_records(header, out)
+
+
+def _add_comment(name: str, header: bytes, records: list[bytes], rng: random.Random,
+                 irrelevant: Callable[[bytes], bool] | None) -> bytes | None:
+    fmt = file_format(name)
+    note = f"{rng.getrandbits(48):012x}".encode()
+    lines = header.splitlines(keepends=True)
+    if fmt == "vcf":  # ##fileformat must stay the first line
+        line, at = b"##vera_note=" + note + b"\n", 1
+    elif fmt == "mtx":  # the %%MatrixMarket banner must stay first
+        line, at = b"% " + note + b"\n", 1
+    elif fmt == "gff":  # ##gff-version must stay first
+        line, at = b"# " + note + b"\n", 1 if lines[:1] and lines[0].startswith(b"##") else 0
+    elif fmt == "sam":
+        line, at = b"@CO\t" + note + b"\n", len(lines)
+    else:
+        return None
+    return join_records(b"".join(lines[:at] + [line] + lines[at:]), records)
+
+
+def _fasta_records(lines: list[bytes]) -> tuple[bytes, list[bytes]]:
+    starts = [i for i, line in enumerate(lines) if line.startswith(b">")]
+    if not starts:
+        return b"".join(lines), []
+    ends = starts[1:] + [len(lines)]
+    return (b"".join(lines[:starts[0]]),
+            [b"".join(lines[s:e]) for s, e in zip(starts, ends, strict=True)])
+
+
+_TRANSFORMS: dict[str, Callable[[str, bytes, list[bytes], random.Random,
+                                 Callable[[bytes], bool] | None], bytes | None]] = {
+    "shuffle_records": _shuffle,
+    "drop_irrelevant": _drop_irrelevant,
+    "rewrap": _rewrap,
+    "add_comment": _add_comment,
+}

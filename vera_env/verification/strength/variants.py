@@ -1,0 +1,399 @@
+"""Controls and mutants of one task file: built once per task, classified by its reference.
+
+Strength shows a check *variants* of a task file and asks whether its verdict follows
+the answer. Two properties make that evidence, and each was broken once:
+
+* **A control keeps the answer and changes the bytes; a mutant changes the answer.**
+  Controls used to be unchanged copies, so any function of the bytes — a hash, a byte
+  count, a copy compared with the original — passed every control, failed every mutant
+  and earned; a policy pinning fingerprints out-earned the reference analysis on every
+  task. Now controls are answer-preserving transformations (``transforms``: records
+  re-ordered, irrelevant records dropped, comments added, lines re-wrapped, the file
+  recompressed) and mutants are the generic mutations plus the family's aimed ones —
+  and neither is assumed: the task's ``Reference`` recomputes the answer on each
+  candidate, a control is kept only if its answer equals the unvaried one, a mutant
+  only if it differs (``classify``). A task without a reference gets format-level
+  controls and unclassified mutants (``Classified.classified`` False).
+* **Nothing but content tells variants apart.** Every variant is encoded with the same
+  codec and settings (a ``recompress`` control with others, which is the point of
+  it), and each episode writes its own fresh files of them, in an order drawn from
+  the operating system's randomness, with the staged file's mode and mtime
+  (``write_variants``): inode numbers, write order and times say nothing, and the seed
+  does not predict them.
+
+Classifying costs a solver run per candidate, so a task file's classified variants
+are cached per process (keyed by the task, the file and the settings), within a byte
+budget: the second episode of a task pays only for writing files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vera_env.verification.strength.encoding import Decoded, decode
+from vera_env.verification.strength.mutants import mutant_candidates, mutate_content, window
+from vera_env.verification.strength.reference import FORMAT_TRANSFORMS, Contents, Reference
+from vera_env.verification.strength.transforms import apply_control
+
+__all__ = ["Blob", "Classified", "Variant", "VariantSet", "build_variants", "classify",
+           "copy_variant", "write_variants"]
+
+Same = Callable[[str, str], bool]
+_CACHE_BYTES = 256 * 2**20
+_ORDER = random.SystemRandom()
+
+
+@dataclass(frozen=True, slots=True)
+class Blob:
+    """One variant's bytes as written to disk (encoded), in memory."""
+
+    label: str
+    control: bool
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Classified:
+    """The variants of one task file, before they are files.
+
+    Attributes:
+        name: The file's workspace name.
+        windowed: The variants hold only the first ``max_bytes`` of the content.
+        classified: Controls and mutants were decided by the task's reference.
+        controls: Variants whose answer is the file's own.
+        mutants: Variants whose answer differs (or, unclassified, mutated content).
+        declared: The control transforms declared for the file.
+        refuted: Candidates the reference contradicted (a declared transform that
+            changed the answer: a family bug ``vera-env tasks validate`` reports).
+        note: Why the file is unclassified, if it is.
+    """
+
+    name: str
+    windowed: bool
+    classified: bool
+    controls: tuple[Blob, ...]
+    mutants: tuple[Blob, ...]
+    declared: tuple[str, ...] = ()
+    refuted: tuple[str, ...] = ()
+    note: str = ""
+
+    @property
+    def nbytes(self) -> int:
+        """Memory its variants take."""
+        return sum(len(b.data) for b in (*self.controls, *self.mutants))
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One variant of a task file, written for one episode.
+
+    Attributes:
+        label: ``<file>:<transform or operator>#<i>``.
+        control: Its answer is the file's own.
+        path: A read-only file of the harness.
+    """
+
+    label: str
+    control: bool
+    path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class VariantSet:
+    """Every variant of one task file, written for one episode.
+
+    Attributes:
+        name: The file's workspace name.
+        windowed: The variants hold only the first ``max_bytes`` of the content.
+        controls: Variants with the file's answer.
+        mutants: Variants with another answer (none for an empty file).
+        bytes_written: Disk the variants take.
+        classified: Controls and mutants were decided by the task's reference.
+        source: What they were written from (``write_variants`` writes fresh copies).
+    """
+
+    name: str
+    windowed: bool
+    controls: tuple[Variant, ...]
+    mutants: tuple[Variant, ...]
+    bytes_written: int
+    classified: bool = False
+    source: Classified | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What a file's variants depend on besides the file (part of the cache key)."""
+
+    mutants: int
+    controls: int
+    seed: int
+    max_bytes: int
+
+
+def classify(name: str, source: Path, settings: Settings, *, budget_s: float,
+             reference: Reference | None = None, same: Same | None = None,
+             contents: Callable[[], Contents] | None = None, cache_key: str = ""
+             ) -> Classified:
+    """Build and classify the variants of one task file (cached by ``cache_key``).
+
+    Args:
+        name: The file's workspace name.
+        source: The task's file on the host.
+        settings: Counts, seed and window.
+        budget_s: Wall-time bound on decoding.
+        reference: The task's reference (None: format-level controls, unclassified).
+        same: Whether two answers agree under the task's grader (needed with a
+            reference).
+        contents: Every task file's decoded content (for the reference's solver).
+        cache_key: Names the task; "" disables the cache.
+
+    Raises:
+        OSError: The source could not be read.
+    """
+    key = _key(cache_key, name, source, settings)
+    if key and (hit := _CACHE.get(key)) is not None:
+        return hit
+    with open(source, "rb") as handle:
+        raw = handle.read(settings.max_bytes + 1)
+        whole = not handle.read(1)
+    decoded = decode(raw, max_bytes=settings.max_bytes, budget_s=budget_s, complete=whole)
+    content = decoded.content if decoded.complete else window(decoded.content,
+                                                                settings.max_bytes)
+    if reference is not None and same is not None and contents is not None:
+        built = _classified(name, decoded, content, settings, reference, same, contents)
+    else:
+        built = _unclassified(name, decoded, content, settings, reference,
+                              "the task has no reference solver")
+    if key:
+        _CACHE.put(key, built)
+    return built
+
+
+def build_variants(name: str, source: Path, directory: Path, *, mutants: int, controls: int,
+                   seed: int, max_bytes: int, budget_s: float, mtime_ns: int,
+                   mode: int = 0o444, reference: Reference | None = None,
+                   same: Same | None = None, contents: Callable[[], Contents] | None = None,
+                   cache_key: str = "") -> VariantSet:
+    """``classify`` then ``write_variants``: one file's variants, on disk for an episode.
+
+    Raises:
+        OSError: The source could not be read or a variant not written.
+    """
+    built = classify(name, source, Settings(mutants, controls, seed, max_bytes),
+                     budget_s=budget_s, reference=reference, same=same, contents=contents,
+                     cache_key=cache_key)
+    return write_variants(built, directory, mtime_ns=mtime_ns, mode=mode)
+
+
+def write_variants(built: Classified, directory: Path, *, mtime_ns: int,
+                   mode: int = 0o444) -> VariantSet:
+    """Fresh files of every variant, written in a secret random order.
+
+    Raises:
+        OSError: A variant could not be written.
+    """
+    blobs = [*built.controls, *built.mutants]
+    order = list(range(len(blobs)))
+    _ORDER.shuffle(order)  # write order (so inode order) says nothing, even to the seed
+    paths: dict[int, Path] = {}
+    for i in order:
+        paths[i] = _write(directory, blobs[i].data, mtime_ns, mode)
+    made = [Variant(b.label, b.control, paths[i]) for i, b in enumerate(blobs)]
+    return VariantSet(built.name, built.windowed, tuple(v for v in made if v.control),
+                      tuple(v for v in made if not v.control),
+                      sum(len(b.data) for b in blobs), built.classified, built)
+
+
+def copy_variant(variant: Variant, directory: Path) -> Path:
+    """A fresh file with ``variant``'s bytes, mode and mtime (its own inode).
+
+    Raises:
+        OSError: The copy could not be written.
+    """
+    st = os.stat(variant.path)
+    return _write(directory, variant.path.read_bytes(), st.st_mtime_ns, st.st_mode & 0o7777)
+
+
+# ----- building -----
+
+def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
+                reference: Reference, same: Same, contents: Callable[[], Contents]
+                ) -> Classified:
+    files = dict(contents())
+    if name in files and files[name] != content:
+        files[name] = content  # the window: variants and the baseline alike
+    try:
+        base = reference.solve(files)
+    except Exception as exc:  # noqa: BLE001 - a solver that cannot read its own data
+        return _unclassified(name, decoded, content, settings, reference,
+                             f"the reference could not solve the unvaried files: {exc}"[:200])
+
+    def answer(variant: bytes) -> str | None:
+        try:
+            return reference.solve({**files, name: variant})
+        except Exception:  # noqa: BLE001 - unreadable variant: neither control nor mutant
+            return None
+
+    declared = reference.controls_for(name)
+    controls: list[Blob] = []
+    refuted: list[str] = []
+    for label, changed, alt in _control_candidates(name, content, settings, reference):
+        got = answer(changed)
+        if got is not None and same(base, got):
+            controls.append(Blob(label, True, _encode(decoded, changed, alt)))
+        else:
+            refuted.append(label)
+        if len(controls) >= settings.controls:
+            break
+    mutants: list[Blob] = []
+    for mutant in mutant_candidates(name, content, seed=settings.seed,
+                                    limit=3 * settings.mutants + 4,
+                                    aimed=tuple(reference.mutators.get(name, ()))):
+        got = answer(mutant.content)
+        if got is not None and not same(base, got):
+            mutants.append(Blob(mutant.label, False, _encode(decoded, mutant.content, False)))
+            if len(mutants) >= settings.mutants:
+                break
+    return Classified(name, not decoded.complete, True, tuple(controls), tuple(mutants),
+                      declared, tuple(refuted))
+
+
+def _unclassified(name: str, decoded: Decoded, content: bytes, settings: Settings,
+                  reference: Reference | None, note: str) -> Classified:
+    declared = reference.controls_for(name) if reference else FORMAT_TRANSFORMS
+    fmt_only = reference is None
+    controls = [Blob(label, True, _encode(decoded, changed, alt))
+                for label, changed, alt in _control_candidates(
+                    name, content, settings, reference, transforms=FORMAT_TRANSFORMS
+                    if fmt_only else None)][:settings.controls]
+    mutants = [Blob(m.label, False, _encode(decoded, m.content, False))
+               for m in mutate_content(name, content, n=settings.mutants, seed=settings.seed)]
+    return Classified(name, not decoded.complete, False, tuple(controls), tuple(mutants),
+                      tuple(declared), (), note)
+
+
+def _control_candidates(name: str, content: bytes, settings: Settings,
+                        reference: Reference | None,
+                        transforms: tuple[str, ...] | None = None
+                        ) -> list[tuple[str, bytes, bool]]:
+    """(label, content, recompressed) candidates, transforms in turn; identity copies
+    fill up when no transform applies (the weakest control: only bytes of equal
+    content pass it)."""
+    names = transforms if transforms is not None else (
+        reference.controls_for(name) if reference else FORMAT_TRANSFORMS)
+    irrelevant = reference.irrelevant.get(name) if reference else None
+    out: list[tuple[str, bytes, bool]] = []
+    seen: set[tuple[bytes, bool]] = set()
+    for attempt in range(2 * settings.controls + 2):
+        for transform in names:
+            rng = random.Random(f"{settings.seed}|{name}|{transform}|{attempt}")
+            changed = apply_control(transform, name, content, rng,  # type: ignore[arg-type]
+                                    irrelevant)
+            alt = transform == "recompress"
+            key = (hashlib.sha256(changed).digest(), alt) if changed is not None else None
+            if changed is not None and key not in seen:
+                seen.add(key)  # type: ignore[arg-type]
+                out.append((f"{name}:{transform}#{len(out)}", changed, alt))
+        if len(out) >= 2 * settings.controls:
+            break
+    i = 0
+    while len(out) < settings.controls:
+        out.append((f"{name}:copy#{i}", content, False))
+        i += 1
+    return out
+
+
+def _encode(decoded: Decoded, content: bytes, recompress: bool) -> bytes:
+    if recompress and decoded.codec is not None:
+        return decoded.codec.encode_alt(content)
+    return decoded.encode(content)
+
+
+def _write(directory: Path, content: bytes, mtime_ns: int, mode: int) -> Path:
+    path = directory / secrets.token_hex(8)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        view = memoryview(content)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, mode)
+        os.utime(fd, ns=(mtime_ns, mtime_ns))
+    finally:
+        os.close(fd)
+    return path
+
+
+# ----- the per-process cache -----
+
+def _key(cache_key: str, name: str, source: Path, settings: Settings) -> tuple[object, ...]:
+    if not cache_key:
+        return ()
+    try:
+        st = os.stat(source)
+    except OSError:
+        return ()
+    return (cache_key, name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, settings)
+
+
+class _Cache:
+    """Classified variants by key, least recently used dropped past a byte budget."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._items: OrderedDict[tuple[object, ...], Classified] = OrderedDict()
+        self._lock = threading.Lock()
+        self._max_bytes = max_bytes
+        self.hits = self.misses = 0
+        self.built_s = 0.0
+        self._started = time.monotonic()
+
+    def get(self, key: tuple[object, ...]) -> Classified | None:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            self._items.move_to_end(key)
+            return hit
+
+    def put(self, key: tuple[object, ...], value: Classified) -> None:
+        with self._lock:
+            self._items[key] = value
+            while sum(v.nbytes for v in self._items.values()) > self._max_bytes \
+                    and len(self._items) > 1:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_CACHE = _Cache(_CACHE_BYTES)
+
+
+def clear_cache() -> None:
+    """Forget every classified file (tests; a task file changed on disk is keyed anew)."""
+    _CACHE.clear()
+
+
+def decoded_contents(sources: Mapping[str, Path], max_bytes: int, budget_s: float
+                     ) -> dict[str, bytes]:
+    """Every task file's decoded content (within the window), for a reference's solver."""
+    out: dict[str, bytes] = {}
+    for name, path in sources.items():
+        with open(path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+            whole = not handle.read(1)
+        decoded = decode(raw, max_bytes=max_bytes, budget_s=budget_s, complete=whole)
+        out[name] = decoded.content if decoded.complete else window(decoded.content, max_bytes)
+    return out
