@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vera_env.spec import SANDBOX_NAMES
+
+if TYPE_CHECKING:
+    from vera_env.evaluation.validation import Verdict
 
 __all__ = ["add_parser", "format_rows"]
 
@@ -146,9 +150,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         verdicts = validate_tasks(tasks, source, strength_ids=strong, jobs=args.jobs,
                                   spec=spec, judge=judge,
                                   progress=lambda v: progress.advance(f"{v.status} {v.task_id}"))
-    print(format_rows(("task", "status", "checks", "discriminating", "careless", "note"),
-                      [(v.task_id, v.status, v.checks, v.discriminating, v.careless, v.note)
-                       for v in verdicts]))
+    print(format_rows(("task", "status", "checks", "discriminating", "variants", "careless",
+                       "note"),
+                      [(v.task_id, v.status, v.checks, v.discriminating, v.variants,
+                        v.careless, v.note) for v in verdicts]))
+    print("\n" + _families_table(verdicts))
     if args.source == _BUILTIN:
         by_type: dict[str, list[bool]] = {}
         for v in verdicts:
@@ -159,6 +165,32 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"\n{len(verdicts) - len(failed) - skipped} ok, {len(failed)} failed, {skipped} "
           f"skipped, of {len(verdicts)} tasks")
     return 1 if failed else 0
+
+
+def _families_table(verdicts: Sequence[Verdict]) -> str:
+    """Controls and mutants built per family (type, less seed and difficulty), and
+    whether the family's reference classified them (``*`` in ``variants``: it did not,
+    so the controls are format-level only)."""
+    rows: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        if v.variants != "-":
+            rows.setdefault(family_of(v.task_id), []).append(v)
+    if not rows:
+        return "(no task was strength-tested: no variants built)"
+    return format_rows(
+        ("family", "tasks", "controls", "mutants", "classified by reference", "ok"),
+        [(name, len(vs), sum(v.controls for v in vs), sum(v.mutants for v in vs),
+          f"{sum(v.classified for v in vs)}/{len(vs)}",
+          f"{sum(v.status == 'ok' for v in vs)}/{len(vs)}") for name, vs in sorted(rows.items())])
+
+
+def family_of(task_id: str) -> str:
+    """A task's family for reports: its id less seed and difficulty (``vcf.het_count``,
+    ``real.csv.penguin_mass``, ``tab.fold_change+crlf``), or the id itself."""
+    base, plus, kind = task_id.partition("+")
+    parts = [p for p in base.split(".") if not re.fullmatch(r"s\d+", p)
+             and p not in ("easy", "medium", "hard", "xl")]
+    return ".".join(parts) + (plus + kind if plus else "")
 
 
 # ----- export -----

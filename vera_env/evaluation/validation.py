@@ -28,6 +28,9 @@ from vera_env.policy import OraclePolicy, ScriptedPolicy
 from vera_env.rollout import Attempt, EnvPool, play_job
 from vera_env.spec import EnvSpec
 from vera_env.tasks import Task, TaskSource
+from vera_env.verification.grading import grade_against
+from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.strength.variants import Classified, Settings, census
 
 __all__ = ["Verdict", "VerdictStatus", "strength_sample", "validate_task", "validate_tasks"]
 
@@ -45,6 +48,11 @@ class Verdict:
         discriminating: ``n/total`` of checks shown to discriminate, ``-`` if not tested.
         careless: The careless solution's answer and verdict, ``-`` without a trap.
         note: Why it failed or was skipped.
+        variants: Per task file, the controls and mutants strength builds for it
+            (``c``/``m``; ``*`` when the task's reference did not classify them).
+        controls: Controls built over the task's files.
+        mutants: Mutants built over the task's files.
+        classified: Whether the task's reference classified its variants.
     """
 
     task_id: str
@@ -53,10 +61,15 @@ class Verdict:
     discriminating: str = "-"
     careless: str = "-"
     note: str = ""
+    variants: str = "-"
+    controls: int = 0
+    mutants: int = 0
+    classified: bool = False
 
 
 def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
-                  careless_envs: EnvPool, *, judged: bool = True) -> Verdict:
+                  careless_envs: EnvPool, *, judged: bool = True,
+                  reward: RewardConfig | None = None) -> Verdict:
     """Replay a task's reference solution (and careless solution) through the env.
 
     Args:
@@ -66,6 +79,9 @@ def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
             when wanted).
         careless_envs: Environments for the trap's careless solution.
         judged: The environments grade ``llm`` tasks (a judge was given).
+        reward: The oracle environments' reward settings when they test strength
+            (the variants are then counted and checked against the family's
+            declarations); None without strength.
 
     Returns:
         The ``Verdict``.
@@ -80,7 +96,14 @@ def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
              if tested else "-"}
     if attempt.unscorable and task.grader.kind == "llm" and not judged:
         return Verdict(task.id, "skip", **shown, note="llm-graded: pass --judge-url to grade it")
-    problems = _oracle_problems(task, attempt, checks)
+    files = _variant_census(task, reward)
+    shown["variants"] = " ".join(
+        f"{f.name} {len(f.controls)}c/{len(f.mutants)}m{'' if f.classified else '*'}"
+        for f in files) or "-"
+    counts = {"controls": sum(len(f.controls) for f in files),
+              "mutants": sum(len(f.mutants) for f in files),
+              "classified": bool(files) and all(f.classified for f in files)}
+    problems = _oracle_problems(task, attempt, checks) + _census_problems(task, files)
     careless = "-"
     if task.trap and not problems:
         wrong = play_job(careless_envs, ScriptedPolicy({task.id: task.trap.careless_solution}),
@@ -89,7 +112,31 @@ def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
         careless = f"{wrong.answer or '(none)'} ({verdict})"
         problems += _careless_problems(task.trap.wrong_answer, wrong)
     return Verdict(task.id, "FAIL" if problems else "ok", **shown, careless=careless,
-                   note="; ".join(problems))
+                   note="; ".join(problems), **counts)
+
+
+def _variant_census(task: Task, config: RewardConfig | None) -> list[Classified]:
+    """The variants strength builds for the task's files (none with strength off)."""
+    if config is None or not config.strength:
+        return []
+    reference = task.reference if task.grader.kind != "llm" else None
+
+    def same(a: str, b: str) -> bool:
+        return grade_against(task.grader, a, b).correct is True
+    settings = Settings(config.strength_mutants, config.strength_controls,
+                        config.strength_seed, config.strength_max_mb * 2**20)
+    return census(task.data_files(), settings, reference=reference, same=same,
+                  cache_key=task.id)
+
+
+def _census_problems(task: Task, files: list[Classified]) -> list[str]:
+    """A family whose reference contradicts its own declarations is broken."""
+    problems = [f"{f.name}: the reference says {', '.join(f.refuted[:3])} change the "
+                "answer, yet the family declares them answer-preserving"
+                for f in files if f.refuted]
+    if task.reference is not None:
+        problems += [f"{f.name}: {f.note}" for f in files if not f.classified and f.note]
+    return problems
 
 
 def _oracle_problems(task: Task, attempt: Attempt, checks: list[dict[str, Any]]) -> list[str]:
@@ -103,8 +150,11 @@ def _oracle_problems(task: Task, attempt: Attempt, checks: list[dict[str, Any]])
         problems = []
     problems += [f"check {c['name']!r} failed: {c['detail'][:120]}"
                  for c in checks if not c["passed"]]
-    problems += [f"check {c['name']!r} does not discriminate (passes on every mutant)"
-                 for c in checks if c["passed"] and c["discriminating"] is False]
+    problems += [f"node {step['node'].get('id', '?')} earns nothing: "
+                 f"{step['checks'][0]['detail'][:120] if step['checks'] else 'no checks'}"
+                 for step in attempt.steps if step["node"] and step["checks"]
+                 and not any(c["passed"] and c["discriminating"] is not False
+                             for c in step["checks"])]
     if not checks:
         problems.append("the reference solution declares no checks")
     return problems
@@ -164,8 +214,11 @@ def validate_tasks(tasks: Sequence[Task], source: TaskSource, *, strength_ids: s
         return EnvPool(partial(built.build, tasks=source, judge=judge))
 
     def one(task: Task) -> Verdict:
-        oracle_envs = strong if task.id in strength_ids else plain
-        verdict = validate_task(task, source, oracle_envs, plain, judged=judge is not None)
+        tested = task.id in strength_ids
+        verdict = validate_task(task, source, strong if tested else plain, plain,
+                                judged=judge is not None,
+                                reward=spec.reward.model_copy(update={"strength": True})
+                                if tested else None)
         if progress is not None:
             progress(verdict)
         return verdict

@@ -132,6 +132,7 @@ class TargetBank:
         Raises:
             OSError: A variant file could not be written.
             SandboxError: The scratch space could not be made.
+            StrengthDeadline: The deadline passed while the variants were classified.
         """
         with self._cond:
             if self._closed:
@@ -219,7 +220,7 @@ class TargetBank:
                               budget_s=max(0.5, time_left() / 4), mtime_ns=mtime_ns,
                               mode=mode, reference=self._reference, same=self._same,
                               contents=lambda: self._decoded(time_left),
-                              cache_key=self._task_key)
+                              cache_key=self._task_key, time_left=time_left)
 
     def _decoded(self, time_left: TimeLeft) -> Contents:
         """Every task file's decoded content, once per episode (the solver's input)."""

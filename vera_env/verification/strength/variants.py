@@ -41,11 +41,13 @@ from pathlib import Path
 
 from vera_env.verification.strength.encoding import Decoded, decode
 from vera_env.verification.strength.mutants import mutant_candidates, mutate_content, window
+from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.reference import FORMAT_TRANSFORMS, Contents, Reference
 from vera_env.verification.strength.transforms import apply_control
 
-__all__ = ["Blob", "Classified", "Variant", "VariantSet", "build_variants", "classify",
-           "copy_variant", "write_variants"]
+__all__ = ["Blob", "Classified", "Settings", "Variant", "VariantSet", "build_variants",
+           "census", "classify", "clear_cache", "copy_variant", "decoded_contents",
+           "write_variants"]
 
 Same = Callable[[str, str], bool]
 _CACHE_BYTES = 256 * 2**20
@@ -142,8 +144,8 @@ class Settings:
 
 def classify(name: str, source: Path, settings: Settings, *, budget_s: float,
              reference: Reference | None = None, same: Same | None = None,
-             contents: Callable[[], Contents] | None = None, cache_key: str = ""
-             ) -> Classified:
+             contents: Callable[[], Contents] | None = None, cache_key: str = "",
+             time_left: Callable[[], float] | None = None) -> Classified:
     """Build and classify the variants of one task file (cached by ``cache_key``).
 
     Args:
@@ -156,9 +158,11 @@ def classify(name: str, source: Path, settings: Settings, *, budget_s: float,
             reference).
         contents: Every task file's decoded content (for the reference's solver).
         cache_key: Names the task; "" disables the cache.
+        time_left: The step's deadline, checked between solver runs.
 
     Raises:
         OSError: The source could not be read.
+        StrengthDeadline: The deadline passed while classifying (nothing is cached).
     """
     key = _key(cache_key, name, source, settings)
     if key and (hit := _CACHE.get(key)) is not None:
@@ -170,7 +174,8 @@ def classify(name: str, source: Path, settings: Settings, *, budget_s: float,
     content = decoded.content if decoded.complete else window(decoded.content,
                                                                 settings.max_bytes)
     if reference is not None and same is not None and contents is not None:
-        built = _classified(name, decoded, content, settings, reference, same, contents)
+        built = _classified(name, decoded, content, settings, reference, same, contents,
+                            time_left or (lambda: float("inf")))
     else:
         built = _unclassified(name, decoded, content, settings, reference,
                               "the task has no reference solver")
@@ -183,7 +188,8 @@ def build_variants(name: str, source: Path, directory: Path, *, mutants: int, co
                    seed: int, max_bytes: int, budget_s: float, mtime_ns: int,
                    mode: int = 0o444, reference: Reference | None = None,
                    same: Same | None = None, contents: Callable[[], Contents] | None = None,
-                   cache_key: str = "") -> VariantSet:
+                   cache_key: str = "", time_left: Callable[[], float] | None = None
+                   ) -> VariantSet:
     """``classify`` then ``write_variants``: one file's variants, on disk for an episode.
 
     Raises:
@@ -191,7 +197,7 @@ def build_variants(name: str, source: Path, directory: Path, *, mutants: int, co
     """
     built = classify(name, source, Settings(mutants, controls, seed, max_bytes),
                      budget_s=budget_s, reference=reference, same=same, contents=contents,
-                     cache_key=cache_key)
+                     cache_key=cache_key, time_left=time_left)
     return write_variants(built, directory, mtime_ns=mtime_ns, mode=mode)
 
 
@@ -227,8 +233,8 @@ def copy_variant(variant: Variant, directory: Path) -> Path:
 # ----- building -----
 
 def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
-                reference: Reference, same: Same, contents: Callable[[], Contents]
-                ) -> Classified:
+                reference: Reference, same: Same, contents: Callable[[], Contents],
+                time_left: Callable[[], float]) -> Classified:
     files = dict(contents())
     if name in files and files[name] != content:
         files[name] = content  # the window: variants and the baseline alike
@@ -239,6 +245,8 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
                              f"the reference could not solve the unvaried files: {exc}"[:200])
 
     def answer(variant: bytes) -> str | None:
+        if time_left() <= 0:
+            raise StrengthDeadline(name)
         try:
             return reference.solve({**files, name: variant})
         except Exception:  # noqa: BLE001 - unreadable variant: neither control nor mutant
@@ -384,6 +392,26 @@ _CACHE = _Cache(_CACHE_BYTES)
 def clear_cache() -> None:
     """Forget every classified file (tests; a task file changed on disk is keyed anew)."""
     _CACHE.clear()
+
+
+def census(sources: Mapping[str, Path], settings: Settings, *,
+           reference: Reference | None, same: Same | None, cache_key: str = "",
+           budget_s: float = 30.0) -> list[Classified]:
+    """Every task file's classified variants, as an episode would build them (the same
+    cache): what ``vera-env tasks validate`` reports per family.
+
+    Raises:
+        OSError: A task file could not be read.
+    """
+    files: dict[str, bytes] = {}
+
+    def contents() -> Contents:
+        if not files:
+            files.update(decoded_contents(sources, settings.max_bytes, budget_s))
+        return files
+    return [classify(name, path, settings, budget_s=budget_s, reference=reference,
+                     same=same, contents=contents, cache_key=cache_key)
+            for name, path in sources.items()]
 
 
 def decoded_contents(sources: Mapping[str, Path], max_bytes: int, budget_s: float
