@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vera_env.verification.strength.encoding import Decoded, decode
-from vera_env.verification.strength.mutants import mutant_candidates, mutate_content, window
+from vera_env.verification.strength.mutants import mutant_candidates, window
 from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.reference import FORMAT_TRANSFORMS, Contents, Reference
 from vera_env.verification.strength.transforms import apply_control
@@ -284,8 +284,10 @@ def _unclassified(name: str, decoded: Decoded, content: bytes, settings: Setting
                 for label, changed, alt in _control_candidates(
                     name, content, settings, reference, transforms=FORMAT_TRANSFORMS
                     if fmt_only else None)][:settings.controls]
+    aimed = tuple(reference.mutators.get(name, ())) if reference else ()
     mutants = [Blob(m.label, False, _encode(decoded, m.content, False))
-               for m in mutate_content(name, content, n=settings.mutants, seed=settings.seed)]
+               for m in mutant_candidates(name, content, seed=settings.seed,
+                                          limit=settings.mutants, aimed=aimed)]
     return Classified(name, not decoded.complete, False, tuple(controls), tuple(mutants),
                       tuple(declared), (), note)
 
