@@ -102,7 +102,7 @@ def test_validate_fails_on_wrong_answer_weak_check_and_toothless_trap(
            if line.split() and line.split()[0] in ("good", "wrong", "weak", "toothless")}
     assert out["good"].split()[1] == "ok"
     assert "FAIL" in out["wrong"] and "oracle answer '7' graded wrong" in out["wrong"]
-    assert "FAIL" in out["weak"] and "'always true' does not discriminate" in out["weak"]
+    assert "FAIL" in out["weak"] and "earns nothing" in out["weak"]
     assert "FAIL" in out["toothless"] and "the trap does not bite" in out["toothless"]
 
 

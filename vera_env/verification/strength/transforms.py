@@ -103,8 +103,8 @@ def apply_control(transform: ControlTransform, name: str, content: bytes,
         rng: Draws (which records, which width, the comment's text).
         irrelevant: For ``drop_irrelevant``: which records the question never reads.
     """
-    if transform == "recompress":
-        return content if name.lower().endswith(_COMPRESSED) else None
+    if transform == "recompress":  # a BAM is BGZF: gzip members
+        return content if name.lower().endswith((*_COMPRESSED, ".bam")) else None
     split = split_records(name, content)
     if split is None:
         return None
