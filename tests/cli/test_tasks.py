@@ -98,8 +98,10 @@ def test_validate_fails_on_wrong_answer_weak_check_and_toothless_trap(
         "weak": _task(check='CHECK range "always true" :: echo True'),
         "toothless": _task(trap=toothless)})
     assert main(["tasks", "validate", str(suite), "--strength", "all", "--jobs", "2"]) == 1
-    out = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()
-           if line.split() and line.split()[0] in ("good", "wrong", "weak", "toothless")}
+    out: dict[str, str] = {}
+    for line in capsys.readouterr().out.splitlines():  # the task table comes first
+        if line.split() and line.split()[0] in ("good", "wrong", "weak", "toothless"):
+            out.setdefault(line.split()[0], line)
     assert out["good"].split()[1] == "ok"
     assert "FAIL" in out["wrong"] and "oracle answer '7' graded wrong" in out["wrong"]
     assert "FAIL" in out["weak"] and "earns nothing" in out["weak"]
