@@ -179,7 +179,8 @@ def _families_table(verdicts: Sequence[Verdict]) -> str:
         return "(no task was strength-tested: no variants built)"
     return format_rows(
         ("family", "tasks", "controls", "mutants", "classified by reference", "ok"),
-        [(name, len(vs), sum(v.controls for v in vs), sum(v.mutants for v in vs),
+        [(name, str(len(vs)), str(sum(v.controls for v in vs)),
+          str(sum(v.mutants for v in vs)),
           f"{sum(v.classified for v in vs)}/{len(vs)}",
           f"{sum(v.status == 'ok' for v in vs)}/{len(vs)}") for name, vs in sorted(rows.items())])
 

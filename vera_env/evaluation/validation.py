@@ -91,18 +91,12 @@ def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
     attempt = play_job(oracle_envs, OraclePolicy(source), (task.id, None))
     checks = [c for step in attempt.steps for c in step["checks"]]
     tested = [c for c in checks if c["discriminating"] is not None]
-    shown = {"checks": f"{sum(c['passed'] for c in checks)}/{len(checks)}",
-             "discriminating": f"{sum(c['discriminating'] for c in tested)}/{len(tested)}"
-             if tested else "-"}
+    passed = f"{sum(c['passed'] for c in checks)}/{len(checks)}"
+    shown = f"{sum(c['discriminating'] for c in tested)}/{len(tested)}" if tested else "-"
     if attempt.unscorable and task.grader.kind == "llm" and not judged:
-        return Verdict(task.id, "skip", **shown, note="llm-graded: pass --judge-url to grade it")
+        return Verdict(task.id, "skip", passed, shown,
+                       note="llm-graded: pass --judge-url to grade it")
     files = _variant_census(task, reward)
-    shown["variants"] = " ".join(
-        f"{f.name} {len(f.controls)}c/{len(f.mutants)}m{'' if f.classified else '*'}"
-        for f in files) or "-"
-    counts = {"controls": sum(len(f.controls) for f in files),
-              "mutants": sum(len(f.mutants) for f in files),
-              "classified": bool(files) and all(f.classified for f in files)}
     problems = _oracle_problems(task, attempt, checks) + _census_problems(task, files)
     careless = "-"
     if task.trap and not problems:
@@ -111,8 +105,13 @@ def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
         verdict = "wrong" if wrong.correct is False else "NOT WRONG"
         careless = f"{wrong.answer or '(none)'} ({verdict})"
         problems += _careless_problems(task.trap.wrong_answer, wrong)
-    return Verdict(task.id, "FAIL" if problems else "ok", **shown, careless=careless,
-                   note="; ".join(problems), **counts)
+    return Verdict(task.id, "FAIL" if problems else "ok", passed, shown, careless=careless,
+                   note="; ".join(problems),
+                   variants=" ".join(f"{f.name} {len(f.controls)}c/{len(f.mutants)}m"
+                                     f"{'' if f.classified else '*'}" for f in files) or "-",
+                   controls=sum(len(f.controls) for f in files),
+                   mutants=sum(len(f.mutants) for f in files),
+                   classified=bool(files) and all(f.classified for f in files))
 
 
 def _variant_census(task: Task, config: RewardConfig | None) -> list[Classified]:

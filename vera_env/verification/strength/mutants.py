@@ -132,12 +132,9 @@ def mutant_candidates(name: str, content: bytes, *, seed: int, limit: int,
     ops: list[tuple[str, Callable[[bytes, random.Random], bytes | None]]] = []
     generic = _BINARY_OPERATORS if binary else tuple(
         op for pair in zip(TEXT_OPERATORS, RECORD_OPERATORS * 2, strict=False) for op in pair)
-    rounds = max(1, limit)
-    for r in range(rounds):
+    while len(ops) < 3 * max(1, limit):  # rounds: the draws differ by index
         ops += [(f"aimed{i}", m) for i, m in enumerate(aimed)]
         ops += [(op, _OPERATORS[op]) for op in generic]
-        if len(ops) >= 3 * limit:
-            break
     seen = {sha256(content).digest()}
     built: list[Mutant] = []
     for index, (label, operator) in enumerate(ops):
