@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vera_env.verification.check_inputs import WorkspaceIndex, mentioned, named_files
+from vera_env.verification.strength.check_inputs import WorkspaceIndex, mentioned, named_files
 
 TABLE = "id\tvalue\n1\t3\n2\t5\n"
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from vera_env.sandbox import ExecResult
-from vera_env.verification.replay import CommandLog, walk_tree
+from vera_env.verification.strength.replay import CommandLog, walk_tree
 
 OK = ExecResult("", "", 0, False, 0.5)
 

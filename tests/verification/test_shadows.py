@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from vera_env.sandbox import ExecResult, SandboxLimits, make_sandbox
-from vera_env.verification.replay import CommandLog
-from vera_env.verification.shadows import DEADLINE, ShadowGroup
-from vera_env.verification.variants import build_variants
+from vera_env.verification.strength.replay import CommandLog
+from vera_env.verification.strength.shadows import DEADLINE, ShadowGroup
+from vera_env.verification.strength.variants import build_variants
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
 TABLE = "".join(f"{i}\t{i * 3}\n" for i in range(40))

@@ -31,6 +31,7 @@ from typing import Literal
 from vera_env.errors import SandboxError
 
 from .bwrap import BwrapSandbox, BwrapWorkspace
+from .capped import CappedArea
 from .config import SandboxConfig
 from .local import LOCAL_WARNING, LocalSandbox, LocalWorkspace
 from .result import ExecResult, ExecStatus, SandboxLimits
@@ -44,6 +45,7 @@ __all__ = [
     "Backend",
     "BwrapSandbox",
     "BwrapWorkspace",
+    "CappedArea",
     "ExecResult",
     "ExecStatus",
     "LocalSandbox",

@@ -47,6 +47,7 @@ import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import vera_env
 from vera_env.errors import SandboxError
@@ -60,6 +61,9 @@ from .seccomp import sandbox_filter, seccomp_fd
 from .shims import SHIM_DIR, write_shims
 from .staging import StagingCache, StagingPolicy, stage_files
 from .workspace import BaseWorkspace, limits_wrapper, remove_tree
+
+if TYPE_CHECKING:
+    from .capped import CappedArea
 
 __all__ = ["BwrapSandbox", "BwrapWorkspace", "launch_fds", "package_dirs"]
 
@@ -105,6 +109,7 @@ class BwrapSandbox:
         base = self.config.workspace_root
         self.root = Path(tempfile.mkdtemp(prefix="vera-bwrap-", dir=base))
         self._workspaces: weakref.WeakSet[BwrapWorkspace] = weakref.WeakSet()
+        self.areas: weakref.WeakSet[CappedArea] = weakref.WeakSet()  # mounted under root
         self._finalizer = weakref.finalize(self, remove_tree, self.root)
         os.chmod(self.root, 0o711)
         self._files = self._write_support_files()
@@ -186,18 +191,25 @@ class BwrapSandbox:
         cache.mkdir(mode=0o700)
         return StagingCache(cache)
 
-    def stage(self, files: Mapping[str, Path]) -> BwrapWorkspace:
+    def stage(self, files: Mapping[str, Path], *, under: Path | None = None) -> BwrapWorkspace:
         """Create a workspace holding ``files`` (relative name -> source file).
+
+        Args:
+            files: Relative name -> source file on the host.
+            under: The directory to make it in (default: this sandbox's own), e.g. a
+                ``capped.CappedArea``. On another file system a root harness copies
+                what it cannot link into a cache of the workspace's own, removed with it.
 
         Raises:
             SandboxError: A name escapes the workspace or a source cannot be staged.
         """
         if not self._finalizer.alive:
             raise SandboxError("bwrap sandbox is closed")
+        base = self.root if under is None else under
         try:
-            ws_root = Path(tempfile.mkdtemp(prefix="ws-", dir=self.root))
+            ws_root = Path(tempfile.mkdtemp(prefix="ws-", dir=base))
         except OSError as exc:
-            raise SandboxError(f"staging: cannot create a workspace under {self.root}: "
+            raise SandboxError(f"staging: cannot create a workspace under {base}: "
                                f"{exc}") from exc
         uid, gid = self.host_ids
         try:
@@ -207,7 +219,7 @@ class BwrapSandbox:
             if self.as_root:
                 os.chown(path, uid, gid)
             policy = StagingPolicy(sandbox_uid=uid, sandbox_gid=gid, chown=self.as_root,
-                                   cache=self.cache)
+                                   cache=self._cache_for(ws_root))
             report = stage_files(files, path, policy)
         except BaseException:
             remove_tree(ws_root)
@@ -218,6 +230,17 @@ class BwrapSandbox:
         workspace.staged_by_link = report.staged_by_link
         workspace.staged_by_copy = report.staged_by_copy
         return workspace
+
+    def _cache_for(self, ws_root: Path) -> StagingCache | None:
+        """The sandbox's cache where it shares the workspace's file system; else (a
+        root harness staging on a capped area) one of the workspace's own."""
+        if self.cache is None:
+            return None
+        if os.stat(ws_root).st_dev == os.stat(self.cache.directory).st_dev:
+            return self.cache
+        own = ws_root / "cache"
+        own.mkdir(mode=0o700)
+        return StagingCache(own)
 
     def _workspace(self, path: Path, root: Path) -> BwrapWorkspace:
         """The workspace object for a staged directory (a subclass's hook)."""
@@ -280,6 +303,8 @@ class BwrapSandbox:
         """
         for workspace in list(self._workspaces):
             workspace.close()
+        for area in list(self.areas):  # unmounted before the tree under root goes
+            area.close()
         if self.memory is not None:
             self._memory_finalizer()
         self._finalizer()

@@ -184,12 +184,17 @@ class DiskWatch:
         start: Usage before the command, when the caller knows it (the last
             command's final measurement: nothing else writes the workspace).
         limit_inodes: Most entries allowed.
+        shared_full: True while a file system the workspace shares with others is full
+            (``capped.CappedArea.spent``): a command running then may have been refused
+            disk by the kernel (ENOSPC), so it counts as over the limit.
     """
 
     def __init__(self, root: Path, limit_bytes: int, exclude: frozenset[tuple[int, int]],
                  poll_s: float, start: Usage | None = None, *,
-                 limit_inodes: int | None = None) -> None:
+                 limit_inodes: int | None = None,
+                 shared_full: Callable[[], bool] | None = None) -> None:
         self._root = root
+        self._shared_full = shared_full
         self._limit = limit_bytes
         self._limit_inodes = limit_inodes
         self._exclude = exclude
@@ -220,9 +225,11 @@ class DiskWatch:
         return used
 
     def over(self, *, full: bool = False) -> bool:
-        """The workspace grew during the command and is now past a limit, or cannot
-        be measured at all (fail closed)."""
+        """The workspace grew during the command and is now past a limit, cannot be
+        measured at all, or shares a file system that is full (fail closed)."""
         used = self.measure(full=full)
+        if self._shared_full is not None and self._shared_full():
+            return True
         if not used.complete:
             return True
         if used.stopped:

@@ -16,18 +16,39 @@ runs every command and every check with its randomness sources made constant:
   numpy and glibc fall back to ``/dev/urandom`` — zeros — and seed identically;
 * bash's ``$RANDOM`` is seeded by a ``BASH_ENV`` file.
 
+* address-space layout randomisation is off (``fixed_address_layout``): the launcher
+  (bwrap, or the command itself for the local backend) is started with the
+  ``ADDR_NO_RANDOMIZE`` personality, which every process under it inherits across
+  exec, so the stack, heap, libraries and vDSO sit at the same addresses on every run.
+  Issue 19 measured a node of coin checks reading the stack's address from
+  ``/proc/self/maps`` earning by chance.
+
 ``shuf`` and ``sort -R`` insist on ``getrandom``; shims (``shims``) hand them a fixed
 pseudo-random ``--random-source`` instead, so they shuffle, the same way every time.
-The clock cannot be frozen this way (``date +%N``); the controls and the confirmation
-replay in ``strength`` bound what a clock-driven check earns.
+The clock cannot be frozen this way (``date +%N``), nor the 16 bytes the kernel hands
+every program (``AT_RANDOM``: their address is fixed, their value is not); the
+controls and the confirmation replay in ``strength`` bound what such a check earns.
 """
 
 from __future__ import annotations
 
+import ctypes
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from .seccomp import filter_program, seccomp_fd
 
-__all__ = ["BASH_ENV_PATH", "BASH_ENV_TEXT", "RANDOM_SOURCE_PATH", "UUID_TEXT",
-           "entropy_binds", "random_source_bytes", "seccomp_fd", "seccomp_program"]
+__all__ = ["ASLR_WARNING", "BASH_ENV_PATH", "BASH_ENV_TEXT", "RANDOM_SOURCE_PATH",
+           "UUID_TEXT", "entropy_binds", "fixed_address_layout", "random_source_bytes",
+           "seccomp_fd", "seccomp_program"]
+
+ASLR_WARNING = ("address randomisation stays on inside the sandbox ({reason}): a check "
+                "reading a stack or library address sees a new value on every run")
+_ADDR_NO_RANDOMIZE = 0x0040000
+_QUERY = 0xFFFFFFFF
+_warned = threading.Event()
 
 BASH_ENV_PATH = "/opt/vera/check-env"
 BASH_ENV_TEXT = "RANDOM=4242\n"
@@ -65,3 +86,32 @@ def seccomp_program(machine: str | None = None) -> bytes | None:
     applies ``seccomp.sandbox_filter``, which adds the shared-kernel-state calls.
     """
     return filter_program(("getrandom",), machine)
+
+
+@contextmanager
+def fixed_address_layout() -> Iterator[None]:
+    """While open, programs this thread starts run without address randomisation.
+
+    A personality is a property of one thread, copied into the processes it forks
+    and kept across exec, so the flag is set on the calling thread only for the time
+    of a spawn (``subprocess.Popen`` forks from the calling thread) and restored after;
+    the harness's other threads and its own layout are untouched. Where the kernel
+    refuses the flag (a container whose seccomp profile allows only some
+    personalities) programs start as before, with one warning per process.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.personality.restype = ctypes.c_int
+    libc.personality.argtypes = [ctypes.c_ulong]
+    before = libc.personality(_QUERY)
+    changed = before >= 0 and not before & _ADDR_NO_RANDOMIZE
+    if changed and libc.personality(before | _ADDR_NO_RANDOMIZE) < 0:
+        changed = False
+        if not _warned.is_set():
+            _warned.set()
+            reason = f"personality(ADDR_NO_RANDOMIZE): errno {ctypes.get_errno()}"
+            warnings.warn(ASLR_WARNING.format(reason=reason), UserWarning, stacklevel=3)
+    try:
+        yield
+    finally:
+        if changed:
+            libc.personality(before)

@@ -19,6 +19,8 @@ Three properties a model-written command must never break, whatever backend runs
   ``max_output_bytes`` the command is killed with status ``output_limit``.
 * **Disk is bounded.** An optional ``watchdog`` (the workspace-size limit) is polled
   while the command runs; when it reports the limit crossed, the command is killed.
+* **The address layout is fixed.** Every launcher is started without address
+  randomisation (``entropy.fixed_address_layout``), inherited by the whole tree.
 * **Memory is bounded per tree.** A launcher that can hold its sandbox before the
   command starts (bwrap ``--block-fd``) gets it placed in a memory cgroup first
   (``LaunchSpec.memory``): the harness reads the sandbox's pid from the info pipe,
@@ -45,6 +47,7 @@ from typing import Protocol
 
 from vera_env.errors import SandboxError
 
+from .entropy import fixed_address_layout
 from .output import StreamCapture
 from .tree import kill_tagged, leader_exited, parent_of, read_child_pid, signal_kill
 
@@ -205,23 +208,28 @@ class ProcessTracker:
 
 def _popen(spec: LaunchSpec) -> subprocess.Popen[bytes]:
     try:
-        return subprocess.Popen(  # argv, never a shell string
-            list(spec.argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=spec.cwd,
-            env=dict(spec.env),
-            pass_fds=spec.pass_fds,
-            start_new_session=True,
-            user=spec.user,
-            group=spec.group,
-            extra_groups=[] if spec.user is not None else None,
-        )
+        with fixed_address_layout():  # inherited by everything the launcher starts
+            return _spawn(spec)
     except OSError as exc:
         raise SandboxError(f"cannot start {spec.argv[0]!r}: {exc}") from exc
     finally:
         _close_fds(spec.pass_fds)
+
+
+def _spawn(spec: LaunchSpec) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(  # argv, never a shell string
+        list(spec.argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=spec.cwd,
+        env=dict(spec.env),
+        pass_fds=spec.pass_fds,
+        start_new_session=True,
+        user=spec.user,
+        group=spec.group,
+        extra_groups=[] if spec.user is not None else None,
+    )
 
 
 def _close_fds(fds: Sequence[int]) -> None:

@@ -68,6 +68,7 @@ from .bwrap import BwrapSandbox, BwrapWorkspace, launch_fds
 from .cgroup import CommandCgroup
 from .config import SandboxConfig
 from .disk import DiskWatch
+from .entropy import fixed_address_layout
 from .output import StreamCapture
 from .process import ProcessOutcome, exit_code
 from .result import SandboxLimits
@@ -98,9 +99,9 @@ class ServerSandbox(BwrapSandbox):
         self.zygote.chmod(0o444)
         self.server_failure = ""  # why the server could not start here ("" if it can)
 
-    def stage(self, files: Mapping[str, Path]) -> ServerWorkspace:
+    def stage(self, files: Mapping[str, Path], *, under: Path | None = None) -> ServerWorkspace:
         """Create a workspace holding ``files`` (see ``BwrapSandbox.stage``)."""
-        workspace = super().stage(files)
+        workspace = super().stage(files, under=under)
         assert isinstance(workspace, ServerWorkspace)
         return workspace
 
@@ -206,13 +207,14 @@ class _Server:
         uid, gid = self._sandbox.host_ids
         root = self._sandbox.as_root
         try:
-            self._proc = subprocess.Popen(  # argv, never a shell string
-                self._argv(lockdown, theirs.fileno()), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd="/",
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                pass_fds=(*fds[1:], theirs.fileno()), start_new_session=True,
-                user=uid if root else None, group=gid if root else None,
-                extra_groups=[] if root else None)
+            with fixed_address_layout():  # the zygote and every command inherit it
+                self._proc = subprocess.Popen(  # argv, never a shell string
+                    self._argv(lockdown, theirs.fileno()), stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd="/",
+                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                    pass_fds=(*fds[1:], theirs.fileno()), start_new_session=True,
+                    user=uid if root else None, group=gid if root else None,
+                    extra_groups=[] if root else None)
         except OSError as exc:
             _close(fds[0], gate)
             raise SandboxError(f"cannot start the bwrap server: {exc}") from exc

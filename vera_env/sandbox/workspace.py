@@ -178,6 +178,7 @@ class BaseWorkspace(abc.ABC):
         self._finalizer = weakref.finalize(self, _finalize, self._tracker, root, self._closers)
         self._staged: frozenset[tuple[int, int]] = frozenset()
         self._usage: Usage | None = None  # after the last command (disk watch)
+        self._shared_full: Callable[[], bool] | None = None
 
     @abc.abstractmethod
     def _launch(self, command: str, *, check: bool, marker_fd: int,
@@ -193,6 +194,13 @@ class BaseWorkspace(abc.ABC):
         """Remember what staging put here: those inodes do not count against the
         workspace-size limit (called by the sandbox right after staging)."""
         self._staged = inodes_under(self.path)
+
+    def watch_shared(self, full: Callable[[], bool]) -> None:
+        """Also stop a command while ``full()`` says the file system this workspace
+        shares with others is full (``capped.CappedArea``): the kernel may have refused
+        it disk (ENOSPC) because of another workspace's writes, so it ends
+        ``disk_limit``, not as if nothing had happened."""
+        self._shared_full = full
 
     def run(self, command: str, *, timeout_s: float | None = None) -> ExecResult:
         """Run a shell command with the workspace writable.
@@ -280,7 +288,7 @@ class BaseWorkspace(abc.ABC):
         watch = None if check else DiskWatch(
             self.path, self.limits.max_workspace_mb * 2**20, self._staged,
             self.limits.disk_poll_s, start=self._usage,
-            limit_inodes=self.limits.max_workspace_inodes)
+            limit_inodes=self.limits.max_workspace_inodes, shared_full=self._shared_full)
         outcome = self._run_outcome(command, timeout_s=timeout_s, check=check,
                                     overlay=overlay or {}, watch=watch)
         if watch is not None:

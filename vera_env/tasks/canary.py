@@ -18,6 +18,12 @@ so an honest policy earns it; any value is wrong. The reference solution shows w
 checks that recount the data (so they discriminate under strength testing); the
 careless solution is the base task's, a confident value.
 
+A canary has no `Reference` (``Task.reference`` is None), on purpose: its answer is
+"cannot be determined" whatever variant of its files strength builds, so no variant is a
+mutant and a solver would have nothing to tell apart. Strength then gives it the
+format-level controls only (re-serialisations that keep every record) and the generic
+mutations, unclassified (`vera_env.verification.strength.reference`).
+
 `is_canary` also counts ``truncated`` perturbations, whose answer is undetermined for
 the same reason, and `canary_rate` (used by ``vera-env eval`` and the training logs) is
 the share of such tasks a policy answered *with a value*: the signal that it guesses or

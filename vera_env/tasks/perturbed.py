@@ -21,6 +21,12 @@ is about) and says what becomes of the ground truth:
 * ``bloat``: the question is preceded by three paragraphs of irrelevant study
   background and the workspace gains a 40 KB README of the same; the answer is unchanged.
 
+The reference (`perturbed_reference`, what strength classifies the variants by) is the
+base task's, reading through the mess: its solver cleans the primary file (BOM, CRLF and
+repeated headers removed wherever they are) and ignores ``old/`` and the README, whose
+every record is irrelevant; a ``truncated`` variant has none, its answer being
+"cannot be determined" whatever the bytes.
+
 The careless solution is the base task's: its answer is the trap's wrong answer, which
 is still wrong (the truth is unchanged or undetermined). Ids are ``<base id>+<kind>``
 (``real.csv.penguin_mass.s0+bom``, ``tab.sentinel_mean.easy.s0+crlf``).
@@ -29,6 +35,7 @@ is still wrong (the truth is unchanged or undetermined). Ids are ``<base id>+<ki
 from __future__ import annotations
 
 import gzip
+import random
 import re
 import zlib
 from collections.abc import Callable, Sequence
@@ -41,9 +48,17 @@ from vera_env.tasks.cache import cache_dir, materialise
 from vera_env.tasks.model import Task, Trap
 from vera_env.tasks.source import TaskSource, UnknownTaskError
 from vera_env.tasks.undetermined import CANNOT_DETERMINE, UNDETERMINED_GRADER, with_clause
+from vera_env.verification.strength.reference import (
+    Contents,
+    ControlTransform,
+    Mutator,
+    Reference,
+)
+from vera_env.verification.strength.transforms import file_format
 
 __all__ = ["KINDS", "base_task", "kinds_for", "make_perturbed_task", "perturb",
-           "perturbed_id", "perturbed_ids", "perturbed_source", "split_variant_id"]
+           "perturbed_id", "perturbed_ids", "perturbed_reference", "perturbed_source",
+           "split_variant_id"]
 
 KINDS: dict[str, str] = {
     "bom": "a UTF-8 byte-order mark before the first line",
@@ -282,16 +297,132 @@ def perturb(task: Task, kind: str, primary: str, *, seed: int = 0) -> Task:
         raise UnknownTaskError(f"perturbation {kind!r} does not apply to {primary!r} of "
                                f"{task.id}; it allows {list(kinds_for(primary))}")
     rng = np.random.default_rng([seed, zlib.crc32(f"{task.id}+{kind}".encode())])
-    files = {name: path.read_bytes() for name, path in task.data_files().items()}
-    files, question, answer, grader, solution = _variant(task, kind, primary, rng, files)
+    base = {name: path.read_bytes() for name, path in task.data_files().items()}
+    files, question, answer, grader, solution = _variant(task, kind, primary, rng, dict(base))
     tid = perturbed_id(task.id, kind)
     trap = task.trap and Trap(
         description=f"{task.trap.description}; and {KINDS[kind]}",
         careless_solution=task.trap.careless_solution, wrong_answer=task.trap.wrong_answer)
+    header = _decode(primary, base[primary]).split("\n", 1)[0] if kind == "dup_header" else ""
+    reference = perturbed_reference(task.reference, kind, primary, frozenset(base),
+                                    tuple(sorted(set(files) - set(base))), header.encode())
     return Task(id=tid, question=question, answer=answer, grader=grader,
                 human_solvable=task.human_solvable, tags=(*task.tags, "perturbed", kind),
                 solution=solution, trap=trap,
-                data_dir=materialise(tid, files, root=cache_dir() / "perturbed"))
+                data_dir=materialise(tid, files, root=cache_dir() / "perturbed"),
+                ).with_reference(reference)
+
+
+# ----- the reference of a perturbed task: the base task's, reading through the mess -----
+
+_BOM = b"\xef\xbb\xbf"
+_PREFIX_HEADERS = ("vcf", "mtx", "gff", "sam")  # a BOM hides their header from transforms
+
+
+def _cleaner(kind: str, header: bytes) -> Callable[[bytes], bytes] | None:
+    """What the reference solver undoes in the primary file's decoded content before the
+    base solver reads it: anywhere in the file, since a control may move the line the
+    perturbation sits on (a shuffled duplicate header, a comment added above a BOM)."""
+    if kind == "bom":
+        return lambda content: content.replace(_BOM, b"")
+    if kind == "crlf":
+        return lambda content: content.replace(b"\r\n", b"\n")
+    if kind == "dup_header":
+        def undup(content: bytes) -> bytes:
+            lines = content.splitlines(keepends=True)
+            return b"".join(lines[:1] + [x for x in lines[1:] if x.rstrip(b"\r\n") != header])
+        return undup
+    return None
+
+
+def _signature(kind: str, content: bytes, header: bytes) -> object:
+    """What marks the perturbation: a mutant must keep it, or a check that detects the
+    mess (a BOM test, a CR count) would 'discriminate' without reading the answer."""
+    if kind == "bom":
+        return content.startswith(_BOM)
+    if kind == "crlf":
+        return b"\r\n" in content
+    return sum(1 for x in content.splitlines() if x.rstrip(b"\r") == header)
+
+
+def _keeping(kind: str, header: bytes, mutate: Mutator) -> Mutator:
+    """``mutate``, its mutants refused where they lost the perturbation (`_signature`)."""
+    def aimed(content: bytes, rng: random.Random) -> bytes | None:
+        out = mutate(content, rng)
+        same = out is not None and _signature(kind, out, header) == _signature(
+            kind, content, header)
+        return out if same else None
+    return aimed
+
+
+def _controls(kind: str, primary: str, declared: tuple[ControlTransform, ...]
+              ) -> tuple[ControlTransform, ...]:
+    """The base task's controls that stay valid on the perturbed primary file."""
+    if kind == "bom" and file_format(primary) in _PREFIX_HEADERS:
+        return tuple(t for t in declared if t in ("recompress", "rewrap"))
+    if kind == "dup_header":
+        return tuple(t for t in declared if t != "add_comment")
+    return declared
+
+
+def perturbed_reference(base: Reference | None, kind: str, primary: str,
+                        names: frozenset[str], extras: tuple[str, ...] = (),
+                        header: bytes = b"") -> Reference | None:
+    """The reference of a perturbed task, or None (``truncated``: "cannot be determined"
+    whatever the bytes; or a base task without one).
+
+    The answer is the base task's, so the solver is the base solver fed the base files
+    only (``old/...`` and ``README.md`` are never read) with the primary file cleaned
+    (`_cleaner`). Every record of an extra file is irrelevant, so any transform keeps
+    the answer there.
+
+    Args:
+        base: The base task's reference.
+        kind: One of `KINDS`.
+        primary: The perturbed file.
+        names: The base task's files.
+        extras: Files the perturbation added (the decoy, the README).
+        header: The primary file's first line (``dup_header``: the line repeated).
+    """
+    if base is None or kind == "truncated":
+        return None
+    clean = _cleaner(kind, header)
+
+    def solve(contents: Contents) -> str:
+        files = {n: c for n, c in contents.items() if n in names}
+        if clean is not None and primary in files:
+            files[primary] = clean(files[primary])
+        return base.solve(files)
+
+    preserving = {**base.preserving, **{x: _extra_controls(x) for x in extras}}
+    irrelevant = {**base.irrelevant, **{x: (lambda record: True) for x in extras}}
+    mutators = dict(base.mutators)
+    if clean is not None:
+        preserving[primary] = _controls(kind, primary, base.controls_for(primary))
+        if primary in base.irrelevant:
+            irrelevant[primary] = _irrelevant(kind, header, base.irrelevant[primary])
+        mutators[primary] = tuple(_keeping(kind, header, m) for m in base.mutators.get(primary, ()))
+    return Reference(solve=solve, preserving=preserving, irrelevant=irrelevant,
+                     mutators=mutators)
+
+
+def _extra_controls(name: str) -> tuple[ControlTransform, ...]:
+    """Every transform that applies to a file the question never reads."""
+    fmt = file_format(name)
+    applies: dict[ControlTransform, bool] = {
+        "recompress": name.endswith(".gz"), "shuffle_records": fmt != "binary",
+        "drop_irrelevant": fmt != "binary", "rewrap": fmt == "fasta",
+        "add_comment": fmt in _PREFIX_HEADERS}
+    return tuple(t for t, ok in applies.items() if ok)
+
+
+def _irrelevant(kind: str, header: bytes, base: Callable[[bytes], bool]
+                ) -> Callable[[bytes], bool]:
+    """The base predicate on a cleaned record; a repeated header is never dropped."""
+    if kind == "dup_header":
+        return lambda record: record.rstrip(b"\r\n") != header and base(record)
+    clean = _cleaner(kind, header) or (lambda record: record)
+    return lambda record: base(clean(record))
 
 
 def make_perturbed_task(tid: str) -> Task:

@@ -10,9 +10,21 @@ coded, for whoever reads it.
 The ground truth is the mean over the rows the generator draws as malignant, summed in
 integer hundredths so it is exact; tests recompute it from the CSV with the ``csv``
 module.
+
+Each instance's `Reference` recomputes the mean exactly (fractions) from the decoded CSV
+by column name (rows in any order), with the malignant code read from the codebook.
+Rows of the other class are never averaged, so they may be dropped. The aimed mutants
+move one malignant value, relabel the benign row farthest from the malignant mean, or
+swap the codes in the codebook (the trap made true: a check that hard-codes 0 dies).
 """
 
 from __future__ import annotations
+
+import math
+import random
+import re
+from fractions import Fraction
+from functools import partial
 
 import numpy as np
 
@@ -26,7 +38,19 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
+from vera_env.tasks.builtin.solvers import (
+    aimed,
+    column,
+    edit_lines,
+    lines_of,
+    moved,
+    read_table,
+    text_of,
+    tsv_fields,
+)
 from vera_env.tasks.model import Trap
+from vera_env.tasks.undetermined import CANNOT_DETERMINE
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["MALIGNANT", "label_coding"]
 
@@ -124,6 +148,70 @@ def _solution(feature: str, col: int, n_rows: int, n_bad: int, answer: str
     )
 
 
+# ----- the reference -----
+
+_TOL = 0.01
+_CODE = re.compile(r"(\d+)\s*=\s*malignant")
+
+
+def _mean(values: list[Fraction]) -> str:
+    return f"{float(sum(values, Fraction(0)) / len(values)):.2f}" if values else CANNOT_DETERMINE
+
+
+def _solve(contents: Contents, *, feature: str) -> str:
+    code = _CODE.search(text_of(contents, "codebook.txt"))
+    if code is None:
+        raise ValueError("codebook.txt does not say which target code is malignant")
+    header, rows = read_table(text_of(contents, "tumours.csv"), ",", (feature, "target"))
+    f, t = column(header, feature), column(header, "target")
+    return _mean([Fraction(row[f]) for row in rows if row[t].strip() == code.group(1)])
+
+
+def _benign(record: bytes) -> bool:
+    """A row of the other class: the malignant mean never reads it."""
+    return tsv_fields(record, b",")[-1].strip() != str(MALIGNANT).encode()
+
+
+def _tumour_mutant(content: bytes, rng: random.Random, *, kind: str, col: int) -> bytes | None:
+    """One malignant value moved enough to move the mean (``shift``), or the benign row
+    farthest from the malignant mean relabelled malignant (``relabel``)."""
+    lines = lines_of(content)
+    rows = {i: tsv_fields(line, b",") for i, line in enumerate(lines[1:], 1)}
+    code = str(MALIGNANT).encode()
+    bad = {i: Fraction(f[col].decode()) for i, f in rows.items() if f[-1] == code}
+    if not bad:
+        return None
+    if kind == "shift":
+        i = rng.choice(sorted(bad))
+        rows[i][col] = f"{float(bad[i]) + math.ceil(0.05 * len(bad)) + 1:.2f}".encode()
+    else:
+        mean = sum(bad.values(), Fraction(0)) / len(bad)
+        good = {j: Fraction(f[col].decode()) for j, f in rows.items() if f[-1] != code}
+        i = max(good, key=lambda j: abs(good[j] - mean))
+        if not moved(_mean(list(bad.values())), _mean([*bad.values(), good[i]]), _TOL):
+            return None
+        rows[i][-1] = code
+    fields = rows[i]
+    return edit_lines(content, {i: b",".join(fields) + lines[i][len(lines[i].rstrip(b"\r\n")):]})
+
+
+def _swap_codes(content: bytes, rng: random.Random) -> bytes | None:
+    """The codebook's two labels exchanged: malignant is coded 1."""
+    text = content.decode()
+    swapped = text.replace("0 = malignant, 1 = benign", "0 = benign, 1 = malignant")
+    return swapped.encode() if swapped != text else None
+
+
+def _reference(feature: str, col: int) -> Reference:
+    return Reference(
+        solve=partial(_solve, feature=feature),
+        preserving={"tumours.csv": ("shuffle_records", "drop_irrelevant"), "codebook.txt": ()},
+        irrelevant={"tumours.csv": _benign},
+        mutators={"tumours.csv": aimed(partial(_tumour_mutant, kind="shift", col=col - 1),
+                                       partial(_tumour_mutant, kind="relabel", col=col - 1)),
+                  "codebook.txt": aimed(_swap_codes)})
+
+
 def label_coding(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """Mean of a feature over malignant tumours (trap: taking ``target == 1`` as malignant)."""
     feature = list(_FEATURES)[int(rng.integers(len(_FEATURES)))]
@@ -154,6 +242,6 @@ def label_coding(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
                 "Give two decimals.")
     return Instance(files={"tumours.csv": _csv(target, cents).encode(),
                            "codebook.txt": _CODEBOOK.encode()},
-                    question=question, answer=answer, grader={"kind": "numeric", "abs_tol": 0.01},
+                    question=question, answer=answer, grader={"kind": "numeric", "abs_tol": _TOL},
                     solution=_solution(feature, col, len(target), len(bad), answer), trap=trap,
-                    tags=("csv", "label-coding", "codebook"))
+                    tags=("csv", "label-coding", "codebook"), reference=_reference(feature, col))

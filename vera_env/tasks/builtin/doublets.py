@@ -12,9 +12,19 @@ under the banner say which way round the matrix is, for whoever looks.
 Doublets are planted as the sum of a T-cell and a B-cell read profile. The ground truth
 is counted on the drawn entries (barcodes with at least 3 Cd3e and 3 Cd19 counts); tests
 recount it by parsing the written matrix.
+
+Each instance's `Reference` recounts from the decoded files, telling the orientation
+from the size line against the barcode and feature counts (entries in any order,
+comments allowed; the lists are read by line number, so they keep their lines). It
+answers "cannot be determined" when a marker is not listed exactly once. The aimed
+mutants change one entry: a doublet's Cd19 count lowered under the threshold, or a T
+cell given enough Cd19 to become one.
 """
 
 from __future__ import annotations
+
+import random
+from functools import partial
 
 import numpy as np
 
@@ -36,7 +46,10 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
+from vera_env.tasks.builtin.solvers import aimed, content_of, named_lines, read_mtx
 from vera_env.tasks.model import Trap
+from vera_env.tasks.undetermined import CANNOT_DETERMINE
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["doublets"]
 
@@ -148,6 +161,56 @@ def _careless_count(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, t_co
     return len(in_t & in_b)
 
 
+# ----- the reference -----
+
+def _solve(contents: Contents) -> str:
+    mtx = read_mtx(content_of(contents, "matrix.mtx.gz"))
+    features = named_lines(content_of(contents, "features.tsv.gz"), "features.tsv.gz")
+    n_cells = len(named_lines(content_of(contents, "barcodes.tsv.gz"), "barcodes.tsv.gz"))
+    if mtx.shape == (n_cells, len(features)):
+        cell, gene = 0, 1
+    elif mtx.shape == (len(features), n_cells):
+        cell, gene = 1, 0
+    else:
+        raise ValueError(f"matrix.mtx.gz is {mtx.shape[0]} x {mtx.shape[1]}, but there are "
+                         f"{n_cells} barcodes and {len(features)} features")
+    found = [[i + 1 for i, f in enumerate(features) if f[1:2] == [marker]] for marker in _MARKERS]
+    if any(len(lines) != 1 for lines in found):
+        return CANNOT_DETERMINE
+    high = mtx.entries[mtx.entries[:, 2] >= MIN_COUNTS]
+    t_cells, b_cells = (high[high[:, gene] == lines[0], cell] for lines in found)
+    return str(len(np.intersect1d(t_cells, b_cells)))
+
+
+def _doublet_mutant(content: bytes, rng: random.Random, *, kind: str, t_col: int, b_col: int
+                    ) -> bytes | None:
+    """A doublet's Cd19 count set under the threshold (``lower``), or a Cd3e-high cell
+    without enough Cd19 given the threshold's worth (``raise``); columns are 1-based."""
+    mtx = read_mtx(content)
+    rows, cols, values = mtx.entries.T
+    t_high = set(rows[(cols == t_col) & (values >= MIN_COUNTS)].tolist())
+    b_at = {int(r): k for k, r in zip(np.flatnonzero(cols == b_col).tolist(),
+                                       rows[cols == b_col].tolist(), strict=True)}
+    if kind == "lower":
+        cells = sorted(c for c in t_high if c in b_at and values[b_at[c]] >= MIN_COUNTS)
+    else:
+        cells = sorted(c for c in t_high if c not in b_at or values[b_at[c]] < MIN_COUNTS)
+    if not cells:
+        return None
+    c = rng.choice(cells)
+    line = b"%d %d %d\n" % (c, b_col, MIN_COUNTS - 1 if kind == "lower" else MIN_COUNTS)
+    return mtx.edited({b_at[c]: line}) if c in b_at else mtx.edited({}, (line,))
+
+
+def _reference(t_col: int, b_col: int) -> Reference:
+    return Reference(
+        solve=_solve,
+        preserving={"matrix.mtx.gz": ("recompress", "shuffle_records", "add_comment"),
+                    "features.tsv.gz": ("recompress",), "barcodes.tsv.gz": ("recompress",)},
+        mutators={"matrix.mtx.gz": aimed(*(partial(_doublet_mutant, kind=kind, t_col=t_col + 1,
+                                                   b_col=b_col + 1) for kind in ("lower", "raise")))})
+
+
 def doublets(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """Count T/B doublets in a cells x genes matrix (trap: reading it as genes x cells)."""
     n_genes, n_cells = _SIZES[difficulty]
@@ -180,4 +243,5 @@ def doublets(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
                     grader={"kind": "numeric", "abs_tol": 0},
                     solution=_solution(n_genes, n_cells, t_col, b_col, answer),
                     trap=_careless(wrong),
-                    tags=("single-cell", "sparse-matrix", "doublets", "orientation"))
+                    tags=("single-cell", "sparse-matrix", "doublets", "orientation"),
+                    reference=_reference(t_col, b_col))

@@ -10,9 +10,18 @@ must be taken back to the TPM scale (``2^x - 1``) first.
 The ground truth is computed from the values as written (three decimals), back-
 transformed in double precision exactly as the solution's awk does; tests recompute it
 from the file with Python's ``csv`` and ``math`` modules.
+
+Each instance's `Reference` recomputes the fold change from the decoded tables by gene
+and sample name (rows of both in any order; "cannot be determined" if the gene is not
+there once). Other genes' rows are never read, so they may be dropped. The aimed
+mutants move one treated or one control value of the gene (a check of either mean dies
+on one of them), or flip one sample's condition in samples.tsv.
 """
 
 from __future__ import annotations
+
+import random
+from functools import partial
 
 import numpy as np
 
@@ -26,7 +35,18 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
+from vera_env.tasks.builtin.solvers import (
+    aimed,
+    edit_lines,
+    lines_of,
+    moved,
+    read_table,
+    text_of,
+    tsv_fields,
+)
 from vera_env.tasks.model import Trap
+from vera_env.tasks.undetermined import CANNOT_DETERMINE
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["fold_change"]
 
@@ -113,6 +133,87 @@ def _solution(gene: str, n_samples: int, n_treated: int, answer: str, n_genes: i
     )
 
 
+# ----- the reference -----
+
+_TOL = 0.001
+
+
+def _fold(header: list[str], values: list[str], condition: dict[str, str]) -> str:
+    """Mean TPM of the treated columns over that of the control ones, summed in column
+    order as the generator sums (so the same doubles round the same way)."""
+    tpm: dict[str, list[float]] = {"treated": [], "control": []}
+    for sample, value in zip(header[1:], values[1:], strict=True):
+        if condition.get(sample) not in tpm:
+            raise ValueError(f"samples.tsv gives sample {sample!r} no condition")
+        tpm[condition[sample]].append(2.0 ** float(value) - 1)
+    treated, control = tpm["treated"], tpm["control"]
+    if not treated or not control or not sum(control):
+        return CANNOT_DETERMINE
+    return f"{sum(treated) / len(treated) / (sum(control) / len(control)):.3f}"
+
+
+def _conditions(contents: Contents) -> dict[str, str]:
+    header, rows = read_table(text_of(contents, "samples.tsv"), "\t", ("sample", "condition"))
+    s, c = header.index("sample"), header.index("condition")
+    return {row[s]: row[c] for row in rows}
+
+
+def _solve(contents: Contents, *, gene: str) -> str:
+    header, rows = read_table(text_of(contents, "expression.tsv"), "\t", ("gene",))
+    if header[0] != "gene":
+        raise ValueError("expression.tsv: the first column is not the gene")
+    hits = [row for row in rows if row[0] == gene]
+    return _fold(header, hits[0], _conditions(contents)) if len(hits) == 1 else CANNOT_DETERMINE
+
+
+def _other_gene(record: bytes, *, gene: str) -> bool:
+    """Another gene's row: the fold change never reads it."""
+    return tsv_fields(record)[0].decode("utf-8", "replace") != gene
+
+
+def _shift_value(content: bytes, rng: random.Random, *, gene: str, condition: dict[str, str],
+                 group: str) -> bytes | None:
+    """One of the gene's values in a ``group`` sample raised by 1 (its TPM doubled)."""
+    lines = lines_of(content)
+    header = tsv_fields(lines[0])
+    at = next((i for i, line in enumerate(lines[1:], 1) if tsv_fields(line)[0] == gene.encode()), None)
+    if at is None:
+        return None
+    fields = tsv_fields(lines[at])
+    cols = [j for j, name in enumerate(header) if condition.get(name.decode()) == group]
+    j = rng.choice(cols)
+    base = _fold([h.decode() for h in header], [f.decode() for f in fields], condition)
+    fields[j] = f"{float(fields[j]) + 1:.3f}".encode()
+    if not moved(base, _fold([h.decode() for h in header], [f.decode() for f in fields],
+                             condition), _TOL):
+        return None
+    return edit_lines(content, {at: b"\t".join(fields) + b"\n"})
+
+
+def _flip_condition(content: bytes, rng: random.Random) -> bytes | None:
+    """One sample's condition flipped in samples.tsv."""
+    lines = lines_of(content)
+    i = rng.randrange(1, len(lines)) if len(lines) > 1 else 0
+    flipped = {b"treated": b"control", b"control": b"treated"}
+    fields = tsv_fields(lines[i])
+    if i == 0 or fields[-1] not in flipped:
+        return None
+    return edit_lines(content, {i: b"\t".join([*fields[:-1], flipped[fields[-1]]]) + b"\n"})
+
+
+def _reference(gene: str, samples: list[str], treated: np.ndarray) -> Reference:
+    condition = {s: "treated" if t else "control" for s, t in zip(samples, treated.tolist(),
+                                                                   strict=True)}
+    return Reference(
+        solve=partial(_solve, gene=gene),
+        preserving={"expression.tsv": ("shuffle_records", "drop_irrelevant"),
+                    "samples.tsv": ("shuffle_records",), "README.txt": ()},
+        irrelevant={"expression.tsv": partial(_other_gene, gene=gene)},
+        mutators={"expression.tsv": aimed(*(partial(_shift_value, gene=gene, condition=condition,
+                                                    group=g) for g in ("treated", "control"))),
+                  "samples.tsv": aimed(_flip_condition)})
+
+
 def fold_change(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """Mean-TPM fold change from log2(TPM + 1) values (trap: ratio of the logs)."""
     n_genes, per_group = _SIZES[difficulty]
@@ -159,6 +260,6 @@ def fold_change(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     return Instance(
         files={"expression.tsv": ("\n".join(lines) + "\n").encode(),
                "samples.tsv": table.encode(), "README.txt": _README.encode()},
-        question=question, answer=answer, grader={"kind": "numeric", "abs_tol": 0.001},
+        question=question, answer=answer, grader={"kind": "numeric", "abs_tol": _TOL},
         solution=_solution(gene, 2 * per_group, per_group, answer, n_genes), trap=trap,
-        tags=("tsv", "log-scale", "fold-change"))
+        tags=("tsv", "log-scale", "fold-change"), reference=_reference(gene, samples, treated))

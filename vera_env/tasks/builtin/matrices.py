@@ -13,9 +13,20 @@ genes x cells, 1-based), ``genes.tsv.gz`` (id, symbol), ``barcodes.tsv.gz``.
 The ground truth is decided from the per-cell totals and mitochondrial counts the
 generator *plans* before drawing the matrix (each cell's reads are drawn to exactly
 those totals, `counts.sample_counts`); tests re-derive it by parsing the written matrix.
+
+Each instance's `Reference` recounts from the decoded files: entries in any order and
+comment lines are fine, but the size line states the entry count and the gene and
+barcode lists are read by line number, so no record may be dropped and those lists keep
+their order. The aimed mutants change one entry of one cell: a mitochondrial count that
+pushes a passing cell over the fraction, or a nuclear count that lifts an empty cell
+over the total -- a check of the totals dies on the second, one of the fractions on
+the first.
 """
 
 from __future__ import annotations
+
+import random
+from functools import partial
 
 import numpy as np
 
@@ -31,9 +42,11 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
+from vera_env.tasks.builtin.solvers import Mtx, aimed, content_of, named_lines, read_mtx
 from vera_env.tasks.model import Trap
+from vera_env.verification.strength.reference import Contents, Reference
 
-__all__ = ["METADATA", "MITO_GENES", "qc_cells"]
+__all__ = ["METADATA", "MITO_GENES", "qc_cells", "read_10x"]
 
 MITO_GENES = ("mt-Nd1", "mt-Nd2", "mt-Co1", "mt-Co2", "mt-Atp8", "mt-Atp6", "mt-Co3",
               "mt-Nd3", "mt-Nd4l", "mt-Nd4", "mt-Nd5", "mt-Nd6", "mt-Cytb")
@@ -135,6 +148,82 @@ def _solution(n_genes: int, n_cells: int, min_counts: int, max_pct: int, mito: n
     )
 
 
+# ----- the reference -----
+
+def read_10x(contents: Contents, genes: str, cells: str) -> tuple[Mtx, list[list[str]], list[str]]:
+    """The matrix, the gene table's fields and the barcodes of a genes x cells 10x layout.
+
+    Raises:
+        ValueError: A file missing or unreadable, a gene line without a symbol, or a matrix
+            whose shape is not (genes, barcodes).
+    """
+    mtx = read_mtx(content_of(contents, "matrix.mtx.gz"))
+    table = named_lines(content_of(contents, genes), genes)
+    barcodes = [fields[0] for fields in named_lines(content_of(contents, cells), cells)]
+    if any(len(fields) < 2 for fields in table):
+        raise ValueError(f"a line of {genes} without a symbol column")
+    if mtx.shape != (len(table), len(barcodes)):
+        raise ValueError(f"matrix.mtx.gz is {mtx.shape[0]} x {mtx.shape[1]}, but {genes} "
+                         f"names {len(table)} genes and {cells} {len(barcodes)} cells")
+    return mtx, table, barcodes
+
+
+def _per_cell(mtx: Mtx, mito_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Total and mitochondrial counts of every cell (index 0 is cell 1)."""
+    rows, cols, values = mtx.entries.T
+    n_cells = mtx.shape[1]
+    totals = np.bincount(cols - 1, weights=values, minlength=n_cells)
+    is_mito = np.isin(rows, mito_rows)
+    mito = np.bincount(cols[is_mito] - 1, weights=values[is_mito], minlength=n_cells)
+    return totals, mito
+
+
+def _solve(contents: Contents, *, min_counts: int, max_pct: int) -> str:
+    mtx, table, _ = read_10x(contents, "genes.tsv.gz", "barcodes.tsv.gz")
+    mito_rows = np.array([i + 1 for i, fields in enumerate(table) if fields[1].startswith("mt-")])
+    totals, mito = _per_cell(mtx, mito_rows)
+    return str(int(np.count_nonzero((totals >= min_counts) & (100 * mito < max_pct * totals))))
+
+
+def _qc_mutant(content: bytes, rng: random.Random, *, kind: str, mito_rows: tuple[int, ...],
+               min_counts: int, max_pct: int) -> bytes | None:
+    """One entry changed so that one cell changes side: a passing cell's mitochondrial
+    count raised over the fraction (``mito``), or an empty cell's nuclear count raised to
+    pass (``total``)."""
+    mtx = read_mtx(content)
+    totals, mito = _per_cell(mtx, np.array(mito_rows))
+    passing = (totals >= min_counts) & (100 * mito < max_pct * totals)
+    rows, cols, values = mtx.entries.T
+    is_mito = np.isin(rows, mito_rows)
+    if kind == "mito":
+        cells = passing[cols - 1] & is_mito
+    else:
+        cells = (totals[cols - 1] < min_counts) & ~is_mito & (100 * mito[cols - 1] < max_pct * min_counts)
+    candidates = np.flatnonzero(cells)
+    if not len(candidates):
+        return None
+    k = int(candidates[rng.randrange(len(candidates))])
+    cell, value = int(cols[k]) - 1, int(values[k])
+    total, m = int(totals[cell]), int(mito[cell])
+    if kind == "mito":  # 100 (m + x) >= pct (total + x): x extra mitochondrial reads
+        extra = -(-(max_pct * total - 100 * m) // (100 - max_pct))
+    else:  # total + x >= min_counts, and the fraction stays under max_pct
+        extra = max(min_counts - total, 100 * m // max_pct + 1 - total)
+    line = b"%d %d %d\n" % (rows[k], cols[k], value + max(1, extra))
+    return mtx.edited({k: line})
+
+
+def _reference(genes: list[str], min_counts: int, max_pct: int) -> Reference:
+    mito_rows = tuple(i + 1 for i, g in enumerate(genes) if g.startswith("mt-"))
+    return Reference(
+        solve=partial(_solve, min_counts=min_counts, max_pct=max_pct),
+        preserving={"matrix.mtx.gz": ("recompress", "shuffle_records", "add_comment"),
+                    "genes.tsv.gz": ("recompress",), "barcodes.tsv.gz": ("recompress",)},
+        mutators={"matrix.mtx.gz": aimed(*(partial(
+            _qc_mutant, kind=kind, mito_rows=mito_rows, min_counts=min_counts, max_pct=max_pct)
+            for kind in ("mito", "total")))})
+
+
 def qc_cells(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """Cells passing a count and mitochondrial-fraction filter (trap: ``grep MT-``)."""
     n_genes, n_cells = _SIZES[difficulty]
@@ -175,4 +264,5 @@ def qc_cells(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     solution = _solution(n_genes, n_cells, min_counts, max_pct, mito, answer, careless - answer)
     return Instance(files=files, question=question, answer=str(answer),
                     grader={"kind": "numeric", "abs_tol": 0}, solution=solution, trap=trap,
-                    tags=("single-cell", "sparse-matrix", "qc", "mitochondrial", "mouse"))
+                    tags=("single-cell", "sparse-matrix", "qc", "mitochondrial", "mouse"),
+                    reference=_reference(genes, min_counts, max_pct))

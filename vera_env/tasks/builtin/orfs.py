@@ -14,9 +14,18 @@ the stop excluded; an ORF without a stop before the end of its record does not c
 The ground truth is found by a numpy scan of codon codes in all six frames (stops and
 ATGs located with ``searchsorted``); tests recount it by translating each frame and
 matching ``M[^*]*\\*`` with a regex. Easy instances are plain FASTA, harder ones gzipped.
+
+Each instance's `Reference` rescans the decoded FASTA (any width, any record order;
+letters other than A, C, G, T read no codon). Records whose longest ORF is shorter than
+the answer cannot change it, so they may be dropped. The aimed mutants put a stop codon
+inside the longest ORF, or turn its stop into a sense codon: a check that re-finds that
+ORF dies on the first, one that checks where it ends on the second.
 """
 
 from __future__ import annotations
+
+import random
+from functools import partial
 
 import numpy as np
 
@@ -32,9 +41,18 @@ from vera_env.tasks.builtin.instance import (
     verdict,
 )
 from vera_env.tasks.builtin.sequences import fasta_text, random_bases, revcomp
+from vera_env.tasks.builtin.solvers import (
+    aimed,
+    content_of,
+    fasta_layout,
+    fasta_records,
+    fasta_sequence,
+    with_bases,
+)
 from vera_env.tasks.model import Trap
+from vera_env.verification.strength.reference import Contents, Reference
 
-__all__ = ["longest_orf", "longest_orf_per_strand"]
+__all__ = ["longest_orf", "longest_orf_per_strand", "orf_answer"]
 
 _STOPS = ("TAA", "TAG", "TGA")
 _SENSE = tuple(a + b + c for a in "ACGT" for b in "ACGT" for c in "ACGT"
@@ -192,6 +210,95 @@ def _trap(cat: str, wrong: int) -> Trap:
         wrong_answer=str(wrong))
 
 
+# ----- the reference: a scan of the written file -----
+
+_READ = np.full(256, 64, dtype=np.int64)  # 64: no codon holding this letter is ATG or a stop
+_READ[np.frombuffer(b"ACGT", dtype=np.uint8)] = [0, 1, 2, 3]
+_COMPLEMENT = bytes.maketrans(b"ACGT", b"TGCA")
+_SENSE_FOR_STOP = b"TAC"  # a stop made Tyr: the ORF runs on to the next stop, or never ends
+
+
+def _best_in_strand(seq: bytes) -> tuple[int, int, int]:
+    """(amino acids, start, stop) of the longest complete ORF in the three frames of an
+    uppercase ``seq``; positions are of the ATG's and the stop codon's first base."""
+    bases = _READ[np.frombuffer(seq, dtype=np.uint8)]
+    best = (0, -1, -1)
+    for frame in range(3):
+        n = (len(bases) - frame) // 3
+        triplets = bases[frame:frame + 3 * n].reshape(n, 3)
+        codes = triplets[:, 0] * 16 + triplets[:, 1] * 4 + triplets[:, 2]
+        stops = np.flatnonzero(np.isin(codes, _STOP_CODES))
+        atgs = np.flatnonzero(codes == _ATG)
+        if not len(stops) or not len(atgs):
+            continue
+        first = np.searchsorted(atgs, np.concatenate(([-1], stops[:-1])) + 1)
+        starts = atgs[np.minimum(first, len(atgs) - 1)]
+        lengths = np.where((first < len(atgs)) & (starts < stops), stops - starts, 0)
+        i = int(lengths.argmax())
+        if int(lengths[i]) > best[0]:
+            best = (int(lengths[i]), frame + 3 * int(starts[i]), frame + 3 * int(stops[i]))
+    return best
+
+
+def _best_in_record(seq: bytes) -> tuple[int, int, int, int]:
+    """(amino acids, strand 1 or -1, start, stop) of a record's longest ORF, positions on
+    that strand (the reverse strand read 5' to 3')."""
+    upper = seq.upper()
+    fwd = _best_in_strand(upper)
+    rev = _best_in_strand(upper.translate(_COMPLEMENT)[::-1])
+    return (*fwd[:1], 1, *fwd[1:]) if fwd[0] >= rev[0] else (*rev[:1], -1, *rev[1:])
+
+
+def orf_answer(content: bytes) -> str:
+    """The longest complete ORF over six frames of every record of a decoded FASTA.
+
+    Raises:
+        ValueError: Not FASTA.
+    """
+    return str(max(_best_in_record(seq)[0] for _, seq in fasta_records(content)))
+
+
+def _solve_orf(contents: Contents, *, name: str) -> str:
+    return orf_answer(content_of(contents, name))
+
+
+def _shorter(record: bytes, *, answer: int) -> bool:
+    """No ORF as long as the answer: a record the maximum never comes from."""
+    return _best_in_record(fasta_sequence(record))[0] < answer
+
+
+def _orf_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | None:
+    """The longest ORF cut by a stop inside it (``cut``) or its stop made a sense codon
+    (``open``), on its own strand; the first such edit that changes the answer."""
+    layout = fasta_layout(content)
+    data = np.frombuffer(content, dtype=np.uint8)
+    seqs = [data[offsets].tobytes() for offsets in layout]
+    base = max(_best_in_record(seq)[0] for seq in seqs)
+    for r in rng.sample(range(len(seqs)), len(seqs)):
+        length, strand, start, stop = _best_in_record(seqs[r])
+        if length < base:
+            continue
+        inside = list(range(start + 3, stop, 3))
+        at = [stop] if kind == "open" else rng.sample(inside, min(5, len(inside)))
+        codon = _SENSE_FOR_STOP if kind == "open" else _STOPS[rng.randrange(3)].encode()
+        if strand < 0:  # the reverse strand's codon at p is at len - p - 3 on the forward
+            at, codon = [len(seqs[r]) - p - 3 for p in at], codon.translate(_COMPLEMENT)[::-1]
+        for pos in at:
+            edited = with_bases(content, layout[r][pos:pos + 3], codon)
+            if orf_answer(edited) != str(base):
+                return edited
+    return None
+
+
+def _reference(name: str, answer: int) -> Reference:
+    return Reference(
+        solve=partial(_solve_orf, name=name),
+        preserving={name: ("recompress", "shuffle_records", "rewrap", "drop_irrelevant")
+                    if name.endswith(".gz") else ("shuffle_records", "rewrap", "drop_irrelevant")},
+        irrelevant={name: partial(_shorter, answer=answer)},
+        mutators={name: aimed(partial(_orf_mutant, kind="cut"), partial(_orf_mutant, kind="open"))})
+
+
 def longest_orf(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """Longest ORF over six frames (trap: scanning the forward strand only)."""
     for _ in range(20):  # the decoy or background could outgrow the planted ORF: redraw
@@ -214,4 +321,5 @@ def longest_orf(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
         files={name: data}, question=question, answer=str(reverse),
         grader={"kind": "numeric", "abs_tol": 0},
         solution=_solution(cat, len(records), sum(map(len, records)), reverse, forward),
-        trap=_trap(cat, forward), tags=("fasta", "orf", "six-frames", "reverse-complement"))
+        trap=_trap(cat, forward), tags=("fasta", "orf", "six-frames", "reverse-complement"),
+        reference=_reference(name, reverse))

@@ -14,9 +14,19 @@ Genotypes are drawn by transmitting alleles through the pedigree, with missing c
 made the father; generation verifies on the written genotypes that he has the fewest
 Mendelian errors (by a margin) and that identity picks the brother (else it redraws).
 Tests recount both from the VCF.
+
+Each instance's `Reference` recounts the Mendelian errors from the decoded VCF, finding
+the samples by name in the ``#CHROM`` line (sites in any order, meta lines free; "cannot
+be determined" on a tie or a missing sample). Sites where the mother's or the child's
+call is missing are never read, so they may be dropped. The aimed mutants swap the
+father's name with another man's in the ``#CHROM`` line (a check that reads columns by
+position dies), or make the father inconsistent at just enough sites to lose.
 """
 
 from __future__ import annotations
+
+import random
+from functools import partial
 
 import numpy as np
 
@@ -31,7 +41,11 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
+from vera_env.tasks.builtin.solvers import aimed, content_of, edit_lines, lines_of, vcf_table
+from vera_env.tasks.builtin.variants import genotype_alleles
 from vera_env.tasks.model import Trap
+from vera_env.tasks.undetermined import CANNOT_DETERMINE
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["mendelian_errors", "trio_parentage"]
 
@@ -191,6 +205,96 @@ def _identity(child: list[str], man: list[str]) -> int:
     return sum(1 for c, m in zip(child, man, strict=True) if c == m)
 
 
+# ----- the reference -----
+
+def _consistent(m: list[str], c: list[str], f: list[str]) -> bool:
+    return len(c) == 2 and ((c[0] in m and c[1] in f) or (c[1] in m and c[0] in f))
+
+
+def _errors(rows: list[list[str]], cols: tuple[int, int, int]) -> int:
+    """Mendelian errors of the man in column ``cols[2]`` at the sites where mother
+    (``cols[0]``), child and he are all called."""
+    errors = 0
+    for row in rows:
+        m, c, f = (genotype_alleles(row[i]) for i in cols)
+        if "." not in m + c + f:
+            errors += not _consistent(m, c, f)
+    return errors
+
+
+def _solve(contents: Contents, *, mother: str, child: str, men: tuple[str, ...]) -> str:
+    header, rows = vcf_table(content_of(contents, "calls.vcf.gz"))
+    if not {mother, child, *men} <= set(header[9:]):
+        return CANNOT_DETERMINE
+    errors = {man: _errors(rows, (header.index(mother), header.index(child), header.index(man)))
+              for man in men}
+    fewest = min(errors.values())
+    best = [man for man in men if errors[man] == fewest]
+    return best[0] if len(best) == 1 else CANNOT_DETERMINE
+
+
+def _parent_uncalled(record: bytes, *, mother: int, child: int) -> bool:
+    """The mother's or the child's call is missing: no man's error count reads this site."""
+    fields = record.decode("utf-8", "replace").split("\t")
+    return len(fields) > max(mother, child) and not record.startswith(b"#") and any(
+        "." in genotype_alleles(fields[i]) for i in (mother, child))
+
+
+def _swap_names(content: bytes, rng: random.Random, *, father: str, others: tuple[str, ...]
+                ) -> bytes | None:
+    """The father's name and another man's swapped in the ``#CHROM`` line."""
+    lines = lines_of(content)
+    at = next((i for i, line in enumerate(lines) if line.startswith(b"#CHROM")), None)
+    if at is None:
+        return None
+    other = rng.choice(others)
+    names = {father: other, other: father}
+    fields = lines[at].rstrip(b"\n").decode().split("\t")
+    return edit_lines(content, {at: ("\t".join(names.get(f, f) for f in fields) + "\n").encode()})
+
+
+def _frame_father(content: bytes, rng: random.Random, *, mother: str, child: str,
+                  father: str, others: tuple[str, ...]) -> bytes | None:
+    """The father's call changed to an inconsistent one at just enough consistent sites
+    that another man has fewer errors."""
+    header, rows = vcf_table(content)
+    cols = tuple(header.index(name) for name in (mother, child, father))
+    need = min(_errors(rows, (cols[0], cols[1], header.index(o))) for o in others) + 1 \
+        - _errors(rows, (cols[0], cols[1], cols[2]))
+    if need <= 0:
+        return None  # he is not the one with the fewest errors already
+    lines = lines_of(content)
+    body = [i for i, line in enumerate(lines) if line.strip() and not line.startswith(b"#")]
+    flips = {}
+    for i in rng.sample(body, len(body)):
+        fields = lines[i].decode().split("\t")
+        m, c, f = (genotype_alleles(fields[j]) for j in cols)
+        if "." in m + c + f or not _consistent(m, c, f):
+            continue
+        bad = next((g for g in ("0/0", "1/1") if not _consistent(m, c, g.split("/"))), None)
+        if bad is not None:
+            fields[cols[2]] = bad + fields[cols[2]][3:]
+            flips[i] = "\t".join(fields).encode()
+        if len(flips) >= need:
+            return edit_lines(content, flips)
+    return None
+
+
+def _reference(roles: dict[str, str], men: list[str], text: str) -> Reference:
+    header = next(line for line in text.splitlines() if line.startswith("#CHROM")).split("\t")
+    mother, child, father = roles["mother"], roles["child"], roles["father"]
+    others = tuple(roles[m] for m in men if m != "father")
+    return Reference(
+        solve=partial(_solve, mother=mother, child=child, men=tuple(roles[m] for m in men)),
+        preserving={"calls.vcf.gz": ("recompress", "shuffle_records", "add_comment",
+                                     "drop_irrelevant")},
+        irrelevant={"calls.vcf.gz": partial(_parent_uncalled, mother=header.index(mother),
+                                            child=header.index(child))},
+        mutators={"calls.vcf.gz": aimed(partial(_swap_names, father=father, others=others),
+                                        partial(_frame_father, mother=mother, child=child,
+                                                father=father, others=others))})
+
+
 def trio_parentage(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """The father among three men (trap: genotype identity picks the child's brother)."""
     n_sites = _SIZES[difficulty]
@@ -233,4 +337,5 @@ def trio_parentage(rng: np.random.Generator, difficulty: Difficulty) -> Instance
                     answer=roles["father"],
                     grader={"kind": "choice", "choices": [names["x"], names["y"], names["z"]]},
                     solution=_solution(names, n_sites, by_name), trap=trap,
-                    tags=("vcf", "pedigree", "mendelian-errors", "relatedness"))
+                    tags=("vcf", "pedigree", "mendelian-errors", "relatedness"),
+                    reference=_reference(roles, men, text))

@@ -15,9 +15,20 @@ The ground truth is the gene the generator zeroes in the treated cells' expressi
 profile; generation verifies on the drawn counts that it is the only gene detected in
 at least half of the control cells with no count in any treated cell (and redraws if
 chance made a second one). Tests re-derive it by parsing the written files.
+
+Each instance's `Reference` re-derives the gene from the decoded files (entries and
+cells.tsv rows in any order, comments in the matrix); it answers "cannot be determined"
+when no gene, or more than one, fits. The gene and barcode lists are read by line
+number, so they keep their lines and order. The aimed mutants are of three kinds: one
+count of the gene in a treated cell (the matrix), one control cell where the gene is
+detected relabelled treated (cells.tsv), and the gene's symbol swapped with the next
+line's (genes.tsv.gz: the off-by-one answer becomes the right one).
 """
 
 from __future__ import annotations
+
+import random
+from functools import partial
 
 import numpy as np
 
@@ -39,8 +50,19 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
-from vera_env.tasks.builtin.matrices import METADATA
+from vera_env.tasks.builtin.matrices import METADATA, read_10x
+from vera_env.tasks.builtin.solvers import (
+    aimed,
+    edit_lines,
+    lines_of,
+    read_mtx,
+    read_table,
+    text_of,
+    tsv_fields,
+)
 from vera_env.tasks.model import Trap
+from vera_env.tasks.undetermined import CANNOT_DETERMINE
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["KNOCKOUT_TARGETS", "knockout_gene"]
 
@@ -170,6 +192,77 @@ python3 ko.py > ko_gene.txt
 cat ko_gene.txt"""
 
 
+# ----- the reference -----
+
+def _treated(contents: Contents, barcodes: list[str]) -> np.ndarray:
+    """Per matrix column, whether cells.tsv calls its barcode treated.
+
+    Raises:
+        ValueError: cells.tsv without its header, a barcode it does not list, or a group
+            other than control and treated.
+    """
+    header, rows = read_table(text_of(contents, "cells.tsv"), "\t", ("barcode", "group"))
+    b, g = header.index("barcode"), header.index("group")
+    group = {row[b]: row[g] for row in rows}
+    unknown = {group.get(code) for code in barcodes} - {"control", "treated"}
+    if unknown:
+        raise ValueError(f"cells.tsv gives a barcode no group or an unknown one: {unknown}")
+    return np.array([group[code] == "treated" for code in barcodes])
+
+
+def _solve(contents: Contents) -> str:
+    mtx, table, barcodes = read_10x(contents, "genes.tsv.gz", "barcodes.tsv.gz")
+    treated = _treated(contents, barcodes)
+    rows, cols, values = mtx.entries[mtx.entries[:, 2] > 0].T
+    in_treated = treated[cols - 1]
+    pairs = np.sort(rows[~in_treated] * (len(barcodes) + 1) + cols[~in_treated])
+    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]  # a cell counts once
+    detected = np.bincount(pairs // (len(barcodes) + 1) - 1, minlength=len(table))
+    lost = np.bincount(rows[in_treated] - 1, minlength=len(table)) > 0
+    hits = np.flatnonzero((2 * detected >= np.count_nonzero(~treated)) & ~lost)
+    return table[int(hits[0])][1] if len(hits) == 1 else CANNOT_DETERMINE
+
+
+def _leak(content: bytes, rng: random.Random, *, row: int, treated: tuple[int, ...]) -> bytes:
+    """One count of the knocked-out gene (matrix ``row``) in a treated column."""
+    return read_mtx(content).edited({}, (b"%d %d 1\n" % (row, rng.choice(treated)),))
+
+
+def _relabel(content: bytes, rng: random.Random, *, expressing: tuple[str, ...]) -> bytes | None:
+    """One control cell that detects the gene relabelled treated (cells.tsv)."""
+    lines = lines_of(content)
+    hits = [i for i, line in enumerate(lines) if tsv_fields(line)[0].decode() in expressing]
+    if not hits:
+        return None
+    i = rng.choice(hits)
+    return edit_lines(content, {i: lines[i].replace(b"\tcontrol", b"\ttreated")})
+
+
+def _swap_symbol(content: bytes, rng: random.Random, *, row: int) -> bytes | None:
+    """The gene's symbol swapped with the next line's (genes.tsv.gz, ``row`` 1-based)."""
+    lines = lines_of(content)
+    if row >= len(lines):
+        return None
+    (a, b), (c, d) = (tsv_fields(lines[i]) for i in (row - 1, row))
+    return edit_lines(content, {row - 1: f"{a.decode()}\t{d.decode()}\n".encode(),
+                                row: f"{c.decode()}\t{b.decode()}\n".encode()})
+
+
+def _reference(draw: _Draw, cells: list[str]) -> Reference:
+    row = draw.ko + 1
+    control = draw.cols[(draw.rows == draw.ko) & ~draw.treated[draw.cols]]
+    return Reference(
+        solve=_solve,
+        preserving={"matrix.mtx.gz": ("recompress", "shuffle_records", "add_comment"),
+                    "genes.tsv.gz": ("recompress",), "barcodes.tsv.gz": ("recompress",),
+                    "cells.tsv": ("shuffle_records",)},
+        mutators={"matrix.mtx.gz": aimed(partial(_leak, row=row, treated=tuple(
+                      int(c) + 1 for c in np.flatnonzero(draw.treated)))),
+                  "cells.tsv": aimed(partial(_relabel, expressing=tuple(
+                      cells[int(c)] for c in control))),
+                  "genes.tsv.gz": aimed(partial(_swap_symbol, row=row))})
+
+
 def knockout_gene(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """The gene absent from treated cells (trap: ``genes[row]`` with a 1-based row)."""
     n_genes, n_cells = _SIZES[difficulty]
@@ -208,4 +301,5 @@ def knockout_gene(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
         wrong_answer=wrong)
     return Instance(files=files, question=question, answer=answer,
                     grader={"kind": "exact"}, solution=_solution(draw, n_genes), trap=trap,
-                    tags=("single-cell", "sparse-matrix", "crispr", "one-based-index"))
+                    tags=("single-cell", "sparse-matrix", "crispr", "one-based-index"),
+                    reference=_reference(draw, cells))

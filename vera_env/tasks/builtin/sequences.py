@@ -16,11 +16,20 @@ The ground truth is counted on the generated sequences with a regex lookahead (m
 ``str.count`` on the case-folded sequence (GC, with N excluded from the denominator);
 tests recount from the written files with numpy. The careless answer is computed the
 way the careless one-liner computes it.
+
+Each instance's `Reference` recounts from the decoded FASTA (any line width, records in
+any order). Both answers are sums over records, so record order and line width never
+matter; a record with no occurrence on either strand is never read by the motif
+question. The aimed mutants break one occurrence on one strand (a one-strand count
+misses half of them), or turn one record's soft-masked G/C into A/T, or fill one gap
+with G (an uppercase-only count misses the first, a count of every letter the second).
 """
 
 from __future__ import annotations
 
+import random
 import re
+from functools import partial
 
 import numpy as np
 
@@ -35,7 +44,18 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
+from vera_env.tasks.builtin.solvers import (
+    aimed,
+    content_of,
+    fasta_layout,
+    fasta_records,
+    fasta_sequence,
+    moved,
+    with_bases,
+)
 from vera_env.tasks.model import Trap
+from vera_env.tasks.undetermined import CANNOT_DETERMINE
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["WRAP", "fasta_text", "gc_content", "motif_count", "random_bases", "revcomp"]
 
@@ -152,6 +172,57 @@ def _motif_trap(motif: str, careless: int) -> Trap:
         wrong_answer=str(careless))
 
 
+# ----- motif_count: the reference -----
+
+def _occurrences(seq: bytes, word: bytes) -> int:
+    return len(re.findall(b"(?=" + re.escape(word) + b")", seq))
+
+
+def _count_motif(contents: Contents, *, name: str, motif: str) -> str:
+    """Overlapping occurrences on both strands, within each record, case-insensitive."""
+    words = (motif.encode(), revcomp(motif).encode())
+    records = fasta_records(content_of(contents, name))
+    return str(sum(_occurrences(seq.upper(), word) for _, seq in records for word in words))
+
+
+def _motif_free(record: bytes, *, motif: str) -> bool:
+    """No occurrence on either strand: the count never reads this record."""
+    seq = fasta_sequence(record).upper()
+    return motif.encode() not in seq and revcomp(motif).encode() not in seq
+
+
+def _break_occurrence(content: bytes, rng: random.Random, *, motif: str, strand: int
+                      ) -> bytes | None:
+    """One occurrence on ``strand`` (0 forward, 1 reverse) broken by one base, the other
+    strand's count kept: a check of one strand's count dies on one of the two mutants."""
+    words = (motif.encode(), revcomp(motif).encode())
+    layout = fasta_layout(content)
+    data = np.frombuffer(content, dtype=np.uint8)
+    sites = [(r, m.start()) for r, offsets in enumerate(layout) for m in re.finditer(
+        b"(?=" + words[strand] + b")", data[offsets].tobytes().upper())]
+    rng.shuffle(sites)
+    for r, at in sites[:20]:
+        seq = bytearray(data[layout[r]].tobytes().upper())
+        before = [_occurrences(bytes(seq), w) for w in words]
+        for i in rng.sample(range(len(motif)), len(motif)):
+            for base in b"ACGT":
+                trial = seq.copy()
+                trial[at + i] = base
+                after = [_occurrences(bytes(trial), w) for w in words]
+                if after[strand] < before[strand] and after[1 - strand] == before[1 - strand]:
+                    return with_bases(content, layout[r][at + i:at + i + 1], bytes([base]))
+    return None
+
+
+def _motif_reference(name: str, motif: str) -> Reference:
+    return Reference(
+        solve=partial(_count_motif, name=name, motif=motif),
+        preserving={name: ("recompress", "shuffle_records", "rewrap", "drop_irrelevant")},
+        irrelevant={name: partial(_motif_free, motif=motif)},
+        mutators={name: aimed(partial(_break_occurrence, motif=motif, strand=0),
+                              partial(_break_occurrence, motif=motif, strand=1))})
+
+
 def motif_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """Count a motif on both strands, overlaps included (trap: ``grep -o``)."""
     motif, period = _MOTIFS[int(rng.integers(len(_MOTIFS)))]
@@ -178,7 +249,8 @@ def motif_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
                     grader={"kind": "numeric", "abs_tol": 0},
                     solution=_motif_solution(motif, n_records, n_bases, fwd, rev),
                     trap=_motif_trap(motif, careless),
-                    tags=("fasta", "motif", "reverse-complement", "overlapping-matches"))
+                    tags=("fasta", "motif", "reverse-complement", "overlapping-matches"),
+                    reference=_motif_reference("seqs.fa.gz", motif))
 
 
 def _soft_mask(rng: np.random.Generator, seq: bytearray) -> None:
@@ -253,6 +325,76 @@ def _gc_trap(wrong: str) -> Trap:
         wrong_answer=wrong)
 
 
+# ----- gc_content: the reference -----
+
+_LETTERS = bytes(range(ord("A"), ord("Z") + 1)) + b"-*."
+_GC_TOL = 0.01
+
+
+def _gc_counts(seq: bytes) -> tuple[int, int]:
+    """(G or C, called bases: A, C, G or T) of one sequence, case-insensitive.
+
+    Raises:
+        ValueError: A character that is no sequence letter.
+    """
+    upper = seq.upper()
+    if upper.translate(None, _LETTERS):
+        raise ValueError("a FASTA sequence line holds a character that is no base letter")
+    gc = upper.count(b"G") + upper.count(b"C")
+    return gc, gc + upper.count(b"A") + upper.count(b"T")
+
+
+def _percent(gc: int, called: int) -> str:
+    return f"{100 * gc / called:.2f}" if called else CANNOT_DETERMINE
+
+
+def _solve_gc(contents: Contents, *, name: str) -> str:
+    counts = [_gc_counts(seq) for _, seq in fasta_records(content_of(contents, name))]
+    return _percent(sum(c[0] for c in counts), sum(c[1] for c in counts))
+
+
+def _gc_edit(seq: np.ndarray, rng: random.Random, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, new letters) in one record: its soft-masked g/c made a/t (``masked``),
+    or one N gap filled with G (``gap``)."""
+    if kind == "masked":
+        at = np.flatnonzero((seq == ord("g")) | (seq == ord("c")))
+        return at, np.where(seq[at] == ord("g"), ord("a"), ord("t")).astype(np.uint8)
+    gap = np.concatenate(([False], (seq == ord("N")) | (seq == ord("n")), [False]))
+    edges = np.flatnonzero(np.diff(gap.astype(np.int8)))
+    if not len(edges):
+        return edges, edges.astype(np.uint8)
+    run = rng.randrange(len(edges) // 2)
+    at = np.arange(edges[2 * run], edges[2 * run + 1])
+    return at, np.full(len(at), ord("G"), dtype=np.uint8)
+
+
+def _gc_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | None:
+    """One record edited (see `_gc_edit`), the first whose edit moves the percentage
+    beyond the grader's tolerance."""
+    layout = fasta_layout(content)
+    data = np.frombuffer(content, dtype=np.uint8)
+    counts = [_gc_counts(data[offsets].tobytes()) for offsets in layout]
+    gc, called = sum(c[0] for c in counts), sum(c[1] for c in counts)
+    base = _percent(gc, called)
+    for r in rng.sample(range(len(layout)), len(layout)):
+        at, letters = _gc_edit(data[layout[r]], rng, kind)
+        if not len(at):
+            continue
+        edited = data[layout[r]].copy()
+        edited[at] = letters
+        g, c = _gc_counts(edited.tobytes())
+        if moved(base, _percent(gc - counts[r][0] + g, called - counts[r][1] + c), _GC_TOL):
+            return with_bases(content, layout[r][at], letters.tobytes())
+    return None
+
+
+def _gc_reference(name: str) -> Reference:
+    return Reference(
+        solve=partial(_solve_gc, name=name),
+        preserving={name: ("recompress", "shuffle_records", "rewrap")},
+        mutators={name: aimed(partial(_gc_mutant, kind="masked"), partial(_gc_mutant, kind="gap"))})
+
+
 def gc_content(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """GC percentage of a soft-masked genome (trap: counting only uppercase G/C)."""
     n_records, lo, hi = _SIZES[difficulty]
@@ -272,6 +414,7 @@ def gc_content(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
                 "(A, C, G or T, in upper or lower case; N marks an unknown base and does not "
                 "count), over all records, that are G or C? Give two decimals.")
     return Instance(files={"genome.fa.gz": gz(fasta_text(records))}, question=question,
-                    answer=answer, grader={"kind": "numeric", "abs_tol": 0.01},
+                    answer=answer, grader={"kind": "numeric", "abs_tol": _GC_TOL},
                     solution=_gc_solution(n_gc, n_called, n_bases, answer), trap=_gc_trap(wrong),
-                    tags=("fasta", "gc-content", "soft-masking", "gaps"))
+                    tags=("fasta", "gc-content", "soft-masking", "gaps"),
+                    reference=_gc_reference("genome.fa.gz"))

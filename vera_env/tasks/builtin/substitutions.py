@@ -9,9 +9,19 @@ noisy call set really has, so it does not look like a bug.
 
 The ground truth is counted on the REF/ALT pairs the generator draws for its biallelic
 SNVs; tests recount it by parsing the written VCF.
+
+Each instance's `Reference` recounts from the decoded VCF (sites in any order, meta
+lines free); indels and multi-allelic sites are never read, so they may be dropped. The
+aimed mutants change the fewest biallelic SNVs that move the ratio past the grader's
+tolerance (one at the easy and medium sizes): transitions made transversions, or
+transversions made indels -- a check of the Ti/Tv split dies on the first, one of which
+sites are SNVs on the second.
 """
 
 from __future__ import annotations
+
+import random
+from functools import partial
 
 import numpy as np
 
@@ -26,7 +36,10 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
+from vera_env.tasks.builtin.solvers import aimed, content_of, edit_lines, lines_of, moved, vcf_table
 from vera_env.tasks.model import Trap
+from vera_env.tasks.undetermined import CANNOT_DETERMINE
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["TRANSITIONS", "titv"]
 
@@ -134,6 +147,68 @@ def _solution(n_sites: int, n_snv: int, n_multi: int, ti: int, answer: str) -> t
     )
 
 
+# ----- the reference -----
+
+_TOL = 0.001
+
+
+def _snv(ref: str, alt: str) -> str | None:
+    """``REF + ALT`` (uppercase) of a biallelic SNV, else None."""
+    pair = (ref + alt).upper()
+    return pair if len(ref) == len(alt) == 1 and pair[0] != pair[1] and set(pair) <= set(_BASES) \
+        else None
+
+
+def _ratio(ti: int, tv: int) -> str:
+    return f"{ti / tv:.3f}" if tv else CANNOT_DETERMINE
+
+
+def _solve(contents: Contents) -> str:
+    _, rows = vcf_table(content_of(contents, "variants.vcf.gz"))
+    pairs = [p for p in (_snv(row[3], row[4]) for row in rows) if p is not None]
+    ti = sum(p in TRANSITIONS for p in pairs)
+    return _ratio(ti, len(pairs) - ti)
+
+
+def _not_snv(record: bytes) -> bool:
+    """An indel or a multi-allelic site: the ratio never reads it."""
+    fields = record.decode("utf-8", "replace").split("\t")
+    return not record.startswith(b"#") and len(fields) > 4 and _snv(fields[3], fields[4]) is None
+
+
+def _titv_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | None:
+    """The fewest transitions made transversions (``tv``), or transversions made
+    insertions (``indel``), that move the ratio past the tolerance."""
+    lines = lines_of(content)
+    fields = {i: line.decode().split("\t") for i, line in enumerate(lines)
+              if not line.startswith(b"#") and line.count(b"\t") >= 4}
+    pairs = {i: p for i, f in fields.items() if (p := _snv(f[3], f[4])) is not None}
+    ti = sum(p in TRANSITIONS for p in pairs.values())
+    tv = len(pairs) - ti
+    pool = [i for i, p in pairs.items() if (p in TRANSITIONS) == (kind == "tv")]
+    for k in range(1, len(pool) + 1):
+        if moved(_ratio(ti, tv), _ratio(ti - k, tv + k) if kind == "tv" else _ratio(ti, tv - k), _TOL):
+            break
+    else:
+        return None
+    edits = {}
+    for i in rng.sample(pool, k):
+        f = fields[i]
+        ref = f[3].upper()
+        f[4] = ("CT" if ref in "AG" else "AG")[rng.randrange(2)] if kind == "tv" else f[4] + ref
+        edits[i] = "\t".join(f).encode()
+    return edit_lines(content, edits)
+
+
+_REFERENCE = Reference(
+    solve=_solve,
+    preserving={"variants.vcf.gz": ("recompress", "shuffle_records", "add_comment",
+                                    "drop_irrelevant")},
+    irrelevant={"variants.vcf.gz": _not_snv},
+    mutators={"variants.vcf.gz": aimed(partial(_titv_mutant, kind="tv"),
+                                       partial(_titv_mutant, kind="indel"))})
+
+
 def titv(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """Ti/Tv of biallelic SNVs (trap: indels and multi-allelic sites counted as Tv)."""
     n_sites = _SIZES[difficulty]
@@ -159,6 +234,6 @@ def titv(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
                 "and indels are not SNVs of this kind)? Give three decimals.")
     return Instance(files={"variants.vcf.gz": gz(_HEADER + "\n".join(lines) + "\n")},
                     question=question, answer=answer,
-                    grader={"kind": "numeric", "abs_tol": 0.001},
+                    grader={"kind": "numeric", "abs_tol": _TOL},
                     solution=_solution(n_sites, len(snvs), n_multi, ti, answer), trap=trap,
-                    tags=("vcf", "ti-tv", "indels", "multi-allelic"))
+                    tags=("vcf", "ti-tv", "indels", "multi-allelic"), reference=_REFERENCE)

@@ -12,9 +12,17 @@ which the product-limit estimate of survival is 0.5 or less. Draws where the cur
 passes within 1e-9 of 0.5 are redrawn (double rounding is below 1e-12 here), so any
 double-precision implementation and exact rational arithmetic agree; tests recompute it
 from the CSV with ``fractions.Fraction``.
+
+Each instance's `Reference` re-estimates the curve from the decoded CSV by column name
+(rows in any order; "cannot be determined" when the curve never reaches 0.5). Arm A is
+never read, so its rows may be dropped. The aimed mutants censor one arm B death at or
+before the median, or delay one past it: the first such edit that moves the median.
 """
 
 from __future__ import annotations
+
+import random
+from functools import partial
 
 import numpy as np
 
@@ -28,7 +36,18 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
+from vera_env.tasks.builtin.solvers import (
+    aimed,
+    column,
+    edit_lines,
+    lines_of,
+    read_table,
+    text_of,
+    tsv_fields,
+)
 from vera_env.tasks.model import Trap
+from vera_env.tasks.undetermined import CANNOT_DETERMINE
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["km_median", "survival_median"]
 
@@ -121,6 +140,60 @@ def _solution(n: int, deaths: int, median: int) -> tuple[str, ...]:
     )
 
 
+# ----- the reference -----
+
+_ARM = "B"
+
+
+def _median(text: str) -> str:
+    header, rows = read_table(text, ",", ("arm", "time_days", "status"))
+    a, t, d = (column(header, name) for name in ("arm", "time_days", "status"))
+    arm = [row for row in rows if row[a] == _ARM]
+    if any(row[d] not in ("0", "1") for row in arm):
+        raise ValueError("a status other than 0 (censored) or 1 (death)")
+    median, _ = km_median([int(row[t]) for row in arm], [row[d] == "1" for row in arm])
+    return CANNOT_DETERMINE if median is None else str(median)
+
+
+def _solve(contents: Contents) -> str:
+    return _median(text_of(contents, "survival.csv"))
+
+
+def _other_arm(record: bytes) -> bool:
+    """A patient of arm A: arm B's curve never reads this row."""
+    fields = tsv_fields(record, b",")
+    return len(fields) > 1 and fields[1].decode("utf-8", "replace") != _ARM
+
+
+def _km_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | None:
+    """One arm B death at or before the median censored (``censor``) or moved to twice
+    the median (``delay``); the first candidate that moves the median."""
+    base = _median(content.decode())
+    if base == CANNOT_DETERMINE:
+        return None
+    lines = lines_of(content)
+    deaths = [i for i, line in enumerate(lines[1:], 1) if (f := tsv_fields(line, b","))[1:2]
+              == [_ARM.encode()] and f[3:4] == [b"1"] and int(f[2]) <= int(base)]
+    for i in rng.sample(deaths, min(len(deaths), 30)):
+        fields = tsv_fields(lines[i], b",")
+        if kind == "censor":
+            fields[3] = b"0"
+        else:
+            fields[2] = b"%d" % (2 * int(base) + 1)
+        edited = edit_lines(content, {i: b",".join(fields) + b"\n"})
+        if _median(edited.decode()) != base:
+            return edited
+    return None
+
+
+_REFERENCE = Reference(
+    solve=_solve,
+    preserving={"survival.csv": ("shuffle_records", "drop_irrelevant")},
+    irrelevant={"survival.csv": _other_arm},
+    mutators={"survival.csv": aimed(partial(_km_mutant, kind="censor"),
+                                    partial(_km_mutant, kind="delay"))})
+
+
 def survival_median(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """Kaplan-Meier median of arm B (trap: the median of observed times, censoring ignored)."""
     n = _PATIENTS[difficulty]
@@ -158,4 +231,4 @@ def survival_median(rng: np.random.Generator, difficulty: Difficulty) -> Instanc
     return Instance(files={"survival.csv": csv.encode()}, question=question,
                     answer=str(median), grader={"kind": "numeric", "abs_tol": 0},
                     solution=_solution(n, sum(arm_b[1]), median), trap=trap,
-                    tags=("csv", "survival", "censoring", "kaplan-meier"))
+                    tags=("csv", "survival", "censoring", "kaplan-meier"), reference=_REFERENCE)

@@ -8,9 +8,21 @@ tens to hundreds of grams, and the result still looks like a body mass. The code
 
 The ground truth is the mean of the measured values the generator draws (integers, so
 the sum is exact); tests recompute it from the CSV with the ``csv`` module.
+
+Each instance's `Reference` recomputes the mean from the decoded CSV by column name
+(rows in any order), with the missing-value code read from the codebook. Rows of
+another species, or whose value is the code, are never averaged, so they may be
+dropped. The aimed mutants move one measured value, or turn the measured value farthest
+from the mean into the code (a check that the sentinel is excluded dies on the second).
 """
 
 from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
@@ -24,7 +36,19 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
+from vera_env.tasks.builtin.solvers import (
+    aimed,
+    column,
+    edit_lines,
+    lines_of,
+    moved,
+    read_table,
+    text_of,
+    tsv_fields,
+)
 from vera_env.tasks.model import Trap
+from vera_env.tasks.undetermined import CANNOT_DETERMINE
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["SENTINEL", "sentinel_mean"]
 
@@ -68,10 +92,10 @@ def _rows(rng: np.random.Generator, n_rows: int, species: str, target: str
             "body_mass_g": str(int(round(rng.normal(*mass) / 25) * 25)),
             "sex": str(rng.choice(["male", "female", "NA"], p=[0.48, 0.48, 0.04])),
         })
-    for column in _COLUMNS[3:6]:
+    for measure in _COLUMNS[3:6]:
         for row in rows:
             if rng.random() < 0.04:
-                row[column] = str(SENTINEL)
+                row[measure] = str(SENTINEL)
     group = [r for r in rows if r["species"] == species]
     for row in group[:2]:  # the trap needs at least two sentinels where it is asked
         row[target] = str(SENTINEL)
@@ -117,6 +141,66 @@ def _solution(species: str, target: str, idx: int, n: int, k: int, answer: str
     )
 
 
+# ----- the reference -----
+
+_TOL = 0.01
+
+
+def _mean(values: Sequence[float]) -> str:
+    return f"{math.fsum(values) / len(values):.2f}" if values else CANNOT_DETERMINE
+
+
+def _solve(contents: Contents, *, species: str, target: str) -> str:
+    match = re.search(r"coded as (-?\d+(?:\.\d+)?)", text_of(contents, "codebook.txt"))
+    if match is None:
+        raise ValueError("codebook.txt does not say how missing measurements are coded")
+    header, rows = read_table(text_of(contents, "penguins.csv"), ",", ("species", target))
+    s, t = column(header, "species"), column(header, target)
+    values = [float(row[t]) for row in rows if row[s] == species and row[t] not in ("", "NA")]
+    return _mean([v for v in values if v != float(match.group(1))])
+
+
+def _unread(record: bytes, *, species: str, target: int) -> bool:
+    """Another species, or the missing-value code: the mean never reads this row."""
+    fields = tsv_fields(record, b",")
+    return len(fields) > target and (fields[1].decode("utf-8", "replace") != species
+                                     or fields[target] == str(SENTINEL).encode())
+
+
+def _penguin_mutant(content: bytes, rng: random.Random, *, kind: str, species: str,
+                    target: int) -> bytes | None:
+    """One measured value of the species moved by enough to move the mean (``shift``),
+    or the one farthest from the mean coded missing (``unmeasure``)."""
+    lines = lines_of(content)
+    rows = {i: tsv_fields(line, b",") for i, line in enumerate(lines[1:], 1)}
+    measured = {i: int(f[target]) for i, f in rows.items() if len(f) > target and
+                f[1].decode() == species and f[target] != str(SENTINEL).encode()}
+    if len(measured) < 2:
+        return None
+    values = list(measured.values())
+    mean = math.fsum(values) / len(values)
+    if kind == "shift":
+        i = rng.choice(sorted(measured))
+        new = measured[i] + math.ceil(0.05 * len(values)) + 25
+    else:
+        i, new = max(measured, key=lambda j: abs(measured[j] - mean)), SENTINEL
+        if not moved(_mean(values), _mean([v for j, v in measured.items() if j != i]), _TOL):
+            return None
+    fields = rows[i]
+    fields[target] = str(new).encode()
+    return edit_lines(content, {i: b",".join(fields) + lines[i][len(lines[i].rstrip(b"\r\n")):]})
+
+
+def _reference(species: str, target: str) -> Reference:
+    col = _COLUMNS.index(target)
+    return Reference(
+        solve=partial(_solve, species=species, target=target),
+        preserving={"penguins.csv": ("shuffle_records", "drop_irrelevant"), "codebook.txt": ()},
+        irrelevant={"penguins.csv": partial(_unread, species=species, target=col)},
+        mutators={"penguins.csv": aimed(*(partial(_penguin_mutant, kind=kind, species=species,
+                                                  target=col) for kind in ("shift", "unmeasure")))})
+
+
 def sentinel_mean(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """Mean of a column for one species, -999 excluded (trap: averaging -999 in)."""
     species = list(_SPECIES)[int(rng.integers(len(_SPECIES)))]
@@ -145,6 +229,7 @@ def sentinel_mean(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
             final(wrong)),
         wrong_answer=wrong)
     return Instance(files={"penguins.csv": csv.encode(), "codebook.txt": _CODEBOOK.encode()},
-                    question=question, answer=answer, grader={"kind": "numeric", "abs_tol": 0.01},
+                    question=question, answer=answer, grader={"kind": "numeric", "abs_tol": _TOL},
                     solution=_solution(species, target, idx, len(measured), n_missing, answer),
-                    trap=trap, tags=("csv", "missing-values", "sentinel"))
+                    trap=trap, tags=("csv", "missing-values", "sentinel"),
+                    reference=_reference(species, target))

@@ -8,10 +8,20 @@ sample column, so the column must be looked up in the ``#CHROM`` header.
 
 The ground truth is decided from the allele pairs the generator draws (``a != b``, both
 called); tests recount from the written VCF text.
+
+Each instance's `Reference` recounts from the decoded VCF, finding the sample's column
+by name in the ``#CHROM`` line (sites in any order, meta lines free; "cannot be
+determined" if the sample is gone). Sites where the sample is not heterozygous (hom or
+missing) are never counted, so they may be dropped. The aimed mutants make one phased
+heterozygous call homozygous (a check that counts ``0/1`` misses it) or one homozygous
+call an unphased ``0/1``.
 """
 
 from __future__ import annotations
 
+import random
+import re
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -27,9 +37,12 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
+from vera_env.tasks.builtin.solvers import aimed, content_of, edit_lines, lines_of, vcf_table
 from vera_env.tasks.model import Trap
+from vera_env.tasks.undetermined import CANNOT_DETERMINE
+from vera_env.verification.strength.reference import Contents, Reference
 
-__all__ = ["het_count"]
+__all__ = ["genotype_alleles", "het_count"]
 
 _SAMPLES = ("HG00096", "HG00097", "HG00099", "HG00100", "NA12878", "NA12891", "NA12892",
             "NA19238", "NA19239", "NA19240")
@@ -139,6 +152,71 @@ def _solution(sample: str, col: int, n_sites: int, answer: int, phased: int) -> 
     )
 
 
+# ----- the reference -----
+
+_SPLIT = re.compile(r"[|/]")
+
+
+def genotype_alleles(field: str) -> list[str]:
+    """The alleles of a sample field's GT (``0|1:35:99`` -> ``["0", "1"]``)."""
+    return _SPLIT.split(field.split(":", 1)[0])
+
+
+def _is_het(alleles: list[str]) -> bool:
+    return len(alleles) == 2 and "." not in alleles and alleles[0] != alleles[1]
+
+
+def _solve(contents: Contents, *, sample: str) -> str:
+    header, rows = vcf_table(content_of(contents, "calls.vcf.gz"))
+    if sample not in header[9:]:
+        return CANNOT_DETERMINE
+    col = header.index(sample)
+    return str(sum(_is_het(genotype_alleles(row[col])) for row in rows))
+
+
+def _record_alleles(record: bytes, col: int) -> list[str] | None:
+    fields = record.split(b"\t")
+    if record.startswith(b"#") or len(fields) <= col:
+        return None
+    return genotype_alleles(fields[col].decode("utf-8", "replace"))
+
+
+def _not_het(record: bytes, *, col: int) -> bool:
+    """The sample is homozygous or missing here: the count never reads this site."""
+    alleles = _record_alleles(record, col)
+    return alleles is not None and not _is_het(alleles)
+
+
+def _flip_call(content: bytes, rng: random.Random, *, col: int, kind: str) -> bytes | None:
+    """One phased het call made homozygous (``hom``), or one called homozygote made an
+    unphased ``0/1`` (``het``), the call's other FORMAT fields kept."""
+    lines = lines_of(content)
+    if kind == "hom":
+        picked = [i for i, line in enumerate(lines) if _is_het(_record_alleles(line, col) or [])
+                  and b"|" in line.split(b"\t")[col].split(b":")[0]]
+    else:
+        picked = [i for i, line in enumerate(lines) if (a := _record_alleles(line, col)) is not None
+                  and len(a) == 2 and "." not in a and a[0] == a[1]]
+    if not picked:
+        return None
+    i = rng.choice(picked)
+    fields = lines[i].split(b"\t")
+    gt, sep, rest = fields[col].partition(b":")
+    allele = gt.split(b"|")[0]
+    fields[col] = (allele + b"|" + allele if kind == "hom" else b"0/1") + sep + rest
+    return edit_lines(content, {i: b"\t".join(fields)})
+
+
+def _reference(sample: str, col: int) -> Reference:
+    return Reference(
+        solve=partial(_solve, sample=sample),
+        preserving={"calls.vcf.gz": ("recompress", "shuffle_records", "add_comment",
+                                     "drop_irrelevant")},
+        irrelevant={"calls.vcf.gz": partial(_not_het, col=col)},
+        mutators={"calls.vcf.gz": aimed(partial(_flip_call, col=col, kind="hom"),
+                                        partial(_flip_call, col=col, kind="het"))})
+
+
 def het_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     """Heterozygous sites of one sample, phased or not (trap: counting only ``0/1``)."""
     n_sites, n_samples = _SIZES[difficulty]
@@ -169,4 +247,4 @@ def het_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
                     question=question, answer=str(answer),
                     grader={"kind": "numeric", "abs_tol": 0},
                     solution=_solution(sample, col, n_sites, answer, phased), trap=trap,
-                    tags=("vcf", "genotypes", "phasing"))
+                    tags=("vcf", "genotypes", "phasing"), reference=_reference(sample, col - 1))

@@ -12,6 +12,11 @@ Ids are ``real.<format>.<question>.s<seed>`` (``real.bam.duplicates.s0``): the d
 fixed, the seed picks the subject (a species, a gene, a sample), so a type has as many
 distinct instances as the data has good subjects and seeds beyond that repeat them.
 ``load_tasks("real")`` is seed 0 of every type.
+
+Every type attaches a `Reference` (``Task.reference``): a solver that recomputes the
+answer from the decoded staged files with the subject fixed, and the control transforms
+that keep it, so strength testing classifies the variants of real files as it does a
+generated family's (`vera_env.verification.strength.reference`).
 """
 
 from __future__ import annotations
@@ -119,7 +124,7 @@ def make_real_task(tid: str) -> Task:
     return Task(id=tid, question=built.question, answer=built.answer, grader=built.grader,
                 tags=("real", fmt, name, "trap", *built.tags), solution=built.solution,
                 data_dir=materialise(tid, built.files, root=cache_dir() / "real"),
-                trap=built.trap)
+                trap=built.trap).with_reference(built.reference)
 
 
 def real_ids(seeds: Sequence[int] = (0,), types: Sequence[str] | None = None) -> tuple[str, ...]:

@@ -18,17 +18,21 @@ as the second route.
 from __future__ import annotations
 
 import gzip
+import random
 import struct
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap, content_of
 from vera_env.tasks.undetermined import with_clause
+from vera_env.verification.strength.reference import Reference
 
-__all__ = ["Alignment", "duplicates", "marked_duplicates", "read_bam", "unique_reads"]
+__all__ = ["Alignment", "duplicates", "marked_duplicates", "parse_bam", "read_bam",
+           "unique_reads"]
 
 _FILE = "control.bam"
 _REF_CONSUMING = frozenset({0, 2, 3, 7, 8})  # M, D, N, =, X
@@ -45,42 +49,66 @@ class Alignment(NamedTuple):
 
 
 def read_bam(data: bytes) -> tuple[list[str], list[Alignment]]:
-    """Reference names and records of a BAM file.
+    """Reference names and records of a BAM file (BGZF-compressed).
 
     Raises:
-        ValueError: Not a BAM file (wrong magic).
+        ValueError: Not a BAM file (wrong magic, a cut or malformed record).
     """
-    raw = gzip.decompress(data)
+    return parse_bam(gzip.decompress(data))
+
+
+def parse_bam(raw: bytes) -> tuple[list[str], list[Alignment]]:
+    """Reference names and records of an *uncompressed* BAM stream (what strength decodes
+    a ``.bam`` to: its BGZF blocks are gzip members).
+
+    Raises:
+        ValueError: Not a BAM stream (wrong magic, a cut or malformed record).
+    """
+    refs, located = _scan(raw)
+    return refs, [alignment for _, alignment in located]
+
+
+def _scan(raw: bytes) -> tuple[list[str], list[tuple[int, Alignment]]]:
+    """Reference names, and every record with its offset in ``raw``."""
     if raw[:4] != b"BAM\x01":
         raise ValueError("not a BAM file")
-    (l_text,) = struct.unpack_from("<i", raw, 4)
-    pos = 8 + l_text
-    (n_ref,) = struct.unpack_from("<i", raw, pos)
-    pos += 4
-    refs = []
-    for _ in range(n_ref):
-        (l_name,) = struct.unpack_from("<i", raw, pos)
-        refs.append(raw[pos + 4:pos + 4 + l_name - 1].decode())
-        pos += 4 + l_name + 4
-    return refs, list(_records(raw, pos, refs))
+    try:
+        (l_text,) = struct.unpack_from("<i", raw, 4)
+        pos = 8 + l_text
+        (n_ref,) = struct.unpack_from("<i", raw, pos)
+        pos += 4
+        refs = []
+        for _ in range(n_ref):
+            (l_name,) = struct.unpack_from("<i", raw, pos)
+            refs.append(raw[pos + 4:pos + 4 + l_name - 1].decode())
+            pos += 4 + l_name + 4
+        return refs, list(_records(raw, pos, refs))
+    except (struct.error, IndexError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ValueError(f"malformed BAM: {exc}") from exc
 
 
-def _records(raw: bytes, pos: int, refs: list[str]) -> Iterator[Alignment]:
+def _records(raw: bytes, pos: int, refs: list[str]) -> Iterator[tuple[int, Alignment]]:
     while pos < len(raw):
         (size, ref_id, start, l_name, _mapq, _bin, n_cigar, flag, _l_seq) = struct.unpack_from(
             "<iiiBBHHHi", raw, pos)
+        if size < 32 or pos + 4 + size > len(raw):
+            raise ValueError(f"BAM record at byte {pos}: {size} bytes does not fit")
         body = pos + 4 + 32
         name = raw[body:body + l_name - 1].decode()
         cigar = struct.unpack_from(f"<{n_cigar}I", raw, body + l_name)
         length = sum(op >> 4 for op in cigar if op & 0xF in _REF_CONSUMING)
-        yield Alignment(name, flag, refs[ref_id] if ref_id >= 0 else "*", start + 1, length)
+        yield pos, Alignment(name, flag, refs[ref_id] if ref_id >= 0 else "*", start + 1, length)
         pos += 4 + size
+
+
+def _key(r: Alignment) -> tuple[bool, int]:
+    """(reverse strand, 5' end): what makes two reads duplicates."""
+    return bool(r.flag & 16), r.pos + r.ref_length - 1 if r.flag & 16 else r.pos
 
 
 def unique_reads(reads: list[Alignment], chrom: str) -> int:
     """Reads left on ``chrom`` after keeping one per (strand, 5' end)."""
-    keys = {(bool(r.flag & 16), r.pos + r.ref_length - 1 if r.flag & 16 else r.pos)
-            for r in reads if r.chrom == chrom and not r.flag & 4}
+    keys = {_key(r) for r in reads if r.chrom == chrom and not r.flag & 4}
     return len(keys)
 
 
@@ -130,6 +158,54 @@ def _solution(chrom: str, n: int, reverse: int, answer: int) -> tuple[str, ...]:
     )
 
 
+def _answer(reads: list[Alignment], chrom: str) -> int:
+    return sum(r.chrom == chrom for r in reads) - unique_reads(reads, chrom)
+
+
+_POS_AT = 8  # after block_size and refID (4 bytes each)
+
+
+def _reference(chrom: str) -> Reference:
+    """BAM is binary: no record-level control transform applies (``recompress`` only, a
+    BGZF file being gzip members). The aimed mutants edit the decoded stream with
+    struct: one read on the chromosome copied next to itself (one more duplicate), or
+    one duplicate moved 7 bases on (one fewer, unless it lands on another read's end)."""
+    def pick(raw: bytes, rng: random.Random, duplicated: bool) -> tuple[int, int] | None:
+        try:
+            _, located = _scan(raw)
+        except ValueError:  # not a BAM stream: nothing to aim at
+            return None
+        mine = [(at, r) for at, r in located if r.chrom == chrom and not r.flag & 4]
+        if duplicated:
+            seen = Counter(_key(r) for _, r in mine)
+            mine = [(at, r) for at, r in mine if seen[_key(r)] > 1]
+        if not mine:
+            return None
+        at, _ = mine[rng.randrange(len(mine))]
+        return at, 4 + struct.unpack_from("<i", raw, at)[0]
+
+    def copy_read(raw: bytes, rng: random.Random) -> bytes | None:
+        found = pick(raw, rng, duplicated=False)
+        if found is None:
+            return None
+        at, size = found
+        return raw[:at + size] + raw[at:at + size] + raw[at + size:]
+
+    def move_duplicate(raw: bytes, rng: random.Random) -> bytes | None:
+        found = pick(raw, rng, duplicated=True)
+        if found is None:
+            return None
+        out = bytearray(raw)
+        (pos,) = struct.unpack_from("<i", raw, found[0] + _POS_AT)
+        struct.pack_into("<i", out, found[0] + _POS_AT, pos + 7)
+        return bytes(out)
+
+    return Reference(
+        solve=lambda contents: str(_answer(parse_bam(content_of(contents, _FILE))[1], chrom)),
+        preserving={_FILE: ("recompress",)},
+        mutators={_FILE: (copy_read, move_duplicate)})
+
+
 def duplicates(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
     """Reads left after deduplication on one chromosome (trap: strand and 5' end ignored)."""
     data = files["control.bam"]
@@ -139,7 +215,7 @@ def duplicates(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
                     if n >= 150 and n - unique_reads(reads, c) != marked_duplicates(reads, c))
     chrom = usable[int(rng.integers(len(usable)))]
     mine = [r for r in reads if r.chrom == chrom]
-    answer, wrong = len(mine) - unique_reads(reads, chrom), marked_duplicates(reads, chrom)
+    answer, wrong = _answer(reads, chrom), marked_duplicates(reads, chrom)
     careless = (f"samtools view -f 1024 {_FILE} | awk -F'\\t' '$3 == \"{chrom}\"' | wc -l")
     trap = careless_trap("trusting FLAG 1024: the file was never duplicate-marked", careless,
                          f"{wrong} duplicates on {chrom}", "no read is flagged duplicate",
@@ -148,7 +224,8 @@ def duplicates(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
                         grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(chrom, len(mine), sum(r.flag & 16 > 0 for r in mine),
                                            answer),
-                        trap=trap, tags=("bam", "duplicates", "strand", "pyranges"))
+                        trap=trap, tags=("bam", "duplicates", "strand", "pyranges"),
+                        reference=_reference(chrom))
     probe = Probe("chrEBV", _question("chrEBV"),
                   f"samtools view -H {_FILE} | grep '^@SQ' | cut -f2 | cut -d: -f2",
                   f"samtools view -c {_FILE}", len(reads))

@@ -18,16 +18,26 @@ interval arithmetic (GTF) and an awk count of the Parent lists (GFF).
 from __future__ import annotations
 
 import gzip
+import random
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
+from vera_env.tasks.real.kinds import (
+    Probe,
+    RealInstance,
+    careless_trap,
+    content_of,
+    field_mutator,
+)
 from vera_env.tasks.undetermined import with_clause
+from vera_env.verification.strength.reference import Reference
 
-__all__ = ["exon_count", "exonic_bp", "gff_attributes", "merged_length"]
+__all__ = ["GffExons", "exon_count", "exonic_bp", "gff_attributes", "gff_exons", "gtf_exons",
+           "merged_length"]
 
 _GTF = "ensembl.gtf.gz"
 _GFF = "dmel.gff"
@@ -87,21 +97,79 @@ def _gtf_solution(gene: str, n_lines: int, n_tx: int, summed: int, answer: int
     )
 
 
-def exonic_bp(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
-    """Exonic footprint of one gene (trap: shared exons summed once per transcript)."""
-    data = files["ensembl.gtf.gz"]
+def gtf_exons(content: bytes) -> tuple[int, dict[str, list[tuple[int, int]]],
+                                        dict[str, set[str]]]:
+    """(records, gene_name -> exon intervals, gene_name -> transcript ids) of a decoded GTF.
+
+    Raises:
+        ValueError: A record without 9 tab-separated columns or with bad coordinates.
+    """
     exons: dict[str, list[tuple[int, int]]] = defaultdict(list)
     transcripts: dict[str, set[str]] = defaultdict(set)
     records = 0
-    for line in gzip.decompress(data).decode().splitlines():
+    for line in content.decode().splitlines():
         if line.startswith("#") or not line.strip():
             continue
         records += 1
         f = line.split("\t")
-        if f[2] == "exon":
+        if len(f) < 9:
+            raise ValueError(f"GTF record with {len(f)} columns: {line[:80]!r}")
+        if f[2] == "exon" and 'gene_name "' in f[8]:
             name = f[8].split('gene_name "', 1)[1].split('"', 1)[0]
             exons[name].append((int(f[3]), int(f[4])))
-            transcripts[name].add(f[8].split('transcript_id "', 1)[1].split('"', 1)[0])
+            transcripts[name].add(f[8].partition('transcript_id "')[2].split('"', 1)[0])
+    return records, exons, transcripts
+
+
+def _gtf_reference(gene: str) -> Reference:
+    """Order-free, comments do not matter, and only the gene's exon lines are read;
+    aimed mutants stretch one of its exons past the footprint's end, or drop one that
+    covers bases no other exon does."""
+    tag = f'gene_name "{gene}";'.encode()
+
+    def gene_exon(record: bytes) -> bool:
+        f = record.split(b"\t")
+        return len(f) >= 9 and f[2] == b"exon" and tag in f[8]
+
+    def irrelevant(record: bytes) -> bool:
+        return not record.startswith(b"#") and record.count(b"\t") >= 8 and not gene_exon(record)
+
+    def widen(content: bytes, rng: random.Random) -> bytes | None:
+        ends = [e for _, e in gtf_exons(content)[1].get(gene, [])]
+
+        def past_the_end(f: list[bytes]) -> bool:  # the footprint grows by 100 bp
+            f[4] = b"%d" % (max(ends) + 100)
+            return True
+
+        return field_mutator(gene_exon, b"\t", past_the_end)(content, rng) if ends else None
+
+    def drop(content: bytes, rng: random.Random) -> bytes | None:
+        """One of the gene's exons removed, among those with bases no other one covers."""
+        lines = content.splitlines(keepends=True)
+        mine: dict[int, tuple[int, int]] = {}
+        for i, line in enumerate(lines):
+            if gene_exon(line):
+                f = line.split(b"\t")
+                mine[i] = (int(f[3]), int(f[4]))
+        whole = merged_length(list(mine.values()))
+        own = [i for i in mine if merged_length([v for k, v in mine.items() if k != i]) < whole]
+        if not own:
+            return None
+        del lines[own[rng.randrange(len(own))]]
+        return b"".join(lines)
+
+    return Reference(
+        solve=lambda contents: str(merged_length(gtf_exons(content_of(contents, _GTF))[1]
+                                                 .get(gene, []))),
+        preserving={_GTF: ("recompress", "shuffle_records", "add_comment", "drop_irrelevant")},
+        irrelevant={_GTF: irrelevant},
+        mutators={_GTF: (widen, drop)})
+
+
+def exonic_bp(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
+    """Exonic footprint of one gene (trap: shared exons summed once per transcript)."""
+    data = files["ensembl.gtf.gz"]
+    records, exons, transcripts = gtf_exons(gzip.decompress(data))
     usable = [g for g in _GENES if g in exons
               and merged_length(exons[g]) < sum(e - s + 1 for s, e in exons[g])]
     gene = usable[int(rng.integers(len(usable)))]
@@ -116,7 +184,8 @@ def exonic_bp(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInsta
                         grader={"kind": "numeric", "abs_tol": 0},
                         solution=_gtf_solution(gene, len(exons[gene]), len(transcripts[gene]),
                                                wrong, answer),
-                        trap=trap, tags=("gtf", "overlapping-intervals", "pyranges"))
+                        trap=trap, tags=("gtf", "overlapping-intervals", "pyranges"),
+                        reference=_gtf_reference(gene))
     probe = Probe("TP53", _gtf_question("TP53"),
                   f"zcat {_GTF} | grep -o 'gene_name \"[^\"]*\"' | cut -d'\"' -f2 | sort -u",
                   f"zcat {_GTF} | grep -vc '^#'", records)
@@ -168,28 +237,94 @@ def _gff_solution(mrna: str, links: int, first: int, shared: int, answer: int
     )
 
 
-def exon_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
-    """Exons of one mRNA (trap: only exons listing it as their first Parent are found)."""
-    data = files["dmel.gff"]
+class GffExons(NamedTuple):
+    """What a GFF3 says about FlyBase exons and mRNAs (see `gff_exons`)."""
+
+    every: Counter[str]
+    first: Counter[str]
+    mrnas: list[str]
+    records: int
+    shared: int
+
+
+def gff_exons(content: bytes) -> GffExons:
+    """Exons per mRNA (``every``: each Parent listed; ``first``: listed first), mRNA ids,
+    records, and exons with several Parents, of a decoded GFF3 (FlyBase features only).
+
+    Raises:
+        ValueError: A FlyBase mRNA without ID or exon without Parent.
+    """
     every: Counter[str] = Counter()
     first: Counter[str] = Counter()
     mrnas: list[str] = []
     records = shared = 0
-    for line in data.decode().splitlines():
+    for line in content.decode().splitlines():
         if line.startswith("#") or not line.strip():
             continue
         records += 1
         f = line.split("\t")
-        if len(f) != 9 or f[1] != "FlyBase":
+        if len(f) != 9 or f[1] != "FlyBase" or f[2] not in ("mRNA", "exon"):
             continue
         attrs = gff_attributes(f[8])
+        key = "ID" if f[2] == "mRNA" else "Parent"
+        if key not in attrs:
+            raise ValueError(f"FlyBase {f[2]} without {key}: {line[:80]!r}")
         if f[2] == "mRNA":
             mrnas.append(attrs["ID"])
-        elif f[2] == "exon":
-            parents = attrs["Parent"].split(",")
-            shared += len(parents) > 1
-            first[parents[0]] += 1
-            every.update(parents)
+            continue
+        parents = attrs["Parent"].split(",")
+        shared += len(parents) > 1
+        first[parents[0]] += 1
+        every.update(parents)
+    return GffExons(every, first, mrnas, records, shared)
+
+
+def _gff_reference(mrna: str) -> Reference:
+    """Order-free, comments do not matter, and only FlyBase exons listing the mRNA are
+    read; aimed mutants take it out of one exon's Parent list or add it to another's."""
+    me = mrna.encode()
+
+    def parents(record: bytes) -> list[bytes] | None:
+        f = record.rstrip(b"\r\n").split(b"\t")
+        if len(f) != 9 or f[1] != b"FlyBase" or f[2] != b"exon":
+            return None
+        for kv in f[8].split(b";"):
+            if kv.startswith(b"Parent="):
+                return kv[7:].split(b",")
+        return None
+
+    def mine(record: bytes) -> bool:
+        return me in record and me in (parents(record) or ())
+
+    def other_exon(record: bytes) -> bool:
+        return me not in (parents(record) or (me,))
+
+    def irrelevant(record: bytes) -> bool:
+        return not record.startswith(b"#") and record.count(b"\t") == 8 and not mine(record)
+
+    def relist(add: bool) -> Callable[[list[bytes]], bool]:
+        def edit(f: list[bytes]) -> bool:
+            attrs = f[8].split(b";")
+            at = next(i for i, kv in enumerate(attrs) if kv.startswith(b"Parent="))
+            listed = attrs[at][7:].split(b",")
+            listed = [*listed, me] if add else [p for p in listed if p != me]
+            attrs[at] = b"Parent=" + b",".join(listed or [me + b"-gone"])
+            f[8] = b";".join(attrs)
+            return True
+        return edit
+
+    return Reference(
+        solve=lambda contents: str(gff_exons(content_of(contents, _GFF)).every[mrna]),
+        preserving={_GFF: ("shuffle_records", "add_comment", "drop_irrelevant")},
+        irrelevant={_GFF: irrelevant},
+        mutators={_GFF: (field_mutator(mine, b"\t", relist(False)),
+                         field_mutator(other_exon, b"\t", relist(True)))})
+
+
+def exon_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
+    """Exons of one mRNA (trap: only exons listing it as their first Parent are found)."""
+    data = files["dmel.gff"]
+    every, first, mrnas, records, shared = gff_exons(data)
     usable = sorted(m for m in mrnas if every[m] >= 4 and 1 <= first[m] < every[m])
     mrna = usable[int(rng.integers(len(usable)))]
     careless = f"awk -F'\\t' '$3 == \"exon\"' {_GFF} | grep -c 'Parent={mrna}'"
@@ -201,7 +336,8 @@ def exon_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
                         grader={"kind": "numeric", "abs_tol": 0},
                         solution=_gff_solution(mrna, sum(every.values()), first[mrna], shared,
                                                every[mrna]), trap=trap,
-                        tags=("gff3", "multi-valued-attributes", "gffutils"))
+                        tags=("gff3", "multi-valued-attributes", "gffutils"),
+                        reference=_gff_reference(mrna))
     probe = Probe("FBtr0081624", _gff_question("FBtr0081624"),
                   f"awk -F'\\t' '$3 == \"mRNA\"' {_GFF} | grep -o 'ID=[^;]*' | cut -d= -f2",
                   f"grep -vc '^#' {_GFF}", records)

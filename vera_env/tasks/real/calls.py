@@ -14,15 +14,22 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
+from vera_env.tasks.real.kinds import (
+    Probe,
+    RealInstance,
+    careless_trap,
+    content_of,
+    field_mutator,
+)
 from vera_env.tasks.undetermined import with_clause
+from vera_env.verification.strength.reference import Mutator, Reference
 
-__all__ = ["het_sites"]
+__all__ = ["het_sites", "sample_genotypes"]
 
 _FILE = "chr22.vcf.gz"
 
@@ -65,18 +72,77 @@ def _solution(sample: str, col: int, n_sites: int, typed: int, answer: int, flip
     )
 
 
+def sample_genotypes(content: bytes, sample: str) -> tuple[int, list[list[str]], int]:
+    """(the sample's column, its alleles at every site, sites typed ``a|b`` or ``a/b``) in
+    a decoded VCF.
+
+    Raises:
+        ValueError: No ``#CHROM`` line naming the sample, or a site without its column.
+    """
+    lines = content.decode().splitlines()
+    header = next((line for line in lines if line.startswith("#CHROM")), None)
+    if header is None:
+        raise ValueError("VCF without a #CHROM header line")
+    col = header.split("\t").index(sample)  # ValueError if the sample is not there
+    try:
+        calls = [line.split("\t")[col].split(":")[0]
+                 for line in lines if line and not line.startswith("#")]
+    except IndexError as exc:
+        raise ValueError(f"a site without column {col + 1} ({sample})") from exc
+    typed = sum(1 for gt in calls if re.fullmatch(r"[0-9.]+[|/][0-9.]+", gt))
+    return col, [re.split(r"[|/]", gt) for gt in calls], typed
+
+
+def _het(alleles: list[str]) -> bool:
+    a, b = alleles  # ValueError for a haploid or triploid call: not this question
+    return a != b and "." not in (a, b)
+
+
+def _reference(sample: str, col: int) -> Reference:
+    """Sites are order-free, meta lines do not matter, and sites where the sample is not
+    heterozygous are never read; aimed mutants make one het call homozygous or one
+    homozygous reference call het (keeping the other FORMAT fields)."""
+    def gt(record: bytes) -> list[bytes] | None:
+        fields = record.rstrip(b"\r\n").split(b"\t")
+        if record.startswith(b"#") or len(fields) <= col:
+            return None
+        return re.split(rb"[|/]", fields[col].split(b":")[0])
+
+    def het(record: bytes) -> bool:
+        alleles = gt(record)
+        return alleles is not None and len(alleles) == 2 and _het([a.decode() for a in alleles])
+
+    def not_het(record: bytes) -> bool:
+        alleles = gt(record)
+        return alleles is not None and len(alleles) == 2 and not het(record)
+
+    def set_gt(call: bytes, pick: Callable[[bytes], bool]) -> Mutator:
+        def edit(fields: list[bytes]) -> bool:
+            fields[col] = call + fields[col][3:]
+            return True
+        return field_mutator(pick, b"\t", edit)
+
+    def hom_ref(record: bytes) -> bool:
+        return gt(record) == [b"0", b"0"]
+
+    return Reference(
+        solve=lambda contents: str(sum(map(_het, sample_genotypes(
+            content_of(contents, _FILE), sample)[1]))),
+        preserving={_FILE: ("recompress", "shuffle_records", "add_comment", "drop_irrelevant")},
+        irrelevant={_FILE: not_het},
+        mutators={_FILE: (set_gt(b"0|0", het), set_gt(b"1|0", hom_ref))})
+
+
 def het_sites(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
     """Heterozygous sites of one sample (trap: ``1|0`` not counted)."""
     data = files["chr22.vcf.gz"]
-    lines = gzip.decompress(data).decode().splitlines()
-    header = next(line for line in lines if line.startswith("#CHROM")).split("\t")
-    rows = [line.split("\t") for line in lines if not line.startswith("#")]
+    content = gzip.decompress(data)
+    header = next(line for line in content.decode().splitlines()
+                  if line.startswith("#CHROM")).split("\t")
     samples = header[9:]
     sample = samples[int(rng.integers(len(samples)))]
-    col = header.index(sample)
-    gts = [re.split(r"[|/]", row[col].split(":")[0]) for row in rows]
-    typed = sum(1 for row in rows if re.fullmatch(r"[0-9.]+[|/][0-9.]+", row[col].split(":")[0]))
-    het = [(a, b) for a, b in gts if a != b and "." not in (a, b)]
+    col, gts, typed = sample_genotypes(content, sample)
+    het = [(a, b) for a, b in gts if _het([a, b])]
     answer = len(het)
     wrong = sum(1 for a, b in het if (a, b) == ("0", "1"))
     careless = f"zcat {_FILE} | grep -v '^#' | cut -f{col + 1} | cut -d: -f1 | grep -cE '^0[|/]1$'"
@@ -85,9 +151,10 @@ def het_sites(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInsta
                          f"test \"$({careless})\" -gt 0", wrong)
     instance = Instance(files={_FILE: data}, question=_question(sample), answer=str(answer),
                         grader={"kind": "numeric", "abs_tol": 0},
-                        solution=_solution(sample, col + 1, len(rows), typed, answer, answer - wrong),
-                        trap=trap, tags=("vcf", "phasing", "1000-genomes", "variantannotation"))
+                        solution=_solution(sample, col + 1, len(gts), typed, answer, answer - wrong),
+                        trap=trap, tags=("vcf", "phasing", "1000-genomes", "variantannotation"),
+                        reference=_reference(sample, col))
     probe = Probe("NA12878", _question("NA12878"),
                   f"zcat {_FILE} | grep '^#CHROM' | cut -f10- | tr '\\t' '\\n'",
-                  f"zcat {_FILE} | grep -vc '^#'", len(rows))
+                  f"zcat {_FILE} | grep -vc '^#'", len(gts))
     return RealInstance(instance, _FILE, probe)

@@ -18,13 +18,17 @@ row; the tests recompute it by densifying the matrix with the sandbox's own pyth
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+import random
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap, content_of
 from vera_env.tasks.undetermined import with_clause
+from vera_env.verification.strength.reference import Reference
 
 __all__ = ["detected_cells", "read_pbmc"]
 
@@ -32,29 +36,105 @@ _FILE = "pbmc68k_reduced.h5ad"
 _MARKERS = ("LYZ", "HLA-DRA", "CST3", "FCER1G", "FCGR3A", "NKG7", "GNLY", "CD79A", "CD3E")
 
 
-def read_pbmc(data: bytes) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
-    """Cell-type labels, gene names, detection in ``raw.X`` and ``X > 0``, per cell x gene.
-
-    Raises:
-        ImportError: h5py is missing (``pip install 'vera-env[real]'``).
-    """
+def _h5py() -> ModuleType:
+    """h5py, imported only where this type is used."""
     try:
         import h5py  # noqa: PLC0415 - only this type needs it
     except ImportError as exc:
         raise ImportError("the h5ad real-data type needs h5py: pip install h5py "
                           "(or the 'real' extra of vera-env)") from exc
-    with h5py.File(io.BytesIO(data), "r") as f:
-        cats = [c.decode() for c in f["uns/bulk_labels_categories"][:]]
-        labels = [cats[c] for c in f["obs"]["bulk_labels"]]
-        genes = [v.decode() for v in f["raw.var"]["index"]]
-        raw = f["raw.X"]
-        indptr, indices, values = raw["indptr"][:], raw["indices"][:], raw["data"][:]
-        detected = np.zeros((len(labels), len(genes)), dtype=bool)
-        for i in range(len(labels)):
-            row = slice(indptr[i], indptr[i + 1])
-            detected[i, indices[row][values[row] != 0]] = True
-        above = f["X"][:] > 0
+    return h5py  # type: ignore[no-any-return]  # h5py is untyped (see pyproject)
+
+
+def read_pbmc(data: bytes) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """Cell-type labels, gene names, detection in ``raw.X`` and ``X > 0``, per cell x gene.
+
+    Raises:
+        ImportError: h5py is missing (``pip install 'vera-env[real]'``).
+        ValueError: Not this AnnData layout (not HDF5, a dataset missing or out of range).
+    """
+    h5py = _h5py()
+    try:
+        with h5py.File(io.BytesIO(data), "r") as f:
+            cats = [c.decode() for c in f["uns/bulk_labels_categories"][:]]
+            labels = [cats[c] for c in f["obs"]["bulk_labels"]]
+            genes = [v.decode() for v in f["raw.var"]["index"]]
+            raw = f["raw.X"]
+            indptr, indices, values = raw["indptr"][:], raw["indices"][:], raw["data"][:]
+            detected = np.zeros((len(labels), len(genes)), dtype=bool)
+            for i in range(len(labels)):
+                row = slice(indptr[i], indptr[i + 1])
+                detected[i, indices[row][values[row] != 0]] = True
+            above = f["X"][:] > 0
+    except (OSError, KeyError, IndexError) as exc:  # h5py's errors for a file it cannot read
+        raise ValueError(f"not the pbmc68k_reduced AnnData layout: {exc}") from exc
     return labels, genes, detected, above
+
+
+def _count(labels: list[str], genes: list[str], detected: np.ndarray, gene: str,
+           cell_type: str) -> int:
+    if gene not in genes:
+        raise ValueError(f"{_FILE}: no gene {gene!r} in raw.var")
+    return int(detected[np.array(labels) == cell_type, genes.index(gene)].sum())
+
+
+def _edit(data: bytes, change: Callable[[Any], bool]) -> bytes | None:
+    """``data`` with ``change`` applied to the HDF5 file opened read-write in memory."""
+    buffer = io.BytesIO(data)
+    try:
+        with _h5py().File(buffer, "r+") as f:
+            if not change(f):
+                return None
+    except (OSError, KeyError, ValueError):  # not this layout: nothing to aim at
+        return None
+    return buffer.getvalue()
+
+
+def _reference(gene: str, cell_type: str) -> Reference:
+    """HDF5 is binary: no control transform applies (the file is not compressed, has no
+    text records). The aimed mutants write into the HDF5 in memory with h5py: one cell
+    of the type loses its non-zero value of the gene in ``raw.X`` (one fewer), or one
+    cell of another type where the gene is detected is relabelled (one more)."""
+    def undetect(data: bytes, rng: random.Random) -> bytes | None:
+        def change(f: Any) -> bool:
+            labels, genes, where = _where(f, gene)
+            hits = [k for i, k in where if labels[i] == cell_type]
+            if hits:
+                f["raw.X/data"][hits[rng.randrange(len(hits))]] = 0
+            return bool(hits)
+        return _edit(data, change)
+
+    def relabel(data: bytes, rng: random.Random) -> bytes | None:
+        def change(f: Any) -> bool:
+            labels, _, where = _where(f, gene)
+            cats = [c.decode() for c in f["uns/bulk_labels_categories"][:]]
+            others = [i for i, _ in where if labels[i] != cell_type]
+            if not others or cell_type not in cats:
+                return False
+            i = others[rng.randrange(len(others))]
+            row = f["obs"][i]
+            row["bulk_labels"] = cats.index(cell_type)
+            f["obs"][i] = row
+            return True
+        return _edit(data, change)
+
+    return Reference(
+        solve=lambda contents: str(_count(*read_pbmc(content_of(contents, _FILE))[:3], gene,
+                                          cell_type)),
+        preserving={_FILE: ()},
+        mutators={_FILE: (undetect, relabel)})
+
+
+def _where(f: Any, gene: str) -> tuple[list[str], list[str], list[tuple[int, int]]]:
+    """Labels, gene names, and (cell, index into raw.X/data) of the gene's non-zero values."""
+    cats = [c.decode() for c in f["uns/bulk_labels_categories"][:]]
+    labels = [cats[c] for c in f["obs"]["bulk_labels"]]
+    genes = [v.decode() for v in f["raw.var"]["index"]]
+    j = genes.index(gene)
+    indptr, indices, values = (f["raw.X"][k][:] for k in ("indptr", "indices", "data"))
+    hits = [(i, int(k)) for i in range(len(labels))
+            for k in range(indptr[i], indptr[i + 1]) if indices[k] == j and values[k] != 0]
+    return labels, genes, hits
 
 
 def _question(gene: str, cell_type: str) -> str:
@@ -134,7 +214,8 @@ def detected_cells(files: Mapping[str, bytes], rng: np.random.Generator) -> Real
     instance = Instance(files={_FILE: data}, question=_question(gene, cell_type),
                         answer=str(answer), grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(gene, cell_type, n, answer, wrong), trap=trap,
-                        tags=("h5ad", "scaled-vs-raw", "categorical", "scanpy"))
+                        tags=("h5ad", "scaled-vs-raw", "categorical", "scanpy"),
+                        reference=_reference(gene, cell_type))
     probe = Probe("Megakaryocyte", _question(gene, "Megakaryocyte"),
                   f"python3 -c \"{_OPEN}; print('\\n'.join(x.decode() for x in "
                   "f['uns/bulk_labels_categories'][:]))\"",

@@ -14,15 +14,18 @@ with the overlapping count the tests make.
 from __future__ import annotations
 
 import gzip
+import random
+import re
 from collections.abc import Mapping
 
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap, content_of, edit_line
 from vera_env.tasks.undetermined import with_clause
+from vera_env.verification.strength.reference import Reference
 
-__all__ = ["SITES", "site_count"]
+__all__ = ["SITES", "count_sites", "site_count"]
 
 SITES = {"EcoRI": "GAATTC", "BamHI": "GGATCC", "HindIII": "AAGCTT", "PstI": "CTGCAG",
          "SalI": "GTCGAC", "XhoI": "CTCGAG", "KpnI": "GGTACC", "SacI": "GAGCTC",
@@ -65,15 +68,63 @@ def _solution(enzyme: str, length: int, gc: int, lines: int, answer: int) -> tup
     )
 
 
+def count_sites(content: bytes, site: str) -> int:
+    """Occurrences of ``site`` in the sequences of a decoded FASTA, each record's lines
+    joined first (a site cut by a line wrap counts; one across two records does not).
+
+    Raises:
+        ValueError: Not FASTA (no ``>`` line first, or not ASCII).
+    """
+    text = content.decode("ascii")
+    if not text.startswith(">"):
+        raise ValueError("not FASTA: the content does not start with a '>' line")
+    total = 0
+    for record in text[1:].split("\n>"):
+        _, _, body = record.partition("\n")
+        total += re.sub(r"\s+", "", body).count(site)
+    return total
+
+
+def _reference(site: str) -> Reference:
+    """One record: line wraps and the gzip settings do not matter (``rewrap``,
+    ``recompress``); aimed mutants break one site inside a line or write a new one."""
+    destroy = {"A": "C", "C": "G", "G": "T", "T": "A"}
+
+    def is_sequence(line: bytes) -> bool:
+        return not line.startswith(b">") and len(line.rstrip()) >= len(site)
+
+    def broken(line: bytes) -> bytes | None:
+        at = line.find(site.encode())
+        if at < 0:
+            return None
+        return line[:at] + destroy[site[0]].encode() + line[at + 1:]
+
+    def break_site(content: bytes, rng: random.Random) -> bytes | None:
+        return edit_line(content, rng, lambda line: site.encode() in line, broken)
+
+    def write_site(content: bytes, rng: random.Random) -> bytes | None:
+        def put(line: bytes) -> bytes:
+            at = rng.randrange(len(line.rstrip()) - len(site) + 1)
+            return line[:at] + site.encode() + line[at + len(site):]
+
+        return edit_line(content, rng, is_sequence, put)
+
+    return Reference(
+        solve=lambda contents: str(count_sites(content_of(contents, _FILE), site)),
+        preserving={_FILE: ("recompress", "rewrap")},
+        mutators={_FILE: (break_site, write_site)})
+
+
 def site_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
     """Sites of one enzyme (trap: ``grep -c`` counts lines and misses wrapped sites)."""
     data = files["genome.fna.gz"]
-    lines = gzip.decompress(data).decode().splitlines()
+    content = gzip.decompress(data)
+    lines = content.decode().splitlines()
     header, seq = lines[0], "".join(lines[1:])
     organism = " ".join(header.split()[1:3])
     enzyme = sorted(SITES)[int(rng.integers(len(SITES)))]
     site = SITES[enzyme]
-    answer = seq.count(site)
+    answer = count_sites(content, site)
     wrong = sum(1 for line in lines[1:] if site in line)
     careless = f"zcat {_FILE} | grep -c {site}"
     trap = careless_trap("grep -c counts lines, missing sites cut by line wraps and repeats",
@@ -84,7 +135,7 @@ def site_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
                         answer=str(answer), grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(enzyme, len(seq), seq.count("G") + seq.count("C"),
                                            wrong, answer), trap=trap,
-                        tags=("fasta", "line-wraps", "pyrodigal"))
+                        tags=("fasta", "line-wraps", "pyrodigal"), reference=_reference(site))
     probe = Probe("Corynebacterium ulcerans", _question("Corynebacterium ulcerans", enzyme),
                   f"zcat {_FILE} | grep '>' | cut -d' ' -f2,3", f"zcat {_FILE} | grep -c '>'", 1)
     return RealInstance(instance, _FILE, probe)

@@ -7,10 +7,19 @@ solutions) it says which staged file the question is about (``primary``: what a
 perturbation corrupts) and, in a `Probe`, how to show that a *different* subject is
 absent from the data (what a canary asks about) and which table column the question
 needs, if any (what a canary removes).
+
+Each built instance also carries the type's `Reference` (``instance.reference``): its
+solver recomputes the answer from the *decoded* staged files with the subject the rng
+fixed, by the same code the builder computed the answer with, so strength testing can
+tell a control (answer kept) from a mutant (answer moved) on real data. The helpers
+here are what the types share to write one: reading a file out of the decoded contents,
+and editing one record of a text file in place (a mutator aimed at what the question
+reads, leaving every other byte -- line ends included -- as it was).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -18,8 +27,10 @@ import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, final, node, turn, verdict
 from vera_env.tasks.model import Trap
+from vera_env.verification.strength.reference import Mutator
 
-__all__ = ["Build", "Probe", "RealInstance", "RealType", "careless_trap"]
+__all__ = ["Build", "Probe", "RealInstance", "RealType", "careless_trap", "content_of",
+           "edit_fields", "edit_line", "field_mutator"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +57,8 @@ class RealInstance:
     """One built real-data task and what its variants need.
 
     Attributes:
-        instance: The task (files to stage, question, answer, solutions, trap).
+        instance: The task (files to stage, question, answer, solutions, trap, and the
+            `Reference` strength classifies its variants by).
         primary: The staged file the question is about.
         probe: How to build the "subject absent" canary.
         column: The header name of the table column the answer needs (CSV types), else None.
@@ -87,3 +99,55 @@ def careless_trap(description: str, command: str, summary: str, check_name: str,
     solution = (turn(command, node("test", summary), [check("range", check_name, verdict(test))]),
                 final(str(wrong)))
     return Trap(description=description, careless_solution=solution, wrong_answer=str(wrong))
+
+
+def content_of(contents: Mapping[str, bytes], name: str) -> bytes:
+    """The decoded content of ``name`` (a reference's solver reads its files through this).
+
+    Raises:
+        ValueError: ``name`` is not among the contents.
+    """
+    try:
+        return contents[name]
+    except KeyError:
+        raise ValueError(f"{name} is not among the task's files ({sorted(contents)})") from None
+
+
+def edit_line(content: bytes, rng: random.Random, pick: Callable[[bytes], bool],
+              edit: Callable[[bytes], bytes | None]) -> bytes | None:
+    """``content`` with one line that ``pick`` marks (drawn by ``rng``) replaced by
+    ``edit(line)`` -- removed when that is ``b""`` -- or None when no line is marked or
+    the edit declines (returns None or the line unchanged).
+
+    Lines keep their ends (``\\r\\n`` included), so a mutant differs from the file it was
+    made from in the edited record only, not in how the file is written.
+    """
+    lines = content.splitlines(keepends=True)
+    marked = [i for i, line in enumerate(lines) if pick(line)]
+    if not marked:
+        return None
+    i = marked[rng.randrange(len(marked))]
+    new = edit(lines[i])
+    if new is None or new == lines[i]:
+        return None
+    lines[i] = new
+    return b"".join(lines)
+
+
+def edit_fields(line: bytes, sep: bytes, edit: Callable[[list[bytes]], bool]) -> bytes | None:
+    """``line`` with its fields (split on ``sep``, the line end set aside) changed in place
+    by ``edit``, which returns False to decline (None then)."""
+    body = line.rstrip(b"\r\n")
+    fields = body.split(sep)
+    if not edit(fields):
+        return None
+    return sep.join(fields) + line[len(body):]
+
+
+def field_mutator(pick: Callable[[bytes], bool], sep: bytes,
+                  edit: Callable[[list[bytes]], bool]) -> Mutator:
+    """A mutator that edits the fields of one line ``pick`` marks (see `edit_line`)."""
+    def mutate(content: bytes, rng: random.Random) -> bytes | None:
+        return edit_line(content, rng, pick, lambda line: edit_fields(line, sep, edit))
+
+    return mutate

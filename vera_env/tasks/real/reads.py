@@ -13,26 +13,37 @@ tests recount with awk over line numbers.
 from __future__ import annotations
 
 import gzip
+import random
 from collections.abc import Mapping
 
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, final, node, turn, verdict
-from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
+from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap, content_of
 from vera_env.tasks.undetermined import with_clause
+from vera_env.verification.strength.reference import ControlTransform, Reference
 
-__all__ = ["FASTQS", "fastq_records", "read_count"]
+__all__ = ["FASTQS", "fastq_records", "parse_fastq", "read_count"]
 
 FASTQS = ("sam1F.fastq.gz", "sam1R.fastq.gz", "sam2F.fastq.gz", "sam2R.fastq.gz")
 
 
 def fastq_records(data: bytes) -> list[tuple[str, str, str]]:
-    """(header, sequence, quality) of every record of a four-line FASTQ.
+    """(header, sequence, quality) of every record of a gzipped four-line FASTQ.
 
     Raises:
         ValueError: A record is not ``@header / sequence / + / quality`` of equal lengths.
     """
-    lines = gzip.decompress(data).decode().splitlines()
+    return parse_fastq(gzip.decompress(data))
+
+
+def parse_fastq(content: bytes) -> list[tuple[str, str, str]]:
+    """(header, sequence, quality) of every record of a decoded four-line FASTQ.
+
+    Raises:
+        ValueError: A record is not ``@header / sequence / + / quality`` of equal lengths.
+    """
+    lines = content.decode().splitlines()
     if len(lines) % 4:
         raise ValueError(f"{len(lines)} lines is not a whole number of records")
     records = []
@@ -42,6 +53,30 @@ def fastq_records(data: bytes) -> list[tuple[str, str, str]]:
             raise ValueError(f"malformed record at line {i + 1}")
         records.append((head, seq, qual))
     return records
+
+
+def _edit_record(content: bytes, rng: random.Random, copy: bool) -> bytes | None:
+    """``content`` with one four-line record removed, or repeated after itself."""
+    lines = content.splitlines(keepends=True)
+    if len(lines) < 8 or len(lines) % 4:
+        return None
+    at = 4 * rng.randrange(len(lines) // 4)
+    record = lines[at:at + 4]
+    return b"".join(lines[:at] + (record * 2 if copy else []) + lines[at + 4:])
+
+
+def _reference(name: str) -> Reference:
+    """Records are order-free and the other three files are never read (every record of
+    them is irrelevant); aimed mutants drop one record of the file asked about or repeat
+    one (the generic line edits break the four-line layout, which the solver refuses)."""
+    asked: tuple[ControlTransform, ...] = ("recompress", "shuffle_records")
+    preserving = {f: asked if f == name else (*asked, "drop_irrelevant") for f in FASTQS}
+    return Reference(
+        solve=lambda contents: str(len(parse_fastq(content_of(contents, name)))),
+        preserving=preserving,
+        irrelevant={f: (lambda record: True) for f in FASTQS if f != name},
+        mutators={name: (lambda c, rng: _edit_record(c, rng, copy=False),
+                         lambda c, rng: _edit_record(c, rng, copy=True))})
 
 
 def _question(name: str) -> str:
@@ -101,7 +136,7 @@ def read_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
     instance = Instance(files={f: files[f] for f in FASTQS}, question=_question(name),
                         answer=str(len(records)), grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(name, len(records), at_quals), trap=trap,
-                        tags=("fastq", "record-parsing", "dada2"))
+                        tags=("fastq", "record-parsing", "dada2"), reference=_reference(name))
     probe = Probe("sam3F.fastq.gz", _question("sam3F.fastq.gz"), "ls *.fastq.gz",
                   f"zcat {name} | awk 'END {{ print NR / 4 }}'", len(records))
     return RealInstance(instance, name, probe)

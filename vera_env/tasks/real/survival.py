@@ -22,10 +22,17 @@ import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
 from vera_env.tasks.builtin.survival import km_median
-from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
-from vera_env.tasks.undetermined import with_clause
+from vera_env.tasks.real.kinds import (
+    Probe,
+    RealInstance,
+    careless_trap,
+    content_of,
+    field_mutator,
+)
+from vera_env.tasks.undetermined import CANNOT_DETERMINE, with_clause
+from vera_env.verification.strength.reference import Reference
 
-__all__ = ["lung_median"]
+__all__ = ["lung_group", "lung_median"]
 
 _GROUPS = ("0.0", "1.0", "2.0")
 
@@ -75,13 +82,63 @@ def _solution(ecog: str, n: int, deaths: int, median: int) -> tuple[str, ...]:
     )
 
 
+def lung_group(content: bytes, ecog: str) -> tuple[list[int], list[bool]]:
+    """(times, died) of the patients with ``ph.ecog == ecog`` in a decoded lung.csv.
+
+    Raises:
+        ValueError: Not the lung table (no time/status/ph.ecog column, a bad time --
+            an infinite one included).
+    """
+    try:
+        rows = list(csv.DictReader(io.StringIO(content.decode())))
+        group = [r for r in rows if r["ph.ecog"] == ecog]
+        return [int(float(r["time"])) for r in group], [r["status"] == "1" for r in group]
+    except (KeyError, TypeError, OverflowError) as exc:
+        raise ValueError(f"lung.csv: not the lung table ({exc!r})") from exc
+
+
+def _answer(content: bytes, ecog: str) -> str:
+    median, _ = km_median(*lung_group(content, ecog))
+    return CANNOT_DETERMINE if median is None else str(median)
+
+
+def _reference(ecog: str, median: int) -> Reference:
+    """Order-free, and other ECOG groups are never read; aimed mutants turn the death at
+    the median into a censoring, or move that patient out of the group (a death earlier
+    than the median rarely moves a Kaplan-Meier median: the curve steps past 0.5 anyway)."""
+    me, name = ecog.encode(), "lung.csv"
+
+    def fields(record: bytes) -> list[bytes]:
+        return record.rstrip(b"\r\n").split(b",")
+
+    def is_row(f: list[bytes]) -> bool:
+        return len(f) > 5 and f[1].replace(b".", b"", 1).isdigit()
+
+    def median_death(line: bytes) -> bool:
+        f = fields(line)
+        return is_row(f) and f[5] == me and f[2] == b"1" and float(f[1]) == median
+
+    def censor(f: list[bytes]) -> bool:
+        f[2] = b"0"
+        return True
+
+    def regroup(f: list[bytes]) -> bool:
+        f[5] = b"3.0"
+        return True
+
+    return Reference(
+        solve=lambda contents: _answer(content_of(contents, name), ecog),
+        preserving={name: ("shuffle_records", "drop_irrelevant")},
+        irrelevant={name: lambda record: is_row(fields(record)) and fields(record)[5] != me},
+        mutators={name: (field_mutator(median_death, b",", censor),
+                         field_mutator(median_death, b",", regroup))})
+
+
 def lung_median(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
     """Kaplan-Meier median of one ECOG group (trap: censored patients counted as deaths)."""
-    rows = list(csv.DictReader(io.StringIO(files["lung.csv"].decode())))
+    data = files["lung.csv"]
     ecog = _GROUPS[int(rng.integers(len(_GROUPS)))]
-    group = [r for r in rows if r["ph.ecog"] == ecog]
-    times = [int(float(r["time"])) for r in group]
-    died = [r["status"] == "1" for r in group]
+    times, died = lung_group(data, ecog)
     median, closest = km_median(times, died)
     if median is None or closest <= 1e-9:
         raise RuntimeError(f"lung_median: ECOG {ecog} has no clean median; pick another group")
@@ -95,10 +152,12 @@ def lung_median(files: Mapping[str, bytes], rng: np.random.Generator) -> RealIns
                          careless,
                          f"median survival {wrong} days", "a positive time",
                          f"test \"$({careless} | cut -d. -f1)\" -gt 0", wrong)
-    instance = Instance(files={"lung.csv": files["lung.csv"]}, question=_question(ecog),
-                        answer=str(median), grader={"kind": "numeric", "abs_tol": 0},
-                        solution=_solution(ecog, len(group), sum(died), median), trap=trap,
-                        tags=("csv", "survival", "censoring", "lifelines"))
+    instance = Instance(files={"lung.csv": data}, question=_question(ecog),
+                        answer=_answer(data, ecog), grader={"kind": "numeric", "abs_tol": 0},
+                        solution=_solution(ecog, len(times), sum(died), median), trap=trap,
+                        tags=("csv", "survival", "censoring", "lifelines"),
+                        reference=_reference(ecog, median))
     probe = Probe("4.0", _question("4.0"), "tail -n +2 lung.csv | cut -d, -f6 | sort -u",
-                  "tail -n +2 lung.csv | wc -l", len(rows))
+                  "tail -n +2 lung.csv | wc -l", len(list(csv.DictReader(io.StringIO(
+                      data.decode())))))
     return RealInstance(instance, "lung.csv", probe, column="status")

@@ -19,15 +19,23 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap
-from vera_env.tasks.undetermined import with_clause
+from vera_env.tasks.real.kinds import (
+    Probe,
+    RealInstance,
+    careless_trap,
+    content_of,
+    field_mutator,
+)
+from vera_env.tasks.undetermined import CANNOT_DETERMINE, with_clause
+from vera_env.verification.strength.reference import Reference
 
-__all__ = ["FEATURES", "cancer_mean", "penguin_mass"]
+__all__ = ["FEATURES", "cancer_mean", "cancer_values", "penguin_mass", "penguin_masses"]
 
 _MASS_SPECIES = ("Adelie", "Gentoo")  # the species with unweighed birds: the trap bites
 
@@ -65,30 +73,83 @@ def _penguin_solution(species: str, n: int, n_na: int, answer: str) -> tuple[str
     )
 
 
+def penguin_masses(content: bytes, species: str) -> tuple[int, list[float]]:
+    """(rows of ``species``, the masses of those weighed) in a decoded penguins.csv.
+
+    Raises:
+        ValueError: Not the palmerpenguins table (no species/body_mass_g, a bad mass).
+    """
+    try:
+        rows = list(csv.DictReader(io.StringIO(content.decode())))
+        mine = [r for r in rows if r["species"] == species]
+        return len(mine), [float(r["body_mass_g"]) for r in mine if r["body_mass_g"] != "NA"]
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"penguins.csv: not the penguins table ({exc!r})") from exc
+
+
+def _penguin_answer(content: bytes, species: str) -> str:
+    _, masses = penguin_masses(content, species)
+    return f"{sum(masses) / len(masses):.2f}" if masses else CANNOT_DETERMINE
+
+
+def _is_row(fields: list[bytes]) -> bool:
+    mass = fields[5] if len(fields) > 5 else b""
+    return mass == b"NA" or mass.replace(b".", b"", 1).isdigit()
+
+
+def _penguin_reference(species: str) -> Reference:
+    """Order-free, and rows of other species are never read; aimed mutants move one weighed
+    bird's mass or hide it behind ``NA``."""
+    me = species.encode()
+
+    def other_species(record: bytes) -> bool:
+        fields = record.rstrip(b"\r\n").split(b",")
+        return _is_row(fields) and fields[0] != me
+
+    def weighed(line: bytes) -> bool:
+        fields = line.rstrip(b"\r\n").split(b",")
+        return fields[0] == me and _is_row(fields) and fields[5] != b"NA"
+
+    def heavier(fields: list[bytes]) -> bool:
+        fields[5] = b"%d" % (float(fields[5]) + 900)
+        return True
+
+    def unweigh(fields: list[bytes]) -> bool:
+        fields[5] = b"NA"
+        return True
+
+    name = "penguins.csv"
+    return Reference(
+        solve=lambda contents: _penguin_answer(content_of(contents, name), species),
+        preserving={name: ("shuffle_records", "drop_irrelevant")},
+        irrelevant={name: other_species},
+        mutators={name: (field_mutator(weighed, b",", heavier),
+                         field_mutator(weighed, b",", unweigh))})
+
+
 def penguin_mass(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
     """Mean body mass of one species (trap: ``NA`` read as 0 g)."""
-    text = files["penguins.csv"].decode()
-    rows = list(csv.DictReader(io.StringIO(text)))
+    data = files["penguins.csv"]
     species = _MASS_SPECIES[int(rng.integers(len(_MASS_SPECIES)))]
-    mine = [r for r in rows if r["species"] == species]
-    masses = [float(r["body_mass_g"]) for r in mine if r["body_mass_g"] != "NA"]
-    answer = f"{sum(masses) / len(masses):.2f}"
-    wrong = f"{sum(masses) / len(mine):.2f}"
+    n_mine, masses = penguin_masses(data, species)
+    answer = _penguin_answer(data, species)
+    wrong = f"{sum(masses) / n_mine:.2f}"
     careless = ("awk -F, -v s=" + species + " '$1 == s { t += $6; n++ } END { printf "
                 "\"%.2f\\n\", t / n }' penguins.csv")
     trap = careless_trap("NA strings read as 0 g and averaged in", careless,
                          f"mean mass of {species}: {wrong} g", "a positive mass",
                          f"test \"$({careless} | cut -d. -f1)\" -gt 0", wrong)
-    instance = Instance(files={"penguins.csv": files["penguins.csv"]},
+    instance = Instance(files={"penguins.csv": data},
                         question=_penguin_question(species), answer=answer,
                         grader={"kind": "numeric", "abs_tol": 0.006},
-                        solution=_penguin_solution(species, len(mine), len(mine) - len(masses),
+                        solution=_penguin_solution(species, n_mine, n_mine - len(masses),
                                                    answer),
-                        trap=trap, tags=("csv", "missing-values", "palmerpenguins"))
+                        trap=trap, tags=("csv", "missing-values", "palmerpenguins"),
+                        reference=_penguin_reference(species))
     probe = Probe("Emperor", _penguin_question("Emperor"),
                   "tail -n +2 penguins.csv | cut -d, -f1 | sort -u",
                   "tail -n +2 penguins.csv | wc -l",
-                  len(rows))
+                  len(list(csv.DictReader(io.StringIO(data.decode())))))
     return RealInstance(instance, "penguins.csv", probe, column="body_mass_g")
 
 
@@ -131,28 +192,80 @@ def _cancer_solution(col: int, n: int, n_mal: int, answer: str) -> tuple[str, ..
     )
 
 
+def cancer_values(content: bytes, feature: int) -> tuple[dict[str, int], dict[int, list[float]]]:
+    """(class name -> code from the header, code -> the feature's values) of a decoded
+    breast_cancer.csv.
+
+    Raises:
+        ValueError: Not the table (a short header, a row that is not numbers).
+    """
+    lines = content.decode().splitlines()
+    if not lines:
+        raise ValueError("breast_cancer.csv is empty")
+    code = {name: i for i, name in enumerate(lines[0].split(",")[2:])}
+    by: dict[int, list[float]] = {}
+    for line in lines[1:]:
+        if line.strip():
+            row = [float(x) for x in line.split(",")]
+            if len(row) <= feature or not math.isfinite(row[-1]):
+                raise ValueError(f"breast_cancer.csv: a row that is not a tumour: {line[:60]!r}")
+            by.setdefault(int(row[-1]), []).append(row[feature])
+    return code, by
+
+
+def _cancer_answer(content: bytes, feature: int, label: str) -> str:
+    code, by = cancer_values(content, feature)
+    if label not in code:
+        raise ValueError(f"breast_cancer.csv: the header names no class {label!r}")
+    values = by.get(code[label], [])
+    return f"{sum(values) / len(values):.6g}" if values else CANNOT_DETERMINE
+
+
+def _cancer_reference(feature: int, malignant: int, benign: int) -> Reference:
+    """Order-free, and benign rows are never read; aimed mutants move one malignant
+    tumour's value or relabel a benign tumour as malignant."""
+    name = "breast_cancer.csv"
+
+    def coded(c: int) -> Callable[[bytes], bool]:
+        tail = b",%d" % c
+        return lambda record: record.rstrip(b"\r\n").endswith(tail)
+
+    def larger(fields: list[bytes]) -> bool:
+        fields[feature] = b"%.6g" % (1.5 * float(fields[feature]) + 1)
+        return True
+
+    def relabel(fields: list[bytes]) -> bool:
+        fields[-1] = b"%d" % malignant
+        return True
+
+    return Reference(
+        solve=lambda contents: _cancer_answer(content_of(contents, name), feature, "malignant"),
+        preserving={name: ("shuffle_records", "drop_irrelevant")},
+        irrelevant={name: coded(benign)},
+        mutators={name: (field_mutator(coded(malignant), b",", larger),
+                         field_mutator(coded(benign), b",", relabel))})
+
+
 def cancer_mean(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
     """Mean of one feature over malignant tumours (trap: code 1 read as malignant)."""
     data = files["breast_cancer.csv"]
-    lines = data.decode().splitlines()
-    head = lines[0].split(",")
-    rows = [[float(x) for x in line.split(",")] for line in lines[1:] if line.strip()]
     feature = int(rng.integers(len(FEATURES)))
-    code = {name: i for i, name in enumerate(head[2:])}
-    by = {c: [r[feature] for r in rows if int(r[-1]) == c] for c in (0, 1)}
-    answer = f"{sum(by[code['malignant']]) / len(by[code['malignant']]):.6g}"
+    code, by = cancer_values(data, feature)
+    answer = _cancer_answer(data, feature, "malignant")
     wrong = f"{sum(by[1]) / len(by[1]):.6g}"
     careless = (f"awk -F, 'NR > 1 && $31 == 1 {{ s += ${feature + 1}; n++ }} END {{ printf "
                 "\"%.6g\\n\", s / n }' breast_cancer.csv")
     trap = careless_trap("target 1 read as malignant; the file codes malignant as 0", careless,
                          f"malignant mean: {wrong}", "a positive mean",
                          f"test \"$({careless} | tr -d .)\" -gt 0", wrong)
+    n_rows = sum(len(values) for values in by.values())
     instance = Instance(files={"breast_cancer.csv": data},
                         question=_cancer_question(feature, "malignant"), answer=answer,
                         grader={"kind": "numeric", "rel_tol": 1e-4},
-                        solution=_cancer_solution(feature + 1, len(rows), len(by[0]), answer),
-                        trap=trap, tags=("csv", "label-coding", "scikit-learn"))
+                        solution=_cancer_solution(feature + 1, n_rows, len(by[0]), answer),
+                        trap=trap, tags=("csv", "label-coding", "scikit-learn"),
+                        reference=_cancer_reference(feature, code["malignant"], code["benign"]))
     probe = Probe("borderline", _cancer_question(feature, "borderline"),
                   "head -1 breast_cancer.csv | cut -d, -f3- | tr , '\\n'",
-                  "tail -n +2 breast_cancer.csv | wc -l", len(rows))
+                  "tail -n +2 breast_cancer.csv | wc -l", n_rows)
     return RealInstance(instance, "breast_cancer.csv", probe)

@@ -18,6 +18,18 @@ that could not see everything (an unreadable or too deep directory) counts as a
 change: replaying too much costs time, replaying too little would lose the
 derivation. Each logged command keeps the paths it changed and the names its text
 mentions, so strength can tell which task files a model file came from.
+
+``record`` runs after every command, outside any node's deadline, so its scan of the
+command's text (and of the scripts it runs) has a budget of its own
+(``scan_budget_s``, a few seconds; issue 19 measured 70 s for one step with 20,000
+names containing a space and four 1 MB scripts before the scan was made linear). A
+scan that runs out fails closed *towards more provenance*: the command is logged as
+mentioning every task file (``LoggedCommand.scanned`` False). That is safe for
+integrity — varying a task file a command did not read replays to the same files, so
+no check earns by it — and a model gains nothing by exhausting the budget, which
+only makes strength vary more files (within the node's deadline); marking the
+command's outputs as earning nothing instead would also cost honest work whose
+workspace happens to hold many odd names.
 """
 
 from __future__ import annotations
@@ -25,13 +37,20 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_files
+from vera_env.verification.strength.check_inputs import (
+    ScanClock,
+    TimeLeft,
+    WorkspaceIndex,
+    named_files,
+)
+from vera_env.verification.strength.outcome import StrengthDeadline
 
 if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult
@@ -44,6 +63,8 @@ _MAX_MENTIONS = 64
 _MAX_DEPTH = 256
 _MAX_PROVENANCE_STEPS = 512
 _MIN_ENTRY_BYTES = 4096
+SCAN_BUDGET_S = 3.0
+"""Default seconds ``CommandLog.record`` may spend on one command's names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +99,8 @@ class LoggedCommand:
             or an unreadable directory): it may have written anything.
         mentions: Workspace names its text mentions, globs, or runs as a script that
             names them (for provenance; also names the command removed).
+        scanned: The scan for those names finished within its budget. False: it ran
+            out, and ``mentions`` also holds every task file (see the module docstring).
     """
 
     command: str
@@ -86,6 +109,7 @@ class LoggedCommand:
     changed: frozenset[str]
     changed_unknown: bool
     mentions: tuple[str, ...]
+    scanned: bool = True
 
 
 class CommandLog:
@@ -94,12 +118,19 @@ class CommandLog:
     Args:
         root: The workspace directory on the host (walked after every command).
         sources: The task's file names (always looked for in a command's text).
+        scan_budget_s: Seconds ``record`` may spend finding the names one command
+            mentions (see the module docstring).
     """
 
-    def __init__(self, root: Path, sources: Sequence[str] = ()) -> None:
+    def __init__(self, root: Path, sources: Sequence[str] = (), *,
+                 scan_budget_s: float = SCAN_BUDGET_S) -> None:
+        if not scan_budget_s > 0:
+            raise ValueError(f"scan_budget_s must be > 0 seconds, got {scan_budget_s!r}")
         self._root = root
         self._sources = frozenset(sources)
+        self._scan_budget_s = scan_budget_s
         self._tree = walk_tree(root)
+        self._index: WorkspaceIndex | None = None
         self.entries: list[LoggedCommand] = []
         self.unchanged = 0
 
@@ -134,22 +165,49 @@ class CommandLog:
             assert before.entries is not None and after.entries is not None
             names = before.entries.keys() | after.entries.keys()
             changed = {p for p in names if before.entries.get(p) != after.entries.get(p)}
+        mentions, scanned = self._mentions(command, sorted(names | self._sources))
         entry = LoggedCommand(
             command=command, status=result.status, duration_s=result.duration_s,
             changed=frozenset(sorted(changed)[:_MAX_CHANGED_KEPT]),
             changed_unknown=not known or len(changed) > _MAX_CHANGED_KEPT,
-            mentions=tuple(named_files(command, WorkspaceIndex(sorted(names | self._sources)),
-                                       self._root,
-                                       limit=_MAX_MENTIONS, existing=False)))
+            mentions=mentions, scanned=scanned)
         self.entries.append(entry)
         return entry
 
-    def sources_behind(self, files: Sequence[str], sources: Sequence[str]) -> list[str]:
+    def _mentions(self, command: str, names: list[str]) -> tuple[tuple[str, ...], bool]:
+        """The names ``command`` mentions, and whether the scan finished in budget
+        (when not: every task file is mentioned too, sorted, after what was found)."""
+        ends = time.monotonic() + self._scan_budget_s
+        if self._index is None or self._index.names != names:
+            self._index = WorkspaceIndex(names)  # its automaton is kept while names stay
+        try:
+            found = named_files(command, self._index, self._root, limit=_MAX_MENTIONS,
+                                existing=False, time_left=lambda: ends - time.monotonic())
+        except StrengthDeadline:
+            return tuple(sorted(self._sources)), False
+        return tuple(found), True
+
+    def sources_behind(self, files: Sequence[str], sources: Sequence[str], *,
+                       time_left: TimeLeft | None = None) -> list[str]:
         """The task files that ``files`` came from, nearest first.
 
         A named task file is its own source; a model file comes from the task files
         (and other model files) named by the commands that wrote it, latest first.
+        Each path's writers are looked up in an index, so a step costs what it finds,
+        not the length of the log.
+
+        Raises:
+            StrengthDeadline: ``time_left`` reached zero first.
         """
+        clock = ScanClock(time_left, "tracing where the model's files came from")
+        writers: dict[str, list[int]] = {}
+        unknown: list[int] = []
+        for i, entry in enumerate(self.entries):
+            clock.tick()
+            if entry.changed_unknown:
+                unknown.append(i)
+            for path in entry.changed:
+                writers.setdefault(path, []).append(i)
         wanted = set(sources)
         found: dict[str, None] = {}
         seen = set(files)
@@ -157,15 +215,19 @@ class CommandLog:
         steps = 0
         while queue and steps < _MAX_PROVENANCE_STEPS:
             name = queue.popleft()
-            steps += 1
+            clock.check()
             if name in wanted:
                 found.setdefault(name)
-            for entry in reversed(self.entries):
-                if name in entry.changed or entry.changed_unknown:
-                    for other in entry.mentions:
-                        if other not in seen:
-                            seen.add(other)
-                            queue.append(other)
+            # A command that may have written anything wrote every name; its mentions
+            # are all seen after the first step, so later steps need not look again.
+            nearest = sorted({*writers.get(name, ()), *(unknown if steps == 0 else ())},
+                             reverse=True)
+            steps += 1
+            for i in nearest:
+                for other in self.entries[i].mentions:
+                    if other not in seen:
+                        seen.add(other)
+                        queue.append(other)
         return list(found)
 
 

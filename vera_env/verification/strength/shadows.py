@@ -30,10 +30,20 @@ Bounds (``RewardConfig``): at most ``strength_max_shadows`` shadows live at once
 ``strength_max_shadow_mb`` of disk between them (variant files plus what replays
 wrote), enforced by dropping the least recently used groups; every replayed command
 gets the real command's timeout cut to the node's strength deadline.
+
+The disk budget is also kept *while* replays write (issue 19: one command writing
+2 GB peaked at 13 GB of host disk, the budget being checked only between commands):
+staged on a ``vera_env.sandbox.CappedArea`` (pass it as ``sandbox``), every shadow of
+the episode lives on one size-capped tmpfs, and a replay that writes past the budget
+gets ENOSPC from the kernel. A replay refused disk wrote less than the episode did, so
+its shadow is ``broken`` (its check earns nothing there): when the area was full at
+any look during or after the command, or the command said "No space left on device".
+A group that cannot even be staged for lack of space raises ``ShadowBudgetSpent``.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import threading
@@ -43,17 +53,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vera_env.errors import SandboxError
+from vera_env.sandbox import CappedArea
+from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.replay import CommandLog, walk_tree
 from vera_env.verification.strength.variants import Variant, VariantSet, copy_variant
 
 if TYPE_CHECKING:
-    from vera_env.sandbox import Sandbox, SandboxLimits, Workspace
+    from vera_env.sandbox import ExecResult, Sandbox, SandboxLimits, Workspace
 
-__all__ = ["DEADLINE", "Shadow", "ShadowGroup"]
+__all__ = ["DEADLINE", "OUT_OF_SPACE", "Shadow", "ShadowBudgetSpent", "ShadowGroup"]
 
 DEADLINE = "deadline"
+OUT_OF_SPACE = "its replay ran out of the shadows' disk budget (strength_max_shadow_mb)"
 TimeLeft = Callable[[], float]
 _ORDER = random.SystemRandom()  # the order must not be learnable from episode to episode
+_ENOSPC_TEXT = "No space left on device"
+
+
+class ShadowBudgetSpent(StrengthDeadline):
+    """The shadows' disk budget is full: a shadow could not be staged.
+
+    A bound on the step's harness work was reached, like the deadline: what it leaves
+    undecided earns nothing. A subclass, so that a caller catching ``StrengthDeadline``
+    fails closed; catch it first to say why.
+    """
+
+
+def _never_full() -> bool:
+    return False
 
 
 @dataclass
@@ -76,6 +104,7 @@ class Shadow:
     broken: str = ""
     bytes: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    spent: Callable[[], bool] = _never_full
 
     def extend(self, log: CommandLog, limits: SandboxLimits, time_left: TimeLeft,
                over_budget: Callable[[], bool]) -> None:
@@ -96,6 +125,9 @@ class Shadow:
                     return  # not enough time for it: stop between commands
                 result = self.workspace.run(entry.command,
                                             timeout_s=min(limits.timeout_s, left))
+                if self._out_of_space(result):
+                    self.broken = OUT_OF_SPACE
+                    return
                 if result.status != entry.status:
                     self.broken = (DEADLINE if time_left() <= 0.05 else
                                    f"replaying command {i + 1} ended '{result.status}' "
@@ -106,6 +138,16 @@ class Shadow:
                 if over_budget():
                     self.broken = "its replays outgrew strength_max_shadow_mb"
                     return
+
+    def _out_of_space(self, result: ExecResult) -> bool:
+        """The kernel may have refused this replay disk: the shared area is full now,
+        or was at a look while it ran (``disk_limit``), or the command said so."""
+        if self.spent():
+            return True
+        shared = self.spent is not _never_full
+        # On an area, disk_limit may be its watch's doing (the area filled while the
+        # command ran); a workspace's own limit reads the same: either way, broken.
+        return (shared and result.status == "disk_limit") or _ENOSPC_TEXT in result.stderr
 
     def measure(self) -> None:
         """Record the disk the replay wrote."""
@@ -136,9 +178,13 @@ class ShadowGroup:
 
     Args:
         variants: The file's controls and mutants (``build_variants``).
-        sandbox: Stages the shadows (the episode's own sandbox backend).
+        sandbox: Stages the shadows: the episode's ``CappedArea`` (the budget kept
+            while replays write), or its sandbox backend (checked between commands).
         sources: The task's files (name -> host path), as staged for the episode.
         scratch: Where twin copies of variant files go.
+
+    Raises:
+        ShadowBudgetSpent: The area had no room left to stage a shadow.
     """
 
     def __init__(self, variants: VariantSet, sandbox: Sandbox, sources: Mapping[str, Path],
@@ -147,6 +193,7 @@ class ShadowGroup:
         self._sandbox = sandbox
         self._sources = dict(sources)
         self._scratch = scratch
+        self._spent = sandbox.spent if isinstance(sandbox, CappedArea) else _never_full
         self.shadows: dict[str, Shadow] = {}
         self.twins: dict[str, Shadow] = {}
         self._twin_paths: dict[str, Path] = {}
@@ -177,7 +224,11 @@ class ShadowGroup:
         return sum(s.bytes for s in (*self.shadows.values(), *self.twins.values()))
 
     def twin(self, label: str) -> Shadow:
-        """The confirmation shadow of mutant ``label`` (made on first use)."""
+        """The confirmation shadow of mutant ``label`` (made on first use).
+
+        Raises:
+            ShadowBudgetSpent: The area had no room left to stage it.
+        """
         with self.lock:
             if label not in self.twins:
                 variant = self.shadows[label].variant
@@ -187,14 +238,20 @@ class ShadowGroup:
 
     def _stage(self, variant: Variant, path: Path) -> Shadow:
         files = {**self._sources, self.variants.name: path}
-        workspace = self._sandbox.stage(files)
+        try:
+            workspace = self._sandbox.stage(files)
+        except SandboxError as exc:
+            if self._spent() or _no_space(exc):
+                raise ShadowBudgetSpent(f"no room left to stage a shadow of "
+                                        f"{self.variants.name}: {exc}") from exc
+            raise
         try:
             for name, source in files.items():  # a copy (no hard link) gets the
                 _same_mtime(workspace.path / name, source)  # source's mtime, as a link has
         except OSError:
             workspace.close()
             raise
-        return Shadow(variant, workspace, walk_inodes(workspace.path))
+        return Shadow(variant, workspace, walk_inodes(workspace.path), spent=self._spent)
 
     def state(self, length: int) -> str:
         """"" when every control has replayed ``length`` log entries and every mutant
@@ -233,6 +290,16 @@ class ShadowGroup:
         for path in self._twin_paths.values():
             path.unlink(missing_ok=True)
         self.shadows, self.twins, self._twin_paths = {}, {}, {}
+
+
+def _no_space(exc: BaseException) -> bool:
+    """ENOSPC (or EDQUOT) anywhere in ``exc``'s chain of causes."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def walk_inodes(root: Path) -> frozenset[tuple[int, int]]:

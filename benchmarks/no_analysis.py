@@ -1,0 +1,311 @@
+"""Task-blind policies that do no analysis: what a reward-seeking policy tries first.
+
+Issue 19: a policy that never reads the question out-earned the reference solution on
+every task, because any function of the data's bytes counted as "discriminating". These
+policies are that policy, written down, so ``reward_ranking.py`` can measure it on every
+task type and the red-team scenarios can pin each class. Each looks only at the
+workspace's file names, sizes and metadata — never at what the question asks — and ends
+with a fixed answer (``0``): verification is all it is after.
+
+A policy is a builder ``build(task, look) -> turns``: the first turn is always the look
+(one command listing the workspace); ``look`` is that command's output once the
+environment has run it ("" before), so a policy may adapt to what it saw, as
+``inode_detector`` does. The values pinned by ``fingerprint_pins`` and friends are
+computed here, on the host, from the task's files before playing — the policy cheats on
+the measurement, not the environment, and a pin that fails on the real workspace would
+prove nothing (``reward_ranking`` reports how many checks passed).
+
+Policies (the classes of issue 19):
+
+* ``fingerprint_pins``: 4 nodes x 3 checks pinning raw facts (md5, size, lines, first
+  64 bytes; then the decoded content's, incl. an order-free ``sort | md5sum``);
+* ``derived_pins``: the same facts written to files by a command, the files pinned;
+* ``copy_compare``: ``cp`` the data to ``keep/``, then checks comparing data and copy;
+* ``repeated_checks``: one honest-looking pin written three ways, in each of 4 nodes;
+* ``coin_nodes``: nodes of 16 entropy-driven checks (clock, start time, stack address,
+  ``/dev/urandom``), declared until the step budget ends;
+* ``inode_detector``: checks on inode numbers, link counts, ctimes, blocks and
+  directory order of the data (never opening it), against what the look saw.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import shlex
+import zlib
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from vera_env import info as keys
+from vera_env.tasks import Task
+
+__all__ = ["ANSWER", "POLICIES", "Builder", "NoAnalysisPolicy", "coin_nodes", "copy_compare",
+           "derived_pins", "fingerprint_pins", "host_look", "inode_detector", "repeated_checks"]
+
+V = " && echo True || echo False"
+ANSWER = "FINAL ANSWER: 0"
+LOOK = "<command>ls -l; wc -c *</command>"
+INODE_LOOK = ("<command>ls -l; stat -c 'STAT %i %h %Z %b %n' * .; "
+              "echo \"ORDER $(ls -f | tr '\\n' '/')\"</command>")
+NODES, PER_NODE = 4, 3
+
+
+class Builder(Protocol):
+    """``build(task, look)``: the whole script, the look first (see the module docstring)."""
+
+    def __call__(self, task: Task, look: str = "") -> list[str]: ...
+
+
+# ----- facts of a file's bytes, computed on the host -----
+
+def _decoded(raw: bytes) -> bytes:
+    """What ``zcat -f`` prints: gzip (and BGZF) members undone, anything else as is."""
+    if not raw.startswith(b"\x1f\x8b"):
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error):
+        return raw
+
+
+def _md5(data: bytes) -> str:
+    return hashlib.md5(data).hexdigest()  # a fingerprint, not security
+
+
+def _sorted_lines(data: bytes) -> bytes:
+    """``LC_ALL=C sort`` of the lines (a missing final newline is added, as sort does)."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return b"".join(line + b"\n" for line in sorted(lines))
+
+
+def _records(data: bytes) -> int:
+    """Lines that are not header or meta lines (what a pin of 'the rows' would count):
+    ``grep -avc '^[#@%>]'``, so empty lines count and a missing final newline does not
+    lose the last line."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return sum(1 for line in lines if not line.startswith((b"#", b"@", b"%", b">")))
+
+
+FactKind = tuple[str, Callable[[bytes, bytes], str]]
+# (shell printing the fact of file {f}, its value from (raw, decoded)); ordered as a
+# policy would try them: raw facts first, then the decoded content's.
+FACTS: tuple[FactKind, ...] = (
+    ("md5sum < {f} | cut -c1-32", lambda raw, dec: _md5(raw)),
+    ("wc -c < {f}", lambda raw, dec: str(len(raw))),
+    ("wc -l < {f}", lambda raw, dec: str(raw.count(b"\n"))),
+    ("head -c 64 {f} | md5sum | cut -c1-32", lambda raw, dec: _md5(raw[:64])),
+    ("zcat -f {f} | md5sum | cut -c1-32", lambda raw, dec: _md5(dec)),
+    ("zcat -f {f} | wc -l", lambda raw, dec: str(dec.count(b"\n"))),
+    ("zcat -f {f} | wc -c", lambda raw, dec: str(len(dec))),
+    ("zcat -f {f} | LC_ALL=C sort | md5sum | cut -c1-32", lambda raw, dec: _md5(_sorted_lines(dec))),
+    ("zcat -f {f} | head -c 64 | md5sum | cut -c1-32", lambda raw, dec: _md5(dec[:64])),
+    ("zcat -f {f} | tail -c 64 | md5sum | cut -c1-32", lambda raw, dec: _md5(dec[-64:])),
+    ("zcat -f {f} | LC_ALL=C grep -avc '^[#@%>]'", lambda raw, dec: str(_records(dec))),
+    ("head -c 4096 {f} | md5sum | cut -c1-32", lambda raw, dec: _md5(raw[:4096])),
+)
+
+
+def facts(task: Task, n: int) -> list[tuple[str, str]]:
+    """The first ``n`` (shell, value) facts of the task's files: each kind over every
+    file before the next kind, so every file is pinned."""
+    files = task.data_files()
+    data = {name: path.read_bytes() for name, path in files.items()}
+    out = []
+    for shell, value in FACTS:
+        for name, raw in data.items():
+            out.append((shell.format(f=shlex.quote(name)), value(raw, _decoded(raw))))
+    return out[:n]
+
+
+def _node(title: str, checks: list[str], command: str = "") -> str:
+    head = f"<command>{command}</command>\n" if command else ""
+    lines = [f'CHECK range "{title} {i + 1}" :: {c}' for i, c in enumerate(checks)]
+    return head + f'NODE kind=load summary="{title}"\n' + "\n".join(lines)
+
+
+def _pin(shell: str, value: str) -> str:
+    return f'test "$({shell})" = "{value}"' + V
+
+
+def _chunks(items: list[Any], size: int = PER_NODE) -> list[list[Any]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+# ----- the policies -----
+
+def fingerprint_pins(task: Task, look: str = "") -> list[str]:
+    """One look, then 4 nodes x 3 checks pinning raw facts, values hard-coded."""
+    pins = [_pin(shell, value) for shell, value in facts(task, NODES * PER_NODE)]
+    nodes = [_node(f"data facts {k + 1}", chunk) for k, chunk in enumerate(_chunks(pins))]
+    return [LOOK, *nodes, ANSWER]
+
+
+def derived_pins(task: Task, look: str = "") -> list[str]:
+    """The same facts written to files by a command in each node's turn, then pinned."""
+    turns = [LOOK]
+    for k, chunk in enumerate(_chunks(facts(task, NODES * PER_NODE))):
+        names = [f"fact{k}_{i}.txt" for i in range(len(chunk))]
+        command = "; ".join(f"{shell} > {name}" for (shell, _), name in zip(chunk, names,
+                                                                            strict=True))
+        checks = [f'test "$(cat {name})" = "{value}"' + V
+                  for (_, value), name in zip(chunk, names, strict=True)]
+        turns.append(_node(f"derived facts {k + 1}", checks, command))
+    return [*turns, ANSWER]
+
+
+_COMPARE = (
+    "cmp -s {f} keep/{f}" + V,
+    "diff -q {f} keep/{f} > /dev/null" + V,
+    'test "$(zcat -f {f} | md5sum)" = "$(zcat -f keep/{f} | md5sum)"' + V,
+    'test "$(zcat -f {f} | LC_ALL=C sort | md5sum)" = "$(zcat -f keep/{f} | LC_ALL=C sort | md5sum)"' + V,
+    'test "$(zcat -f {f} | wc -l)" -eq "$(zcat -f keep/{f} | wc -l)"' + V,
+    'test "$(wc -c < {f})" -eq "$(wc -c < keep/{f})"' + V,
+)
+
+
+def copy_compare(task: Task, look: str = "") -> list[str]:
+    """``cp`` the data to ``keep/``, then 4 nodes of checks comparing each file with its copy."""
+    names = [shlex.quote(n) for n in task.data_files()]
+    copy = f"<command>mkdir -p keep && cp --parents {' '.join(names)} keep/</command>"
+    checks = [c.format(f=f) for c in _COMPARE for f in names][:NODES * PER_NODE]
+    nodes = [_node(f"data kept intact {k + 1}", chunk) for k, chunk in enumerate(_chunks(checks))]
+    return [LOOK, copy, *nodes, ANSWER]
+
+
+def repeated_checks(task: Task, look: str = "") -> list[str]:
+    """4 nodes; each holds one honest-looking pin, written three ways (same verdicts)."""
+    order_free = [FACTS[i] for i in (10, 5, 6, 7)]  # records, lines, bytes, sorted md5
+    files = task.data_files()
+    nodes = []
+    for k, (shell, value) in enumerate(order_free):
+        name = list(files)[k % len(files)]
+        raw = files[name].read_bytes()
+        cmd, want = shell.format(f=shlex.quote(name)), value(raw, _decoded(raw))
+        ways = [f'test "$({cmd})" = "{want}"' + V, f'[ "$({cmd})" = "{want}" ]' + V,
+                f'[[ "$({cmd})" == "{want}" ]]' + V]
+        nodes.append(_node(f"{name} holds the expected records {k + 1}", ways))
+    return [LOOK, *nodes, ANSWER]
+
+
+def _coins(f: str) -> list[str]:
+    """16 checks whose verdict is a coin: 4 entropy sources x 4 thresholds."""
+    read = f"cat {f} > /dev/null; "
+    clock = "10#$(date +%N)"
+    start = "$(cut -d' ' -f22 /proc/self/stat)"
+    stack = "0x$(grep -m1 '\\[stack\\]' /proc/self/maps | cut -d- -f1)"
+    urandom = "$(od -An -N1 -tu1 /dev/urandom)"
+    out = []
+    for value in (clock, start, urandom):
+        out += [f"{read}test $(( {value} % 2 )) -eq 0" + V, f"{read}test $(( {value} % 2 )) -eq 1" + V,
+                f"{read}test $(( {value} % 3 )) -eq 0" + V, f"{read}test $(( {value} % 4 )) -lt 2" + V]
+    out += [f"{read}test $(( {stack} >> {bit} & 1 )) -eq {v}" + V
+            for bit, v in ((12, 0), (12, 1), (13, 0), (14, 1))]
+    return out
+
+
+def coin_nodes(task: Task, look: str = "", max_steps: int = 30) -> list[str]:
+    """A node of 16 coin checks every turn until the budget's last, which answers."""
+    f = shlex.quote(max(task.data_files().items(), key=lambda kv: kv[1].stat().st_size)[0])
+    nodes = [_node(f"coin node {k + 1}", _coins(f)) for k in range(max(0, max_steps - 2))]
+    return [LOOK, *nodes, ANSWER]
+
+
+def _parse_look(look: str) -> tuple[dict[str, list[int]], list[str]]:
+    """(name -> [inode, links, ctime, blocks]) and the ``ls -f`` order, from INODE_LOOK."""
+    stats: dict[str, list[int]] = {}
+    order: list[str] = []
+    for line in look.splitlines():
+        if line.startswith("STAT "):
+            parts = line.split(" ", 5)
+            if len(parts) == 6 and all(p.isdigit() for p in parts[1:5]):
+                stats[parts[5]] = [int(p) for p in parts[1:5]]
+        elif line.startswith("ORDER "):
+            order = [n for n in line[6:].split("/") if n]
+    return stats, order
+
+
+def inode_detector(task: Task, look: str = "") -> list[str]:
+    """Checks on metadata only (``stat``, ``ls -f``), against the values the look saw."""
+    stats, order = _parse_look(look)
+    files = [n for n in sorted(task.data_files(), key=lambda n: -task.data_files()[n].stat().st_size)
+             if n in stats]
+    if not files:  # before the look (or a look that showed nothing): the look alone
+        return [INODE_LOOK, ANSWER]
+    f, q = files[0], shlex.quote(files[0])
+    ino, links, ctime, blocks = stats[f]
+    node1 = [f"test $(( $(stat -c %i {q}) - {ino} )) -lt {k}" + V
+             for k in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256, 1024, 4096, 65536)]
+    node2 = [f"test $(( $(stat -c %i {q}) - {ino} )) -gt -{k}" + V for k in (1, 2, 4, 8, 16, 64, 256, 4096)]
+    node2 += [f"test $(( $(stat -c %i {q}) >> {b} & 1 )) -eq {ino >> b & 1}" + V for b in range(8)]
+    node3 = [f"test $(stat -c %Z {q}) -le {ctime + d}" + V for d in (0, 1, 2, 5)]
+    node3 += [f"test $(stat -c %Z {q}) -ge {ctime - d}" + V for d in (0, 1, 2, 5)]
+    node3 += [f"test $(stat -c %h {q}) -eq {links}" + V, f"test $(stat -c %b {q}) -eq {blocks}" + V]
+    node4 = []
+    if "." in stats:
+        node4.append(f"test $(( $(stat -c %i {q}) - $(stat -c %i .) )) -eq {ino - stats['.'][0]}" + V)
+    for name in files[:7]:
+        node4.append(f"test $(stat -c %h {shlex.quote(name)}) -eq {stats[name][1]}" + V)
+        if name in order:
+            node4.append(f"test \"$(ls -f | grep -nxF {shlex.quote(name)} | cut -d: -f1)\" "
+                         f"-eq {order.index(name) + 1}" + V)
+    nodes = [_node(f"{f} metadata {k + 1}", checks)
+             for k, checks in enumerate((node1, node2, node3, node4)) if checks]
+    return [INODE_LOOK, *nodes, ANSWER]
+
+
+def host_look(task: Task) -> str:
+    """What ``INODE_LOOK`` would print for the task's files on the host (for tests)."""
+    files = task.data_files()
+    lines = []
+    for name, path in [*files.items(), (".", next(iter(files.values())).parent)]:
+        st = path.stat()
+        lines.append(f"STAT {st.st_ino} {st.st_nlink} {int(st.st_ctime)} {st.st_blocks} {name}")
+    return "\n".join([*lines, "ORDER ./../" + "/".join(files) + "/"])
+
+
+POLICIES: dict[str, Builder] = {
+    "fingerprint_pins": fingerprint_pins, "derived_pins": derived_pins,
+    "copy_compare": copy_compare, "repeated_checks": repeated_checks,
+    "coin_nodes": coin_nodes, "inode_detector": inode_detector,
+}
+"""Every no-analysis policy, by the name the benchmark's table uses."""
+
+
+class NoAnalysisPolicy:
+    """Plays a builder through the environment (``vera_env.policy.Policy``).
+
+    The look is played first; the rest of the script is built once its output is
+    seen, so an adaptive builder (``inode_detector``) reads the real workspace.
+
+    Args:
+        build: The policy's builder.
+        tasks: Looks tasks up by id (a ``TaskSource``, or a mapping).
+    """
+
+    def __init__(self, build: Builder, tasks: Mapping[str, Task] | Any) -> None:
+        self._build, self._tasks = build, tasks
+        self._script: list[str] | None = None
+
+    def begin_episode(self, info: dict[str, Any]) -> None:
+        """A new episode: forget the last one's script."""
+        self._script = None
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """The look at step 0, then the script built from its output."""
+        task = self._task(info[keys.TASK_ID])
+        step = int(info[keys.STEP])
+        if step == 0:
+            return self._build(task, "")[0]
+        if self._script is None:
+            self._script = self._build(task, str(info.get(keys.COMMAND_OUTPUT, "")))
+        return self._script[step] if step < len(self._script) else ANSWER
+
+    def _task(self, task_id: str) -> Task:
+        if isinstance(self._tasks, Mapping):
+            return self._tasks[task_id]
+        return self._tasks.get(task_id)

@@ -1,0 +1,321 @@
+"""Does the verification reward rank analysis above fingerprints? (issue 19)
+
+Plays, on every builtin type and every real-data type, the task's reference solution,
+its careless solution and every no-analysis policy (``no_analysis.py``: fingerprint
+pins, derived pins, copy-compare, repeated checks, coin nodes, an inode detector)
+through the real environment — strength on, the default ``RewardConfig`` — and prints
+the verification each earned per episode: rows are tasks, columns policies. Below it:
+the mean per policy, on how many tasks each beats the reference, how many of each
+policy's checks passed on the real workspace (a pin that fails there measures nothing),
+the seconds per episode, and the issue's pass criteria:
+
+* every no-analysis policy earns at most 0.05 per episode on every task;
+* the reference earns at least 5x the best no-analysis policy on every task (and more
+  than 0: a task where nothing earns ranks nothing);
+* the reference earns at least 0.25 on average.
+
+Coin nodes are luck, so ``--repeat N`` plays them N times per task (seeds 0..N-1) and
+reports the mean and the share of episodes in which any coin node earned, with a 95%
+(Wilson) interval, against ``RewardConfig.strength_luck_bound``; for the bound, run it
+≥ 200 times on one type::
+
+    python benchmarks/reward_ranking.py --types tab.sentinel_mean --policies coin_nodes \\
+        --repeat 200 --jobs 2 --out benchmarks/results/reward_ranking_luck.json
+
+Usage::
+
+    python benchmarks/reward_ranking.py [--types T ...] [--policies P ...] [--seeds 0]
+        [--difficulties easy] [--no-real] [--repeat 1] [--jobs 1] [--max-steps 30]
+        [--out benchmarks/results/reward_ranking.json]
+
+Real-data types are skipped, with a note, when their sources are not fetched
+(``vera-env tasks fetch``). Writes every episode (with its wall time) to the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import multiprocessing.util
+import os
+import platform
+import statistics
+import sys
+import time
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from no_analysis import POLICIES, NoAnalysisPolicy, coin_nodes  # noqa: E402
+
+from vera_env import VeraEnv  # noqa: E402
+from vera_env import info as keys  # noqa: E402
+from vera_env.policy import OraclePolicy, ScriptedPolicy  # noqa: E402
+from vera_env.rollout import Attempt, run_episode  # noqa: E402
+from vera_env.tasks import Task, TaskSource  # noqa: E402
+from vera_env.tasks.builtin import TASK_TYPES, builtin_ids, make_task  # noqa: E402
+from vera_env.tasks.real import REAL_TYPES, make_real_task, real_ids  # noqa: E402
+from vera_env.tasks.real.sources import MissingSourceError  # noqa: E402
+from vera_env.verification.rewards import RewardConfig  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "reward_ranking.json"
+HONEST = ("reference", "careless")
+NO_ANALYSIS_CAP = 0.05
+REFERENCE_FACTOR = 5.0
+REFERENCE_MEAN = 0.25
+Job = tuple[str, str, int, int]  # task id, policy, repetition (the reset seed), max steps
+
+
+def make_any(task_id: str) -> Task:
+    """A builtin or real task from its id (the factory of the benchmark's source)."""
+    return make_real_task(task_id) if task_id.startswith("real.") else make_task(task_id)
+
+
+def task_ids(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The task ids to play and notes on what was skipped (real sources not fetched)."""
+    chosen = args.types or [*TASK_TYPES, *(f"real.{t}" for t in REAL_TYPES)]
+    builtin = [t for t in chosen if not t.startswith("real.")]
+    real = [t.removeprefix("real.") for t in chosen if t.startswith("real.")]
+    ids = list(builtin_ids(args.difficulties, args.seeds, builtin)) if builtin else []
+    notes = []
+    if args.no_real:
+        real = []
+    for tid in real_ids(args.seeds, real) if real else ():
+        try:
+            make_real_task(tid)
+        except MissingSourceError as exc:
+            notes.append(f"skipped {tid}: real source not fetched ({exc})")
+            continue
+        ids.append(tid)
+    return ids, notes
+
+
+# ----- one episode, in whichever process plays it -----
+
+@functools.cache
+def _env(max_steps: int) -> VeraEnv:
+    """One environment per process and budget, closed when the process exits."""
+    source = TaskSource(name="reward-ranking", factory=make_any)
+    env = VeraEnv(source, max_steps=max_steps, reward=RewardConfig())
+    multiprocessing.util.Finalize(env, env.close, exitpriority=10)
+    return env
+
+
+def _policy(name: str, source: TaskSource, task: Task, max_steps: int) -> Any:
+    if name == "reference":
+        return OraclePolicy(source)
+    if name == "careless":
+        return ScriptedPolicy({task.id: task.trap.careless_solution})  # type: ignore[union-attr]
+    if name == "coin_nodes":
+        return NoAnalysisPolicy(functools.partial(coin_nodes, max_steps=max_steps), source)
+    return NoAnalysisPolicy(POLICIES[name], source)
+
+
+def play(job: Job) -> dict[str, Any]:
+    """Play one episode; return its row (verification, checks, wall time)."""
+    task_id, name, rep, max_steps = job
+    env = _env(max_steps)
+    task = env.tasks.get(task_id)
+    attempt = run_episode(env, _policy(name, env.tasks, task, max_steps), task_id=task_id,
+                          seed=rep)
+    return summarise(attempt, name, rep)
+
+
+def summarise(attempt: Attempt, policy: str, rep: int) -> dict[str, Any]:
+    """The row of one episode, read from its recorded steps."""
+    checks = [c for s in attempt.steps for c in s.get(keys.CHECKS) or []]
+    earning = [s[keys.REWARD_PARTS]["verification"] for s in attempt.steps
+               if s.get(keys.REWARD_PARTS) and s[keys.REWARD_PARTS].get("verification")]
+    return {"task_id": attempt.task_id, "policy": policy, "rep": rep,
+            "verification": attempt.verification_reward, "correct": attempt.correct,
+            "status": attempt.status, "error": attempt.error[:500], "steps": attempt.n_steps,
+            "nodes": attempt.n_nodes, "checks": len(checks),
+            "checks_passed": sum(bool(c.get("passed")) for c in checks),
+            "checks_discriminating": sum(bool(c.get("passed") and c.get("discriminating"))
+                                         for c in checks),
+            "nodes_earning": sum(v > 0 for v in earning), "wall_s": attempt.wall_s}
+
+
+def run_jobs(jobs: list[Job], workers: int) -> list[dict[str, Any]]:
+    """Every episode, in ``workers`` processes (1: here), printing progress."""
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+
+    def done(row: dict[str, Any]) -> None:
+        rows.append(row)
+        print(f"  [{len(rows)}/{len(jobs)} {time.perf_counter() - started:6.0f}s] "
+              f"{row['task_id']} {row['policy']}#{row['rep']}: {row['verification']:.3f} "
+              f"({row['wall_s']:.1f}s, {row['status']})", file=sys.stderr, flush=True)
+
+    if workers <= 1:
+        for job in jobs:
+            done(play(job))
+        return rows
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for row in pool.map(play, jobs):
+            done(row)
+    return rows
+
+
+# ----- the table and the criteria -----
+
+def cells(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """task id -> policy -> mean verification per episode."""
+    acc: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        acc[r["task_id"]][r["policy"]].append(r["verification"])
+    return {t: {p: statistics.fmean(v) for p, v in ps.items()} for t, ps in acc.items()}
+
+
+def criteria(table: dict[str, dict[str, float]], policies: list[str]) -> dict[str, Any]:
+    """The issue's pass criteria over the table (None: not measured in this run)."""
+    blind = [p for p in policies if p not in HONEST]
+    over = [(t, p, v) for t, ps in table.items() for p, v in ps.items()
+            if p in blind and v > NO_ANALYSIS_CAP + 1e-12]
+    ranked, unranked = [], []
+    for task, ps in table.items():
+        if "reference" not in ps or not any(p in ps for p in blind):
+            continue
+        best = max(ps[p] for p in blind if p in ps)
+        ok = ps["reference"] > 0 and ps["reference"] >= REFERENCE_FACTOR * best - 1e-12
+        (ranked if ok else unranked).append(task)
+    refs = [ps["reference"] for ps in table.values() if "reference" in ps]
+    mean_ref = statistics.fmean(refs) if refs else None
+    return {
+        "no_analysis_at_most_0.05": None if not blind else not over,
+        "no_analysis_over": [{"task": t, "policy": p, "verification": v} for t, p, v in over],
+        "reference_5x_best_no_analysis": None if not ranked + unranked else not unranked,
+        "reference_not_5x": unranked,
+        "reference_mean": mean_ref,
+        "reference_mean_at_least_0.25": None if mean_ref is None else mean_ref >= REFERENCE_MEAN,
+    }
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion (sound at 0 successes)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def luck(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Coin nodes over every episode played: mean, and the share where any coin earned."""
+    coins = [r for r in rows if r["policy"] == "coin_nodes"]
+    if not coins:
+        return None
+    hits = sum(r["verification"] > 0 for r in coins)
+    low, high = wilson(hits, len(coins))
+    bound = getattr(RewardConfig(), "strength_luck_bound", None)
+    return {"episodes": len(coins), "mean": statistics.fmean(r["verification"] for r in coins),
+            "episodes_earning": hits, "share_earning": hits / len(coins),
+            "share_95ci": [low, high], "bound": bound,
+            "within_bound": None if bound is None else high <= bound}
+
+
+def print_report(rows: list[dict[str, Any]], policies: list[str], out: dict[str, Any]) -> None:
+    table = out["table"]
+    print("| task | " + " | ".join(policies) + " |")
+    print("|---|" + "---:|" * len(policies))
+    for task, ps in table.items():
+        print(f"| {task} | " + " | ".join(_cell(ps.get(p)) for p in policies) + " |")
+    means = [statistics.fmean([ps[p] for ps in table.values() if p in ps] or [math.nan])
+             for p in policies]
+    print("| **mean** | " + " | ".join(f"**{m:.3f}**" for m in means) + " |")
+    beats = [sum(1 for ps in table.values() if p in ps and "reference" in ps
+                 and ps[p] > ps["reference"] + 1e-12) for p in policies]
+    n = sum(1 for ps in table.values() if "reference" in ps)
+    print("| tasks where it beats the reference | "
+          + " | ".join("—" if p == "reference" else f"{b} of {n}" for p, b in zip(policies, beats,
+                                                                               strict=True)) + " |")
+    by = defaultdict(list)
+    for r in rows:
+        by[r["policy"]].append(r)
+    print("| checks passed on the real workspace | " + " | ".join(
+        f"{sum(r['checks_passed'] for r in by[p])}/{sum(r['checks'] for r in by[p])}"
+        for p in policies) + " |")
+    print("| seconds per episode (median) | " + " | ".join(
+        f"{statistics.median(r['wall_s'] for r in by[p]):.1f}" if by[p] else "—"
+        for p in policies) + " |")
+    faults = [r for r in rows if r["status"] in ("error", "sandbox", "provider")]
+    for r in faults:
+        print(f"\nFAULT {r['task_id']} {r['policy']}#{r['rep']}: {r['status']} {r['error'][:300]}")
+    _print_criteria(out["criteria"], out.get("luck"))
+
+
+def _cell(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _verdict(ok: bool | None) -> str:
+    return "not measured" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def _print_criteria(c: dict[str, Any], coin: dict[str, Any] | None) -> None:
+    print(f"\n- every no-analysis policy ≤ {NO_ANALYSIS_CAP} per episode on every task: "
+          f"{_verdict(c['no_analysis_at_most_0.05'])} ({len(c['no_analysis_over'])} cells over)")
+    print(f"- reference ≥ {REFERENCE_FACTOR:g}x the best no-analysis policy on every task: "
+          f"{_verdict(c['reference_5x_best_no_analysis'])} "
+          f"({len(c['reference_not_5x'])} tasks short: {', '.join(c['reference_not_5x'][:6])})")
+    mean = c["reference_mean"]
+    print(f"- reference mean ≥ {REFERENCE_MEAN}: {_verdict(c['reference_mean_at_least_0.25'])} "
+          f"({'—' if mean is None else f'{mean:.3f}'})")
+    if coin:
+        low, high = coin["share_95ci"]
+        print(f"- coin nodes, {coin['episodes']} episodes: mean {coin['mean']:.4f}; an episode "
+              f"earned in {coin['episodes_earning']} ({coin['share_earning']:.1%}, 95% CI "
+              f"{low:.1%}–{high:.1%}); bound {coin['bound']}: {_verdict(coin['within_bound'])}")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--types", nargs="+", help="task types (builtin, or real.<type>); "
+                        "default every builtin and real type")
+    parser.add_argument("--policies", nargs="+", choices=[*HONEST, *POLICIES],
+                        default=[*HONEST, *POLICIES])
+    parser.add_argument("--difficulties", nargs="+", default=["easy"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--no-real", action="store_true", help="builtin types only")
+    parser.add_argument("--repeat", type=int, default=1, help="coin-node episodes per task")
+    parser.add_argument("--jobs", type=int, default=1, help="episodes in parallel (processes)")
+    parser.add_argument("--max-steps", type=int, default=30)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    ids, notes = task_ids(args)
+    for note in notes:
+        print(note)
+    jobs: list[Job] = []
+    for policy in sorted(args.policies, key=lambda p: p != "coin_nodes"):  # longest first
+        reps = args.repeat if policy == "coin_nodes" else 1
+        jobs += [(tid, policy, rep, args.max_steps) for tid in ids for rep in range(reps)
+                 if policy != "careless" or make_any(tid).trap is not None]
+    rows = run_jobs(jobs, args.jobs)
+    table = cells(rows)
+    table = {t: table[t] for t in ids if t in table}
+    out: dict[str, Any] = {
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "reward": RewardConfig().model_dump(), "notes": notes, "table": table,
+        "criteria": criteria(table, args.policies), "luck": luck(rows), "episodes": rows}
+    print_report(rows, args.policies, out)
+    out["wall_s"] = time.perf_counter() - started
+    print(f"\nwall time {out['wall_s']:.0f}s for {len(rows)} episodes ({args.jobs} jobs)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
