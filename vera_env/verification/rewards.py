@@ -110,37 +110,48 @@ class RewardConfig(BaseModel):
     """Shadow workspaces (variants with the episode replayed) alive at once, plus the
     confirmation replays of killing mutants; least recently used files are dropped."""
     strength_max_shadow_mb: int = Field(1024, ge=1)
-    """Disk the shadows and variant files may take together."""
+    """Disk the shadow workspaces may write together: a size-capped memory-backed
+    mount per episode where the harness runs as root (a replay that writes past it
+    gets "no space left" and earns nothing), checked between commands elsewhere."""
+    strength_scan_budget_s: float = Field(3.0, gt=0)
+    """Seconds the harness may spend, after each command, finding which task files it
+    named (for replays); past it the command counts as naming every task file, which
+    can only make a replay-derived check harder to earn, never easier."""
 
 
 def step_bound_s(limits: SandboxLimits, config: RewardConfig,
                  n_checks: int = MAX_CHECKS_PER_NODE) -> float:
     """The longest one step may take, as a formula of the limits.
 
-    ``timeout_s + n_checks x check_timeout_s + strength_deadline_max_s``: the turn's one
-    command, its node's checks one after another (at most ``MAX_CHECKS_PER_NODE``), then
-    strength testing until the node's deadline (only when strength is on and there are
+    ``timeout_s + strength_scan_budget_s + n_checks x check_timeout_s +
+    strength_deadline_max_s``: the turn's one command, the scan of what it named (for
+    replays, with strength on), its node's checks one after another (at most
+    ``MAX_CHECKS_PER_NODE``), then strength testing until the node's deadline — which
+    covers finding what each check reads, building and classifying variants, staging
+    and replaying shadows and every check run (only when strength is on and there are
     checks). Not included: the sandbox's kill latency for each run cut at a bound, and,
     for an ``llm``-graded answer, the judge's reply (bounded by its client's timeout and
     retries). The README (Rewards) and the hostile-turn fuzzer use this function.
 
     Args:
         limits: The sandbox limits (``timeout_s``, ``check_timeout_s``).
-        config: The reward configuration (``strength``, ``strength_deadline_max_s``).
+        config: The reward configuration (``strength``, ``strength_deadline_max_s``,
+            ``strength_scan_budget_s``).
         n_checks: Checks the step's node declared (more than ``MAX_CHECKS_PER_NODE``
             never run); the default is the worst case.
 
     Example:
         >>> from vera_env.sandbox import SandboxLimits
-        >>> step_bound_s(SandboxLimits(), RewardConfig())        # 60 + 16 x 30 + 120
-        660.0
+        >>> step_bound_s(SandboxLimits(), RewardConfig())        # 60 + 3 + 16 x 30 + 120
+        663.0
         >>> step_bound_s(SandboxLimits(timeout_s=3, check_timeout_s=1.5),
         ...              RewardConfig(strength_deadline_max_s=5))
-        32.0
+        35.0
     """
     checks = max(0, min(n_checks, MAX_CHECKS_PER_NODE))
+    scan = config.strength_scan_budget_s if config.strength else 0.0
     strength = config.strength_deadline_max_s if config.strength and checks else 0.0
-    return limits.timeout_s + checks * limits.check_timeout_s + strength
+    return limits.timeout_s + scan + checks * limits.check_timeout_s + strength
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vera_env.sandbox import CappedArea
 from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
 from vera_env.verification.strength.shadows import DEADLINE, ShadowGroup
 from vera_env.verification.strength.variants import (
@@ -88,6 +89,7 @@ class TargetBank:
                  same: Callable[[str, str], bool] | None = None, task_key: str = "") -> None:
         self._sandbox, self._sources = sandbox, dict(sources)
         self._reference, self._same, self._task_key = reference, same, task_key
+        self._area: CappedArea | None = None
         self._contents: Contents | None = None
         self._contents_lock = threading.Lock()
         self._scratch_factory: Callable[[], Path] = scratch
@@ -108,8 +110,10 @@ class TargetBank:
         return sum(t.bytes for t in self._targets.values())
 
     def over_budget(self) -> bool:
-        """The live targets take more than ``strength_max_shadow_mb``."""
-        return self.bytes > self._config.strength_max_shadow_mb * 2**20
+        """The live targets take more than ``strength_max_shadow_mb``, or the capped
+        area the shadows are staged on is full."""
+        return (self.bytes > self._config.strength_max_shadow_mb * 2**20
+                or (self._area is not None and self._area.spent()))
 
     def scratch(self) -> Path:
         """The harness's private directory for variant files (made on first use).
@@ -163,7 +167,11 @@ class TargetBank:
                 if self.shadows + size <= self._config.strength_max_shadows or \
                         self.shadows == 0:
                     assert self._scratch is not None
-                    target.group = ShadowGroup(target.variants, self._sandbox, self._sources,
+                    if self._area is None:  # one kernel-capped area for all the shadows
+                        self._area = CappedArea(self._sandbox,
+                                                self._config.strength_max_shadow_mb * 2**20,
+                                                self._sources)
+                    target.group = ShadowGroup(target.variants, self._area, self._sources,
                                                self._scratch)
                     break
                 if time_left() <= 0:
@@ -194,6 +202,8 @@ class TargetBank:
             self._closed = True
             for name in list(self._targets):
                 self._drop(name)
+            if self._area is not None:
+                self._area.close()
 
     def _evict(self, extra_shadows: int) -> None:
         for name, target in list(self._targets.items()):  # least recently used first

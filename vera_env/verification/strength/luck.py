@@ -18,9 +18,11 @@ a draw. Address randomisation, the one source of entropy the sandbox can freeze,
 inside it (a check reading stack addresses sees the same value on every run).
 
 Example:
-    >>> confirmations(controls=4, index=1, bound=0.05)
-    3
-    >>> worst_case(controls=4, confirms=3) <= 0.05 * 6 / math.pi ** 2
+    >>> confirmations(controls=4, index=1, bound=0.05)    # the first check tested
+    2
+    >>> confirmations(controls=4, index=12, bound=0.05)   # the twelfth
+    8
+    >>> worst_case(controls=4, confirms=2) <= share(1, 0.05)
     True
 """
 
@@ -30,7 +32,7 @@ import math
 
 __all__ = ["confirmations", "share", "worst_case"]
 
-_MAX_CONFIRMS = 24
+_MAX_CONFIRMS = 32
 
 
 def worst_case(controls: int, confirms: int) -> float:
@@ -48,10 +50,12 @@ def share(index: int, bound: float) -> float:
     return bound * 6 / (math.pi ** 2 * max(1, index) ** 2)
 
 
-def confirmations(controls: int, index: int, bound: float) -> int:
-    """The fewest confirming runs that keep the ``index``-th check within its share."""
+def confirmations(controls: int, index: int, bound: float) -> int | None:
+    """The fewest confirming runs that keep the ``index``-th check within its share,
+    or None when more than 32 would be needed (too few controls to bound luck with a
+    sane number of runs: such a check earns nothing)."""
     target = share(index, bound)
     for r in range(1, _MAX_CONFIRMS + 1):
         if worst_case(controls, r) <= target:
             return r
-    return _MAX_CONFIRMS
+    return None

@@ -68,7 +68,12 @@ from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_fi
 from vera_env.verification.strength.luck import confirmations
 from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
 from vera_env.verification.strength.replay import CommandLog
-from vera_env.verification.strength.shadows import DEADLINE, Shadow, ShadowGroup
+from vera_env.verification.strength.shadows import (
+    DEADLINE,
+    Shadow,
+    ShadowBudgetSpent,
+    ShadowGroup,
+)
 from vera_env.verification.strength.variants import Variant, copy_variant
 from vera_env.wire.protocol import verdict_from_output
 
@@ -119,7 +124,8 @@ class StrengthSession:
         self._sources = dict(sources)
         self._workspace, self._config, self._limits = workspace, config, limits
         self._workers = workers or min(8, max(2, os.cpu_count() or 2))
-        self.log = CommandLog(workspace.path, list(self._sources))
+        self.log = CommandLog(workspace.path, list(self._sources),
+                              scan_budget_s=config.strength_scan_budget_s)
         staged = {name: _stat(workspace.path / name, path) for name, path in sources.items()}
         self._staged_inode = {name: (st.st_dev, st.st_ino) for name, st in staged.items()}
         self._tested = 0
@@ -193,8 +199,19 @@ class StrengthSession:
 
     def _probe(self, result: CheckResult, nth: int, index: WorkspaceIndex, artifact: str,
                runs: Executor, time_left: TimeLeft, budget_s: float) -> CheckResult:
+        try:
+            return self._probe_files(result, nth, index, artifact, runs, time_left)
+        except ShadowBudgetSpent:
+            return _weak(result, "the shadows' disk budget (strength_max_shadow_mb) was "
+                                 "full before its variants were run")
+        except StrengthDeadline:
+            return _weak(result, f"the strength deadline ({budget_s:.0f} s for this node) "
+                                 "passed before its variants were run")
+
+    def _probe_files(self, result: CheckResult, nth: int, index: WorkspaceIndex,
+                     artifact: str, runs: Executor, time_left: TimeLeft) -> CheckResult:
         named = named_files(result.command, index, self._workspace.path, artifact=artifact,
-                            limit=_MAX_NAMED)
+                            limit=_MAX_NAMED, time_left=time_left)
         if not named:
             return _weak(result, "names no file of the workspace, so the harness cannot "
                                  "tell what data it checks")
@@ -202,7 +219,7 @@ class StrengthSession:
         model = [n for n in named if n not in untouched]
         plan = [(name, False) for name in untouched[:self._config.strength_max_files]]
         if model:  # its files came from the model: vary their sources, replay the episode
-            plan += [(name, True) for name in self._targets(model)]
+            plan += [(name, True) for name in self._targets(model, time_left)]
         if not plan:
             return _weak(result, f"what it reads ({', '.join(model[:3])}) was written by "
                                  "commands that name no task file, so it is not derived "
@@ -210,11 +227,7 @@ class StrengthSession:
         tried: dict[str, int] = {}
         replayed = False
         for name, replay in plan:
-            try:
-                outcome = self._probe_file(result, nth, name, replay, runs, time_left)
-            except StrengthDeadline:
-                return _weak(result, f"the strength deadline ({budget_s:.0f} s for this "
-                                     f"node) passed before its variants of {name} were run")
+            outcome = self._probe_file(result, nth, name, replay, runs, time_left)
             if outcome.kind == "kill":
                 return replace(result, discriminating=True, killed_by=outcome.kills,
                                evidence=f"{name}:{outcome.evidence}")
@@ -239,10 +252,11 @@ class StrengthSession:
             return False
         return self._staged_inode.get(name) == (st.st_dev, st.st_ino)
 
-    def _targets(self, model_files: Sequence[str]) -> list[str]:
+    def _targets(self, model_files: Sequence[str], time_left: TimeLeft) -> list[str]:
         """Task files the model's files came from (``CommandLog.sources_behind``),
         nearest first: varying any other file cannot change what a replay writes."""
-        behind = self.log.sources_behind(model_files, list(self._sources))
+        behind = self.log.sources_behind(model_files, list(self._sources),
+                                         time_left=time_left)
         return behind[:self._config.strength_max_files]
 
     def _probe_file(self, result: CheckResult, nth: int, name: str, replay: bool,
@@ -320,6 +334,9 @@ class StrengthSession:
         if not kills:
             return Outcome("survived", tried=len(mutants))
         repeats = confirmations(len(controls), nth, self._config.strength_luck_bound)
+        if repeats is None:
+            return Outcome("weak", f"{name} has too few controls ({len(controls)}) to "
+                                   "bound what luck could earn this late in the episode")
         for k in range(repeats):  # one after another: the twin replays once, first
             again = run({"confirm": confirm_on(kills[0], k)})
             if again["confirm"] is not False:
