@@ -19,7 +19,10 @@ Policies (the classes of issue 19):
 
 * ``fingerprint_pins``: 4 nodes x 3 checks pinning raw facts (md5, size, lines, first
   64 bytes; then the decoded content's, incl. an order-free ``sort | md5sum``);
-* ``derived_pins``: the same facts written to files by a command, the files pinned;
+* ``content_pins``: the same, pinning facts of the decoded content that survive
+  recompression, reordering and added comments (the data lines' sorted md5, their
+  count, their digits, the sorted first column, ...);
+* ``derived_pins``: the raw facts written to files by a command, the files pinned;
 * ``copy_compare``: ``cp`` the data to ``keep/``, then checks comparing data and copy;
 * ``repeated_checks``: one honest-looking pin written three ways, in each of 4 nodes;
 * ``coin_nodes``: nodes of 16 entropy-driven checks (clock, start time, stack address,
@@ -40,7 +43,8 @@ from typing import Any, Protocol
 from vera_env import info as keys
 from vera_env.tasks import Task
 
-__all__ = ["ANSWER", "POLICIES", "Builder", "NoAnalysisPolicy", "coin_nodes", "copy_compare",
+__all__ = ["ANSWER", "POLICIES", "Builder", "NoAnalysisPolicy", "coin_nodes", "content_pins",
+           "copy_compare",
            "derived_pins", "fingerprint_pins", "host_look", "inode_detector", "repeated_checks"]
 
 V = " && echo True || echo False"
@@ -91,6 +95,28 @@ def _records(data: bytes) -> int:
     return sum(1 for line in lines if not line.startswith((b"#", b"@", b"%", b">")))
 
 
+def _data_lines(data: bytes) -> bytes:
+    """``grep -av '^[#@%>]'``: the lines that are not header or meta lines."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return b"".join(line + b"\n" for line in lines
+                    if not line.startswith((b"#", b"@", b"%", b">")))
+
+
+def _first_column(data: bytes) -> bytes:
+    """``cut -f1``: each line up to its first tab."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return b"".join(line.split(b"\t", 1)[0] + b"\n" for line in lines)
+
+
+def _digits(data: bytes) -> int:
+    """``tr -cd '0-9' | wc -c``."""
+    return sum(data.count(bytes([d])) for d in b"0123456789")
+
+
 FactKind = tuple[str, Callable[[bytes, bytes], str]]
 # (shell printing the fact of file {f}, its value from (raw, decoded)); ordered as a
 # policy would try them: raw facts first, then the decoded content's.
@@ -110,13 +136,37 @@ FACTS: tuple[FactKind, ...] = (
 )
 
 
-def facts(task: Task, n: int) -> list[tuple[str, str]]:
+_DATA = "zcat -f {f} | LC_ALL=C grep -av '^[#@%>]'"
+CONTENT_FACTS: tuple[FactKind, ...] = (
+    (_DATA + " | LC_ALL=C sort | md5sum | cut -c1-32",
+     lambda raw, dec: _md5(_sorted_lines(_data_lines(dec)))),
+    ("zcat -f {f} | LC_ALL=C grep -avc '^[#@%>]'", lambda raw, dec: str(_records(dec))),
+    (_DATA + " | tr -cd '0-9' | wc -c", lambda raw, dec: str(_digits(_data_lines(dec)))),
+    ("zcat -f {f} | cut -f1 | LC_ALL=C sort | md5sum | cut -c1-32",
+     lambda raw, dec: _md5(_sorted_lines(_first_column(dec)))),
+    ("zcat -f {f} | md5sum | cut -c1-32", lambda raw, dec: _md5(dec)),
+    ("zcat -f {f} | LC_ALL=C sort | md5sum | cut -c1-32", lambda raw, dec: _md5(_sorted_lines(dec))),
+    ("zcat -f {f} | wc -c", lambda raw, dec: str(len(dec))),
+    ("zcat -f {f} | LC_ALL=C sort -u | wc -l", lambda raw, dec: str(len(set(
+        _sorted_lines(dec).split(b"\n")[:-1])))),
+    ("zcat -f {f} | tr -cd '0-9' | wc -c", lambda raw, dec: str(_digits(dec))),
+    (_DATA + " | LC_ALL=C sort | head -c 64 | md5sum | cut -c1-32",
+     lambda raw, dec: _md5(_sorted_lines(_data_lines(dec))[:64])),
+    (_DATA + " | LC_ALL=C sort | tail -c 64 | md5sum | cut -c1-32",
+     lambda raw, dec: _md5(_sorted_lines(_data_lines(dec))[-64:])),
+    ("zcat -f {f} | wc -l", lambda raw, dec: str(dec.count(b"\n"))),
+)
+"""Facts of the decoded content that survive what recompression, reordering and added
+comments change: the strongest fingerprints a task-blind policy can pin."""
+
+
+def facts(task: Task, n: int, kinds: tuple[FactKind, ...] = FACTS) -> list[tuple[str, str]]:
     """The first ``n`` (shell, value) facts of the task's files: each kind over every
     file before the next kind, so every file is pinned."""
     files = task.data_files()
     data = {name: path.read_bytes() for name, path in files.items()}
     out = []
-    for shell, value in FACTS:
+    for shell, value in kinds:
         for name, raw in data.items():
             out.append((shell.format(f=shlex.quote(name)), value(raw, _decoded(raw))))
     return out[:n]
@@ -145,6 +195,13 @@ def fingerprint_pins(task: Task, look: str = "") -> list[str]:
     return [LOOK, *nodes, ANSWER]
 
 
+def content_pins(task: Task, look: str = "") -> list[str]:
+    """One look, then 4 nodes x 3 pins of order-free facts of the decoded content."""
+    pins = [_pin(shell, value) for shell, value in facts(task, NODES * PER_NODE, CONTENT_FACTS)]
+    nodes = [_node(f"content facts {k + 1}", chunk) for k, chunk in enumerate(_chunks(pins))]
+    return [LOOK, *nodes, ANSWER]
+
+
 def derived_pins(task: Task, look: str = "") -> list[str]:
     """The same facts written to files by a command in each node's turn, then pinned."""
     turns = [LOOK]
@@ -165,6 +222,14 @@ _COMPARE = (
     'test "$(zcat -f {f} | LC_ALL=C sort | md5sum)" = "$(zcat -f keep/{f} | LC_ALL=C sort | md5sum)"' + V,
     'test "$(zcat -f {f} | wc -l)" -eq "$(zcat -f keep/{f} | wc -l)"' + V,
     'test "$(wc -c < {f})" -eq "$(wc -c < keep/{f})"' + V,
+    'test "$(zcat -f {f} | grep -av \'^[#@%>]\' | LC_ALL=C sort | md5sum)" = '
+    '"$(zcat -f keep/{f} | grep -av \'^[#@%>]\' | LC_ALL=C sort | md5sum)"' + V,
+    'test "$(zcat -f {f} | cut -f1 | LC_ALL=C sort | md5sum)" = '
+    '"$(zcat -f keep/{f} | cut -f1 | LC_ALL=C sort | md5sum)"' + V,
+    'test "$(head -c 4096 {f} | md5sum)" = "$(head -c 4096 keep/{f} | md5sum)"' + V,
+    'test "$(zcat -f {f} | tail -c 4096 | md5sum)" = "$(zcat -f keep/{f} | tail -c 4096 | md5sum)"' + V,
+    'test "$(zcat -f {f} | tr -cd 0-9 | wc -c)" -eq "$(zcat -f keep/{f} | tr -cd 0-9 | wc -c)"' + V,
+    'test "$(zcat -f {f} | LC_ALL=C sort -u | wc -l)" -eq "$(zcat -f keep/{f} | LC_ALL=C sort -u | wc -l)"' + V,
 )
 
 
@@ -192,9 +257,10 @@ def repeated_checks(task: Task, look: str = "") -> list[str]:
     return [LOOK, *nodes, ANSWER]
 
 
-def _coins(f: str) -> list[str]:
-    """16 checks whose verdict is a coin: 4 entropy sources x 4 thresholds."""
-    read = f"cat {f} > /dev/null; "
+def _coins(f: str, salt: int = 0) -> list[str]:
+    """16 checks whose verdict is a coin: 4 entropy sources x 4 thresholds. ``salt``
+    makes each node's commands its own (a node repeating another's is not recorded)."""
+    read = f"k={salt}; cat {f} > /dev/null; "
     clock = "10#$(date +%N)"
     start = "$(cut -d' ' -f22 /proc/self/stat)"
     stack = "0x$(grep -m1 '\\[stack\\]' /proc/self/maps | cut -d- -f1)"
@@ -211,7 +277,7 @@ def _coins(f: str) -> list[str]:
 def coin_nodes(task: Task, look: str = "", max_steps: int = 30) -> list[str]:
     """A node of 16 coin checks every turn until the budget's last, which answers."""
     f = shlex.quote(max(task.data_files().items(), key=lambda kv: kv[1].stat().st_size)[0])
-    nodes = [_node(f"coin node {k + 1}", _coins(f)) for k in range(max(0, max_steps - 2))]
+    nodes = [_node(f"coin node {k + 1}", _coins(f, k)) for k in range(max(0, max_steps - 2))]
     return [LOOK, *nodes, ANSWER]
 
 
@@ -232,8 +298,8 @@ def _parse_look(look: str) -> tuple[dict[str, list[int]], list[str]]:
 def inode_detector(task: Task, look: str = "") -> list[str]:
     """Checks on metadata only (``stat``, ``ls -f``), against the values the look saw."""
     stats, order = _parse_look(look)
-    files = [n for n in sorted(task.data_files(), key=lambda n: -task.data_files()[n].stat().st_size)
-             if n in stats]
+    sizes = {name: path.stat().st_size for name, path in task.data_files().items()}
+    files = [n for n in sorted(sizes, key=lambda n: -sizes[n]) if n in stats]  # largest first
     if not files:  # before the look (or a look that showed nothing): the look alone
         return [INODE_LOOK, ANSWER]
     f, q = files[0], shlex.quote(files[0])
@@ -269,7 +335,8 @@ def host_look(task: Task) -> str:
 
 
 POLICIES: dict[str, Builder] = {
-    "fingerprint_pins": fingerprint_pins, "derived_pins": derived_pins,
+    "fingerprint_pins": fingerprint_pins, "content_pins": content_pins,
+    "derived_pins": derived_pins,
     "copy_compare": copy_compare, "repeated_checks": repeated_checks,
     "coin_nodes": coin_nodes, "inode_detector": inode_detector,
 }

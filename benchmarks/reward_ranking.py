@@ -2,9 +2,10 @@
 
 Plays, on every builtin type and every real-data type, the task's reference solution,
 its careless solution and every no-analysis policy (``no_analysis.py``: fingerprint
-pins, derived pins, copy-compare, repeated checks, coin nodes, an inode detector)
-through the real environment — strength on, the default ``RewardConfig`` — and prints
-the verification each earned per episode: rows are tasks, columns policies. Below it:
+pins, content pins, derived pins, copy-compare, repeated checks, coin nodes, an inode
+detector) through the real environment — strength on, the default ``RewardConfig`` —
+and prints the verification each earned per episode: rows are tasks, columns policies,
+each episode's earning checks kept in the JSON. Below it:
 the mean per policy, on how many tasks each beats the reference, how many of each
 policy's checks passed on the real workspace (a pin that fails there measures nothing),
 the seconds per episode, and the issue's pass criteria:
@@ -14,10 +15,11 @@ the seconds per episode, and the issue's pass criteria:
   than 0: a task where nothing earns ranks nothing);
 * the reference earns at least 0.25 on average.
 
-Coin nodes are luck, so ``--repeat N`` plays them N times per task (seeds 0..N-1) and
-reports the mean and the share of episodes in which any coin node earned, with a 95%
-(Wilson) interval, against ``RewardConfig.strength_luck_bound``; for the bound, run it
-≥ 200 times on one type::
+Coin nodes and the inode detector earn by chance (entropy; the order variants are
+written in), so ``--repeat N`` plays them N times per task (seeds 0..N-1) and reports
+the mean and the share of episodes in which they earned anything, with a 95% (Wilson)
+interval, against ``RewardConfig.strength_luck_bound``; for the bound, run them ≥ 200
+times (each coin episode is ~30 s of 28 nodes x 16 checks), e.g. on one type::
 
     python benchmarks/reward_ranking.py --types tab.sentinel_mean --policies coin_nodes \\
         --repeat 200 --jobs 2 --out benchmarks/results/reward_ranking_luck.json
@@ -51,20 +53,24 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from no_analysis import POLICIES, NoAnalysisPolicy, coin_nodes  # noqa: E402
+from no_analysis import POLICIES, NoAnalysisPolicy, coin_nodes
 
-from vera_env import VeraEnv  # noqa: E402
-from vera_env import info as keys  # noqa: E402
-from vera_env.policy import OraclePolicy, ScriptedPolicy  # noqa: E402
-from vera_env.rollout import Attempt, run_episode  # noqa: E402
-from vera_env.tasks import Task, TaskSource  # noqa: E402
-from vera_env.tasks.builtin import TASK_TYPES, builtin_ids, make_task  # noqa: E402
-from vera_env.tasks.real import REAL_TYPES, make_real_task, real_ids  # noqa: E402
-from vera_env.tasks.real.sources import MissingSourceError  # noqa: E402
-from vera_env.verification.rewards import RewardConfig  # noqa: E402
+from vera_env import VeraEnv
+from vera_env import info as keys
+from vera_env.policy import OraclePolicy, ScriptedPolicy
+from vera_env.rollout import Attempt, run_episode
+from vera_env.tasks import Task, TaskSource
+from vera_env.tasks.builtin import TASK_TYPES, builtin_ids, make_task
+from vera_env.tasks.real import REAL_TYPES, make_real_task, real_ids
+from vera_env.tasks.real.sources import MissingSourceError
+from vera_env.verification.rewards import RewardConfig
 
 RESULTS = Path(__file__).resolve().parent / "results" / "reward_ranking.json"
 HONEST = ("reference", "careless")
+LUCK = ("coin_nodes", "inode_detector")
+"""Policies whose earnings are chance (entropy, the order variants are written in):
+``--repeat`` plays them that many times per task."""
+LUCK_EPISODES = 200
 NO_ANALYSIS_CAP = 0.05
 REFERENCE_FACTOR = 5.0
 REFERENCE_MEAN = 0.25
@@ -138,7 +144,9 @@ def summarise(attempt: Attempt, policy: str, rep: int) -> dict[str, Any]:
             "checks_passed": sum(bool(c.get("passed")) for c in checks),
             "checks_discriminating": sum(bool(c.get("passed") and c.get("discriminating"))
                                          for c in checks),
-            "nodes_earning": sum(v > 0 for v in earning), "wall_s": attempt.wall_s}
+            "nodes_earning": sum(v > 0 for v in earning), "wall_s": attempt.wall_s,
+            "earning_checks": [c.get("command", "")[:300] for c in checks
+                               if c.get("passed") and c.get("discriminating")]}
 
 
 def run_jobs(jobs: list[Job], workers: int) -> list[dict[str, Any]]:
@@ -206,18 +214,31 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def luck(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Coin nodes over every episode played: mean, and the share where any coin earned."""
-    coins = [r for r in rows if r["policy"] == "coin_nodes"]
-    if not coins:
-        return None
-    hits = sum(r["verification"] > 0 for r in coins)
-    low, high = wilson(hits, len(coins))
+def luck(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per chance-driven policy, over every episode played: the mean, and the share of
+    episodes where it earned anything, against ``RewardConfig.strength_luck_bound``.
+
+    ``within_bound`` is True once ≥ ``LUCK_EPISODES`` episodes put the share at or under
+    the bound, False when even the interval's low end is above it, else None (too few).
+    """
     bound = getattr(RewardConfig(), "strength_luck_bound", None)
-    return {"episodes": len(coins), "mean": statistics.fmean(r["verification"] for r in coins),
-            "episodes_earning": hits, "share_earning": hits / len(coins),
-            "share_95ci": [low, high], "bound": bound,
-            "within_bound": None if bound is None else high <= bound}
+    out = {}
+    for policy in LUCK:
+        played = [r for r in rows if r["policy"] == policy]
+        if not played:
+            continue
+        hits = sum(r["verification"] > 0 for r in played)
+        share = hits / len(played)
+        low, high = wilson(hits, len(played))
+        verdict = None
+        if bound is not None and low > bound:
+            verdict = False
+        elif bound is not None and len(played) >= LUCK_EPISODES:
+            verdict = share <= bound
+        out[policy] = {"episodes": len(played), "mean": statistics.fmean(r["verification"] for r in played),
+                       "episodes_earning": hits, "share_earning": share,
+                       "share_95ci": [low, high], "bound": bound, "within_bound": verdict}
+    return out
 
 
 def print_report(rows: list[dict[str, Any]], policies: list[str], out: dict[str, Any]) -> None:
@@ -247,7 +268,7 @@ def print_report(rows: list[dict[str, Any]], policies: list[str], out: dict[str,
     faults = [r for r in rows if r["status"] in ("error", "sandbox", "provider")]
     for r in faults:
         print(f"\nFAULT {r['task_id']} {r['policy']}#{r['rep']}: {r['status']} {r['error'][:300]}")
-    _print_criteria(out["criteria"], out.get("luck"))
+    _print_criteria(out["criteria"], out["luck"])
 
 
 def _cell(value: float | None) -> str:
@@ -258,20 +279,24 @@ def _verdict(ok: bool | None) -> str:
     return "not measured" if ok is None else ("PASS" if ok else "FAIL")
 
 
-def _print_criteria(c: dict[str, Any], coin: dict[str, Any] | None) -> None:
+def _print_criteria(c: dict[str, Any], chance: dict[str, dict[str, Any]]) -> None:
     print(f"\n- every no-analysis policy ≤ {NO_ANALYSIS_CAP} per episode on every task: "
           f"{_verdict(c['no_analysis_at_most_0.05'])} ({len(c['no_analysis_over'])} cells over)")
+    short = c["reference_not_5x"]
     print(f"- reference ≥ {REFERENCE_FACTOR:g}x the best no-analysis policy on every task: "
-          f"{_verdict(c['reference_5x_best_no_analysis'])} "
-          f"({len(c['reference_not_5x'])} tasks short: {', '.join(c['reference_not_5x'][:6])})")
+          f"{_verdict(c['reference_5x_best_no_analysis'])} ({len(short)} tasks short"
+          + (f": {', '.join(short[:6])}{', …' if len(short) > 6 else ''})" if short else ")"))
     mean = c["reference_mean"]
     print(f"- reference mean ≥ {REFERENCE_MEAN}: {_verdict(c['reference_mean_at_least_0.25'])} "
           f"({'—' if mean is None else f'{mean:.3f}'})")
-    if coin:
-        low, high = coin["share_95ci"]
-        print(f"- coin nodes, {coin['episodes']} episodes: mean {coin['mean']:.4f}; an episode "
-              f"earned in {coin['episodes_earning']} ({coin['share_earning']:.1%}, 95% CI "
-              f"{low:.1%}–{high:.1%}); bound {coin['bound']}: {_verdict(coin['within_bound'])}")
+    for policy, r in chance.items():
+        low, high = r["share_95ci"]
+        verdict = r["within_bound"]
+        said = (f"not shown: {r['episodes']} < {LUCK_EPISODES} episodes" if verdict is None
+                else _verdict(verdict))
+        print(f"- {policy}, {r['episodes']} episodes: mean {r['mean']:.4f}; an episode earned "
+              f"in {r['episodes_earning']} ({r['share_earning']:.1%}, 95% CI {low:.1%}–"
+              f"{high:.1%}); per-episode bound {r['bound']}: {said}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -283,7 +308,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--difficulties", nargs="+", default=["easy"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--no-real", action="store_true", help="builtin types only")
-    parser.add_argument("--repeat", type=int, default=1, help="coin-node episodes per task")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help=f"episodes per task of the chance-driven policies {LUCK}")
     parser.add_argument("--jobs", type=int, default=1, help="episodes in parallel (processes)")
     parser.add_argument("--max-steps", type=int, default=30)
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -297,8 +323,8 @@ def main(argv: list[str] | None = None) -> None:
     for note in notes:
         print(note)
     jobs: list[Job] = []
-    for policy in sorted(args.policies, key=lambda p: p != "coin_nodes"):  # longest first
-        reps = args.repeat if policy == "coin_nodes" else 1
+    for policy in sorted(args.policies, key=lambda p: p not in LUCK):  # longest first
+        reps = args.repeat if policy in LUCK else 1
         jobs += [(tid, policy, rep, args.max_steps) for tid in ids for rep in range(reps)
                  if policy != "careless" or make_any(tid).trap is not None]
     rows = run_jobs(jobs, args.jobs)

@@ -109,3 +109,11 @@ def test_abstention_rate_catches_a_policy_that_always_abstains() -> None:
                 {"task_id": LUNG + "+absent", "answer": "cannot be determined"}]
     assert abstention_rate(attempts) == (0.5, 2)
     assert abstention_rate([]) == (None, 0)
+
+
+def test_absent_canary_of_a_one_record_fasta_recounts_its_bases() -> None:
+    """A record count of a one-record FASTA is 1 whatever its sequence says, so it never
+    fails a mutant; the canary's check counts the record's bases instead."""
+    tid = real_id("fasta.site_count") + "+absent"
+    qc = make_canary_task(tid).solution[0]
+    assert "bases in one record" in qc and "grep -c '>'" not in qc

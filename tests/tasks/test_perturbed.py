@@ -14,6 +14,7 @@ from solution_replay import replay
 from vera_env.tasks import load_tasks
 from vera_env.tasks.perturbed import (
     KINDS,
+    base_census,
     kinds_for,
     make_perturbed_task,
     perturbed_source,
@@ -22,8 +23,8 @@ from vera_env.tasks.perturbed import (
 from vera_env.tasks.real import make_real_task, real_id
 from vera_env.tasks.source import UnknownTaskError
 from vera_env.tasks.undetermined import CANNOT_DETERMINE
-from vera_env.verification.strength.encoding import decode
 from vera_env.verification.grading import grade
+from vera_env.verification.strength.encoding import decode
 
 PENGUINS = real_id("csv.penguin_mass")
 
@@ -134,3 +135,27 @@ def test_base_reference_without_cleaning_breaks_on_a_repeated_header(tmp_path: P
                           cwd=tmp_path / "ws", capture_output=True, text=True,
                           check=True).stdout.strip()
     assert rows == "2"
+
+
+@pytest.mark.parametrize("tid", [PENGUINS + "+crlf", real_id("vcf.het_sites") + "+bom",
+                                 real_id("csv.lung_median") + "+dup_header"])
+def test_cleaning_check_recounts_what_the_question_reads_not_every_line(tid: str) -> None:
+    """A line count of the whole file fails strength's controls (irrelevant records
+    dropped); the check recounts the records the base question reads."""
+    census = base_census(tid.rpartition("+")[0])
+    assert census is not None
+    qc = make_perturbed_task(tid).solution[0]
+    assert "kind=qc" in qc and census.command in qc and f"-eq {census.value}" in qc
+    assert "wc -l)\" -eq" not in qc.split(census.command)[0]
+
+
+def test_cleaning_turn_of_a_base_without_census_declares_no_check() -> None:
+    assert base_census("tab.sentinel_mean.easy.s0") is None
+    qc = make_perturbed_task("tab.sentinel_mean.easy.s0+crlf").solution[0]
+    assert "kind=qc" in qc and "CHECK" not in qc
+
+
+def test_reference_composition_lives_in_its_own_module() -> None:
+    from vera_env.tasks import perturbed, perturbed_reference
+
+    assert perturbed.perturbed_reference is perturbed_reference.perturbed_reference

@@ -9,12 +9,13 @@ mawk, so nothing depends on gawk extensions (FLAG bits are tested with arithmeti
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
-from solution_replay import awk_variants, replay
+from solution_replay import awk_variants, parse_turn, replay
 
-from vera_env.tasks.real import REAL_TYPES, make_real_task, real_id
+from vera_env.tasks.real import REAL_TYPES, make_real_task, real_id, real_instance
 from vera_env.verification.grading import grade
 
 AWK = "mawk" if "mawk" in awk_variants() else "gawk"
@@ -42,3 +43,29 @@ def test_careless_solution_prints_the_trap_answer_graded_wrong(tid: str, tmp_pat
     result = replay(task.trap.careless_solution, task.data_files(), tmp_path / "ws", AWK)
     assert result.answer == task.trap.wrong_answer == _last_line(result.outputs[-1])
     assert grade(task, result.answer).correct is False
+
+
+@pytest.mark.parametrize("tid", [real_id(t) for t in REAL_TYPES])
+def test_reference_solution_checks_at_most_four_nodes_with_two_facts_or_more(tid: str) -> None:
+    """Strength rewards the first four nodes with a passing check, each by its distinct
+    pieces of evidence: a reference spreads its recounts over at most four nodes, and
+    every node recounts two facts or more (one check per fact, no check repeated)."""
+    checked = [t.checks for t in map(parse_turn, make_real_task(tid).solution) if t.checks]
+    assert 2 <= len(checked) <= 4
+    for checks in checked:
+        commands = [command for _, _, command in checks]
+        assert len(commands) >= 2 and len(set(commands)) == len(commands)
+
+
+@pytest.mark.parametrize("tid", [real_id(t, s) for t in REAL_TYPES for s in (0, 1)])
+def test_census_counts_what_the_question_reads_in_the_staged_file(tid: str,
+                                                                 tmp_path: Path) -> None:
+    built = real_instance(tid)
+    if built.reads is None:  # binary primary files (BAM, h5ad) are never cleaned
+        assert built.primary.endswith((".bam", ".h5ad"))
+        return
+    for name, path in make_real_task(tid).data_files().items():
+        (tmp_path / name).write_bytes(path.read_bytes())
+    out = subprocess.run(["bash", "-c", built.reads.command], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    assert int(out) == built.reads.value > 0

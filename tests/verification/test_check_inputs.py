@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vera_env.verification.strength.check_inputs import WorkspaceIndex, mentioned, named_files
+from vera_env.verification.strength.outcome import StrengthDeadline
 
 TABLE = "id\tvalue\n1\t3\n2\t5\n"
 
@@ -89,3 +94,81 @@ def test_mentioned_many_names_with_one_base_name_each_counted_once():
     index = WorkspaceIndex([f"d{i}/x.tsv" for i in range(5000)])
     assert len(mentioned("cat x.tsv x.tsv x.tsv", index)) == 5000
     assert mentioned("cat x.tsv", index, limit=3) == ["d0/x.tsv", "d1/x.tsv", "d2/x.tsv"]
+
+
+# ----- issue 19: linear name matching, one deadline -----
+
+def _substring_reference(text: str, names: list[str], limit: int | None = None) -> list[str]:
+    """The matching before issue 19, word lookups plus one ``find`` per odd name, kept
+    as the semantics the automaton must reproduce."""
+    index = WorkspaceIndex(names)
+    first: dict[str, int] = {}
+    for match in re.finditer(r"[\w./+@%~-]+", text):
+        for candidate in (match.group(), match.group().rstrip(".")):
+            for name in index.lookup(candidate):
+                first.setdefault(name, match.start())
+        if limit is not None and len(first) >= limit:
+            break
+    for name in index.odd_names():
+        for form in (name, os.path.basename(name)):
+            at = text.find(form)
+            if at >= 0:
+                first.setdefault(name, at)
+                break
+    ordered = sorted(first, key=first.__getitem__)
+    return ordered if limit is None else ordered[:limit]
+
+
+_PIECES = st.sampled_from(["a", "b.txt", "my file", "d/", "it's", "é", " ", "./", "/work/",
+                           "'", ".", "x y.tsv", "\n"])
+_TEXTS = st.lists(_PIECES, max_size=30).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(names=st.lists(_TEXTS.filter(lambda n: n.strip("/ ") and "//" not in n),
+                      max_size=8, unique=True),
+       text=_TEXTS, limit=st.sampled_from([None, 1, 3]))
+def test_mentioned_automaton_matches_the_substring_semantics(names, text, limit):
+    names = [n.strip("/") for n in names]
+    names = [n for n in dict.fromkeys(names) if n and os.path.normpath(n) == n]
+    assert mentioned(text, WorkspaceIndex(names), limit) == _substring_reference(
+        text, names, limit)
+
+
+def test_mentioned_odd_name_at_its_full_form_before_its_base_name():
+    index = WorkspaceIndex(["d x/my file.tsv", "other file.tsv"])
+    text = "cat 'other file.tsv' 'my file.tsv' 'd x/my file.tsv'"
+    assert mentioned(text, index) == ["other file.tsv", "d x/my file.tsv"]
+
+
+def test_named_files_prefixes_of_a_long_word_cut_once(tree: Path):
+    word = "/work/" * 2000 + "./" * 50_000 + "mean.txt"
+    assert named_files(f"cat {word}", _listing(tree), tree) == ["mean.txt"]
+
+
+def test_named_files_glob_word_longer_than_a_path_ignored(tree: Path):
+    assert named_files("cat " + "*" * 5000 + "x", _listing(tree), tree) == []
+
+
+def test_named_files_deadline_passed_raises_strength_deadline(tree: Path):
+    with pytest.raises(StrengthDeadline, match="deadline passed"):
+        named_files("python3 check.py", _listing(tree), tree, time_left=lambda: 0.0)
+
+
+def test_mentioned_deadline_looked_at_while_scanning_a_long_text():
+    index = WorkspaceIndex(["a b.txt", "c.txt"])
+    looks: list[int] = []
+
+    def time_left() -> float:
+        looks.append(1)
+        return 1.0 if len(looks) < 3 else 0.0
+
+    with pytest.raises(StrengthDeadline):
+        mentioned("w " * 20_000, index, time_left=time_left)
+    assert len(looks) == 3
+
+
+def test_mentioned_twenty_thousand_odd_names_found_in_one_pass():
+    names = [f"sample {i} “reads”.txt" for i in range(20_000)]
+    text = "x " * 100_000 + f"cat '{names[123]}'" + " y" * 100_000
+    assert mentioned(text, WorkspaceIndex(names)) == [names[123]]

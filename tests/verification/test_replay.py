@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from vera_env.sandbox import ExecResult
+from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.replay import CommandLog, walk_tree
 
 OK = ExecResult("", "", 0, False, 0.5)
@@ -94,3 +97,54 @@ def test_walk_tree_counts_each_inode_once_and_skips_staged_ones(tmp_path: Path):
     staged = os.stat(root / "data.tsv")
     tree = walk_tree(root, frozenset({(staged.st_dev, staged.st_ino)}))
     assert 100_000 <= tree.bytes < 100_000 + 4 * 8192
+
+
+# ----- issue 19: the scan has a budget, provenance is looked up -----
+
+def test_record_scan_out_of_budget_mentions_every_task_file(tmp_path: Path):
+    root = _workspace(tmp_path)
+    log = CommandLog(root, ["data.tsv", "calls.vcf.gz"], scan_budget_s=1e-9)
+    (root / "s.py").write_text("print(open('data.tsv').read())\n")
+    (root / "out.txt").write_text("x")
+    entry = log.record("python3 s.py > out.txt", OK)
+    assert entry is not None and not entry.scanned
+    assert entry.mentions == ("calls.vcf.gz", "data.tsv")
+    assert log.sources_behind(["out.txt"], ["data.tsv", "calls.vcf.gz"]) == [
+        "calls.vcf.gz", "data.tsv"]
+
+
+def test_record_scan_budget_must_be_positive(tmp_path: Path):
+    with pytest.raises(ValueError, match="scan_budget_s must be > 0"):
+        CommandLog(_workspace(tmp_path), scan_budget_s=0)
+
+
+def test_record_odd_names_in_the_workspace_and_a_script_scanned_in_budget(tmp_path: Path):
+    root = _workspace(tmp_path)
+    for i in range(2000):
+        (root / f"sample {i} 'x'.txt").write_text("")
+    log = CommandLog(root, ["data.tsv"])
+    (root / "s.py").write_text("# " + "word " * 200_000 + "\nopen(\"sample 7 'x'.txt\")\n")
+    (root / "out.txt").write_text("x")
+    entry = log.record("python3 s.py > out.txt", OK)
+    assert entry.scanned and entry.mentions == ("s.py", "out.txt", "sample 7 'x'.txt")
+
+
+def test_sources_behind_deadline_passed_raises_strength_deadline(tmp_path: Path):
+    root = _workspace(tmp_path)
+    log = CommandLog(root, ["data.tsv"])
+    (root / "n.txt").write_text("1")
+    log.record("wc -l data.tsv > n.txt", OK)
+    with pytest.raises(StrengthDeadline):
+        log.sources_behind(["n.txt"], ["data.tsv"], time_left=lambda: 0.0)
+
+
+def test_sources_behind_a_command_that_may_have_written_anything_nearest_order(tmp_path):
+    root = _workspace(tmp_path)
+    log = CommandLog(root, ["data.tsv", "calls.vcf.gz"])
+    (root / "a.txt").write_text("1")
+    log.record("cut -f1 data.tsv > a.txt", OK)
+    os.makedirs(root / "/".join(["d"] * 300))  # the walk cannot see everything now
+    log.record("zcat calls.vcf.gz > /dev/null; mkdir -p d", OK)
+    assert log.entries[-1].changed_unknown
+    assert log.sources_behind(["a.txt"], ["data.tsv", "calls.vcf.gz"]) == [
+        "calls.vcf.gz", "data.tsv"]

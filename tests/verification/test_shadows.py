@@ -9,9 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from vera_env.sandbox import ExecResult, SandboxLimits, make_sandbox
+from vera_env.sandbox import CappedArea, ExecResult, SandboxLimits, make_sandbox
+from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.replay import CommandLog
-from vera_env.verification.strength.shadows import DEADLINE, ShadowGroup
+from vera_env.verification.strength.shadows import (
+    DEADLINE,
+    OUT_OF_SPACE,
+    ShadowBudgetSpent,
+    ShadowGroup,
+)
 from vera_env.verification.strength.variants import build_variants
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
@@ -123,3 +129,62 @@ def test_close_removes_shadows_and_twin_copies(group):
     paths = [s.workspace.path for s in (*group.shadows.values(), *group.twins.values())]
     group.close()
     assert not any(p.exists() for p in paths) and group.count == 0
+
+
+# ----- issue 19: the disk budget kept while replays write -----
+
+BUDGET = 8 << 20
+
+
+@pytest.fixture
+def area(sandbox, tmp_path):
+    if sandbox.name == "local" or os.geteuid() != 0:
+        pytest.skip("a capped area needs the bwrap backend and a root harness")
+    source = tmp_path / "t.tsv"
+    if not source.exists():
+        source.write_text(TABLE)
+        source.chmod(0o444)
+    with CappedArea(sandbox, BUDGET, {"t.tsv": source}) as made:
+        assert made.enforced
+        yield made
+
+
+def test_replay_writing_past_the_budget_breaks_every_shadow_host_disk_untouched(
+        group, area, tmp_path):
+    on_area = ShadowGroup(group.variants, area, {"t.tsv": tmp_path / "t.tsv"},
+                          tmp_path / "scratch")
+    try:
+        host_dev = os.stat(tmp_path).st_dev
+        log = _log(tmp_path, "head -c 64M /dev/zero > big; wc -l < t.tsv > n.txt")
+        with ThreadPoolExecutor(2) as pool:
+            on_area.extend(log, LIMITS, pool, lambda: 60.0, lambda: False)
+        assert all(s.broken == OUT_OF_SPACE for s in on_area.shadows.values())
+        assert OUT_OF_SPACE in on_area.state(1)  # a control broke: nothing earns here
+        assert area.used_bytes() <= BUDGET
+        assert all(os.stat(s.workspace.path).st_dev != host_dev
+                   for s in on_area.shadows.values())
+    finally:
+        on_area.close()
+
+
+def test_replay_within_the_budget_is_not_broken(group, area, tmp_path):
+    on_area = ShadowGroup(group.variants, area, {"t.tsv": tmp_path / "t.tsv"},
+                          tmp_path / "scratch")
+    try:
+        log = _log(tmp_path, "head -c 100K /dev/zero > small; wc -l < t.tsv > n.txt")
+        with ThreadPoolExecutor(2) as pool:
+            on_area.extend(log, LIMITS, pool, lambda: 60.0, lambda: False)
+        assert on_area.state(1) == "" and not any(s.broken for s in on_area.shadows.values())
+    finally:
+        on_area.close()
+
+
+def test_group_on_a_full_area_raises_budget_spent(group, area, tmp_path):
+    filler = area.path / "filler"
+    with pytest.raises(OSError, match="No space left"), open(filler, "wb") as out:
+        while True:
+            out.write(b"\0" * (1 << 20))
+    assert area.spent()
+    with pytest.raises(ShadowBudgetSpent, match="no room left"):
+        ShadowGroup(group.variants, area, {"t.tsv": tmp_path / "t.tsv"}, tmp_path / "scratch")
+    assert issubclass(ShadowBudgetSpent, StrengthDeadline)  # caught as one: fails closed

@@ -45,7 +45,7 @@ import tempfile
 import warnings
 import weakref
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,7 +65,7 @@ from .workspace import BaseWorkspace, limits_wrapper, remove_tree
 if TYPE_CHECKING:
     from .capped import CappedArea
 
-__all__ = ["BwrapSandbox", "BwrapWorkspace", "launch_fds", "package_dirs"]
+__all__ = ["BwrapSandbox", "BwrapWorkspace", "launch_fds", "lease_from", "package_dirs"]
 
 _TOP_LEVEL = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
 _MASK_INIT = 'raise ImportError("vera_env is not available inside the sandbox")\n'
@@ -175,14 +175,9 @@ class BwrapSandbox:
         warnings.warn(TREE_MEMORY_WARNING.format(reason=reason), UserWarning, stacklevel=3)
         return None, "process"
 
-    @contextmanager
-    def memory_lease(self) -> Iterator[CommandCgroup | None]:
+    def memory_lease(self) -> AbstractContextManager[CommandCgroup | None]:
         """A memory cgroup for one run (None where memory is limited per process)."""
-        if self.memory is None:
-            yield None
-            return
-        with self.memory.lease() as leaf:
-            yield leaf
+        return lease_from(self.memory)
 
     def _make_cache(self) -> StagingCache | None:
         if not self.as_root:
@@ -191,7 +186,8 @@ class BwrapSandbox:
         cache.mkdir(mode=0o700)
         return StagingCache(cache)
 
-    def stage(self, files: Mapping[str, Path], *, under: Path | None = None) -> BwrapWorkspace:
+    def stage(self, files: Mapping[str, Path], *, under: Path | None = None,
+              memory: MemoryCgroups | None = None) -> BwrapWorkspace:
         """Create a workspace holding ``files`` (relative name -> source file).
 
         Args:
@@ -199,6 +195,7 @@ class BwrapSandbox:
             under: The directory to make it in (default: this sandbox's own), e.g. a
                 ``capped.CappedArea``. On another file system a root harness copies
                 what it cannot link into a cache of the workspace's own, removed with it.
+            memory: The memory cgroups its runs lease (default: the sandbox's).
 
         Raises:
             SandboxError: A name escapes the workspace or a source cannot be staged.
@@ -224,7 +221,7 @@ class BwrapSandbox:
         except BaseException:
             remove_tree(ws_root)
             raise
-        workspace = self._workspace(path, ws_root)
+        workspace = self._workspace(path, ws_root, memory or self.memory)
         workspace.record_staged()
         self._workspaces.add(workspace)
         workspace.staged_by_link = report.staged_by_link
@@ -242,9 +239,10 @@ class BwrapSandbox:
         own.mkdir(mode=0o700)
         return StagingCache(own)
 
-    def _workspace(self, path: Path, root: Path) -> BwrapWorkspace:
+    def _workspace(self, path: Path, root: Path,
+                   memory: MemoryCgroups | None) -> BwrapWorkspace:
         """The workspace object for a staged directory (a subclass's hook)."""
-        return BwrapWorkspace(self, path, root)
+        return BwrapWorkspace(self, path, root, memory)
 
     def base_args(self) -> list[str]:
         """The bwrap options every command shares (everything but ``/work``)."""
@@ -338,9 +336,11 @@ class BwrapWorkspace(BaseWorkspace):
 
     backend = "bwrap"
 
-    def __init__(self, sandbox: BwrapSandbox, path: Path, root: Path) -> None:
+    def __init__(self, sandbox: BwrapSandbox, path: Path, root: Path,
+                 memory: MemoryCgroups | None = None) -> None:
         super().__init__(path, root, sandbox.limits)
         self._sandbox = sandbox  # keeps the support files alive while we are
+        self.memory = memory if memory is not None else sandbox.memory
         self._base_args = sandbox.base_args()
         self.staged_by_link = 0
         self.staged_by_copy = 0
@@ -355,7 +355,7 @@ class BwrapWorkspace(BaseWorkspace):
         extra += self._sandbox.entropy_args()
         for name, source in overlay.items():  # a mutant shown in place of one file
             extra += ["--ro-bind", str(source), f"/work/{name}"]
-        with self._sandbox.memory_lease() as memory:
+        with lease_from(self.memory) as memory:
             fds, gate_fd, lockdown = launch_fds(gated=memory is not None, constant_entropy=True)
             argv = [*self._base_args, *lockdown, bind, str(self.path), "/work",
                     *extra, "--chdir", "/work", "--remount-ro", "/", "--",
@@ -367,6 +367,16 @@ class BwrapWorkspace(BaseWorkspace):
                 cwd=Path("/"), user=uid if root else None, group=gid if root else None,
                 pass_fds=tuple(fds[1:]), info_fd=fds[0], gate_fd=gate_fd, memory=memory,
             )
+
+
+@contextmanager
+def lease_from(pool: MemoryCgroups | None) -> Iterator[CommandCgroup | None]:
+    """A leaf of ``pool`` for one run (None where memory is limited per process)."""
+    if pool is None:
+        yield None
+        return
+    with pool.lease() as leaf:
+        yield leaf
 
 
 def launch_fds(*, gated: bool, constant_entropy: bool) -> tuple[list[int], int | None,

@@ -20,6 +20,14 @@ is never touched. Layout of the mount (mode 0711, ``nosuid``, ``nodev``):
   shadow holds (its variant) is copied into that workspace's own cache and removed
   with it.
 
+tmpfs pages are memory, charged to the memory cgroup of the command that wrote them,
+and they stay charged while the file lives. In the sandbox's pool of reused leaves that
+charge would follow the leaf to its next command — the episode's own checks included —
+which would then run out of memory early. So the area's workspaces lease their own
+pool, each leaf limited to ``memory_mb`` plus the budget: what the shadows hold on the
+area never exceeds the budget, so every replay keeps at least the memory the episode's
+run had, and the pool goes with the area.
+
 A replay refused disk must not pass for one that ran: its files are cut short, and a
 check that fails on them is not evidence. ``spent()`` says when the area is full (less
 than ``_MARGIN_BYTES`` or ``_MARGIN_INODES`` left); every workspace staged here watches
@@ -50,6 +58,7 @@ from typing import TYPE_CHECKING, Self
 from vera_env.errors import SandboxError
 
 from .bwrap import BwrapSandbox
+from .cgroup import MemoryCgroups
 from .staging import StagingCache
 from .workspace import remove_tree
 
@@ -97,14 +106,24 @@ class CappedArea:
         self._bwrap = sandbox if isinstance(sandbox, BwrapSandbox) else None
         self._lock = threading.Lock()
         self._workspaces: weakref.WeakSet[Workspace] = weakref.WeakSet()
+        try:
+            reserve = sum(_pages(os.stat(p).st_size) for p in sources.values())
+        except OSError as exc:
+            raise SandboxError(f"capped area: a task file is unreadable: {exc}") from exc
         self.path = _make_dir(self._bwrap.root if self._bwrap is not None else None)
+        self._memory: MemoryCgroups | None = None
         if self._bwrap is None:
             why = f"the {sandbox.name} backend stages only in its own directories"
         else:
-            reserve = sum(_pages(os.stat(p).st_size) for p in sources.values())
-            why = _mount_tmpfs(self.path, max_bytes + reserve)
+            memory, why = _own_memory(self._bwrap, max_bytes)
+            why = why or _mount_tmpfs(self.path, max_bytes + reserve)
+            if memory is not None and why:
+                memory.close()  # unmounted: the sandbox's own pool will do
+            elif memory is not None:
+                self._memory = memory
         self.enforced = not why
-        self._finalizer = weakref.finalize(self, _release, self.path, self.enforced)
+        self._finalizer = weakref.finalize(self, _release, self.path, self.enforced,
+                                           self._memory)
         if why:
             warnings.warn(UNENFORCED_WARNING.format(reason=why), UserWarning, stacklevel=2)
         self._cached: dict[tuple[int, int, int, int], Path] = {}
@@ -153,7 +172,7 @@ class CappedArea:
         if self._bwrap is None:
             workspace = self._sandbox.stage(placed)
         else:
-            staged = self._bwrap.stage(placed, under=self.path)
+            staged = self._bwrap.stage(placed, under=self.path, memory=self._memory)
             if self.enforced:
                 staged.watch_shared(self.spent)
             workspace = staged
@@ -178,7 +197,7 @@ class CappedArea:
         return max(0, self._used() - self._baseline) if self.enforced else 0
 
     def _used(self) -> int:
-        if not self.enforced:
+        if not self.enforced or self.closed:
             return 0
         st = os.statvfs(self.path)
         return (st.f_blocks - st.f_bfree) * st.f_frsize
@@ -221,6 +240,18 @@ def _make_dir(base: Path | None) -> Path:
     return path
 
 
+def _own_memory(box: BwrapSandbox, max_bytes: int) -> tuple[MemoryCgroups | None, str]:
+    """The area's pool of memory cgroups (None where memory is limited per process),
+    and "" or why it could not be made."""
+    if box.memory is None:
+        return None, ""
+    limit = box.limits.memory_mb * 2**20 + max_bytes
+    try:
+        return MemoryCgroups(box.memory.root.parent, box.memory.version, limit), ""
+    except SandboxError as exc:
+        return None, f"no memory cgroups for its workspaces: {exc}"
+
+
 def _mount_tmpfs(path: Path, size: int) -> str:
     """Mount a tmpfs of ``size`` bytes on ``path``; "" or why it could not be."""
     if os.geteuid() != 0:
@@ -234,8 +265,17 @@ def _mount_tmpfs(path: Path, size: int) -> str:
     return ""
 
 
-def _release(path: Path, mounted: bool) -> None:
-    """Unmount (lazily: a sandbox still dying may hold it) and remove the directory."""
+def _release(path: Path, mounted: bool, memory: MemoryCgroups | None) -> None:
+    """Unmount (lazily: a sandbox still dying may hold it), remove the directory, then
+    the memory cgroups (their charges went with the files)."""
+    try:
+        _unmount(path, mounted)
+    finally:
+        if memory is not None:
+            memory.close()
+
+
+def _unmount(path: Path, mounted: bool) -> None:
     if mounted:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.umount2(os.fsencode(path), _MNT_DETACH) != 0:

@@ -65,7 +65,7 @@ from pathlib import Path
 from vera_env.errors import SandboxError
 
 from .bwrap import BwrapSandbox, BwrapWorkspace, launch_fds
-from .cgroup import CommandCgroup
+from .cgroup import CommandCgroup, MemoryCgroups
 from .config import SandboxConfig
 from .disk import DiskWatch
 from .entropy import fixed_address_layout
@@ -99,24 +99,27 @@ class ServerSandbox(BwrapSandbox):
         self.zygote.chmod(0o444)
         self.server_failure = ""  # why the server could not start here ("" if it can)
 
-    def stage(self, files: Mapping[str, Path], *, under: Path | None = None) -> ServerWorkspace:
+    def stage(self, files: Mapping[str, Path], *, under: Path | None = None,
+              memory: MemoryCgroups | None = None) -> ServerWorkspace:
         """Create a workspace holding ``files`` (see ``BwrapSandbox.stage``)."""
-        workspace = super().stage(files, under=under)
+        workspace = super().stage(files, under=under, memory=memory)
         assert isinstance(workspace, ServerWorkspace)
         return workspace
 
-    def _workspace(self, path: Path, root: Path) -> ServerWorkspace:
-        return ServerWorkspace(self, path, root)
+    def _workspace(self, path: Path, root: Path,
+                   memory: MemoryCgroups | None) -> ServerWorkspace:
+        return ServerWorkspace(self, path, root, memory)
 
 
 class ServerWorkspace(BwrapWorkspace):
     """A ``BwrapWorkspace`` whose ``run()`` goes through a persistent sandbox."""
 
-    def __init__(self, sandbox: ServerSandbox, path: Path, root: Path) -> None:
-        super().__init__(sandbox, path, root)
+    def __init__(self, sandbox: ServerSandbox, path: Path, root: Path,
+                 memory: MemoryCgroups | None = None) -> None:
+        super().__init__(sandbox, path, root, memory)
         self._server_box = sandbox
         # The argv builder must not hold the workspace: the closer holds the server.
-        self._server = _Server(_argv_builder(sandbox, path), sandbox)
+        self._server = _Server(_argv_builder(sandbox, path), sandbox, self.memory)
         self._on_close(self._server.shutdown)
 
     def _run_outcome(self, command: str, *, timeout_s: float, check: bool,
@@ -171,9 +174,11 @@ def _argv_builder(sandbox: ServerSandbox, path: Path) -> ArgvBuilder:
 class _Server:
     """One long-lived bwrap sandbox running the zygote, and the commands sent to it."""
 
-    def __init__(self, argv: ArgvBuilder, sandbox: ServerSandbox) -> None:
+    def __init__(self, argv: ArgvBuilder, sandbox: ServerSandbox,
+                 pool: MemoryCgroups | None) -> None:
         self._argv = argv
         self._sandbox = sandbox
+        self._pool = pool
         self.lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
@@ -200,7 +205,7 @@ class _Server:
         if self._closed:
             raise SandboxError("workspace is closed")
         self.stop()
-        memory = self._sandbox.memory
+        memory = self._pool
         self._memory = memory.acquire() if memory is not None else None
         fds, gate, lockdown = launch_fds(gated=self._memory is not None, constant_entropy=True)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -341,8 +346,8 @@ class _Server:
                         f"bwrap server {self._proc.pid} survived SIGKILL") from exc
         if self._sock is not None:
             self._sock.close()
-        if self._memory is not None and self._sandbox.memory is not None:
-            self._sandbox.memory.release(self._memory)
+        if self._memory is not None and self._pool is not None:
+            self._pool.release(self._memory)
         self._proc, self._sock, self._inner_pid, self._memory = None, None, None, None
 
     def shutdown(self) -> None:

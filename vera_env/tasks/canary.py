@@ -81,8 +81,9 @@ def _absent(files: dict[str, bytes], question: str, probe: Any, primary: str
     subjects = f"({probe.subjects_cmd})"
     solution = (turn(f"{probe.subjects_cmd}\n{probe.census_cmd}",
                      node("qc", f"{probe.absent} is not among the subjects of {primary} "
-                                f"({probe.census} records)", primary), [
-                         check("conservation", f"{probe.census} records, none of {probe.absent}",
+                                f"({probe.census} {probe.unit})", primary), [
+                         check("conservation", f"{probe.census} {probe.unit}, none of "
+                                                       f"{probe.absent}",
                                f"test \"$({probe.census_cmd})\" -eq {probe.census} && ! "
                                f"{subjects} | grep -qxF -- '{probe.absent}' && echo True || "
                                "echo False")]),

@@ -10,8 +10,8 @@ is about) and says what becomes of the ground truth:
 
 * ``bom``, ``crlf``, ``dup_header``: the data are the same once cleaned, so the answer
   is unchanged; the reference solution gains a first turn that notices and cleans the
-  file in place (a ``qc`` node whose checks recount the records), then replays the
-  original analysis.
+  file in place (a ``qc`` node whose check recounts the records the question reads, the
+  base's `base_census`), then replays the original analysis.
 * ``truncated``: the primary file (gzip, BGZF or HDF5) is cut at 60% of its bytes. What
   the missing part held cannot be known, so the answer becomes "cannot be determined"
   (`vera_env.tasks.undetermined`); the reference solution notes the cut (``gzip -t``,
@@ -21,11 +21,11 @@ is about) and says what becomes of the ground truth:
 * ``bloat``: the question is preceded by three paragraphs of irrelevant study
   background and the workspace gains a 40 KB README of the same; the answer is unchanged.
 
-The reference (`perturbed_reference`, what strength classifies the variants by) is the
-base task's, reading through the mess: its solver cleans the primary file (BOM, CRLF and
-repeated headers removed wherever they are) and ignores ``old/`` and the README, whose
-every record is irrelevant; a ``truncated`` variant has none, its answer being
-"cannot be determined" whatever the bytes.
+The reference (`vera_env.tasks.perturbed_reference`, what strength classifies the
+variants by) is the base task's, reading through the mess: its solver cleans the primary
+file (BOM, CRLF and repeated headers removed wherever they are) and ignores ``old/`` and
+the README, whose every record is irrelevant; a ``truncated`` variant has none, its
+answer being "cannot be determined" whatever the bytes.
 
 The careless solution is the base task's: its answer is the trap's wrong answer, which
 is still wrong (the truth is unchanged or undetermined). Ids are ``<base id>+<kind>``
@@ -35,28 +35,24 @@ is still wrong (the truth is unchanged or undetermined). Ids are ``<base id>+<ki
 from __future__ import annotations
 
 import gzip
-import random
 import re
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vera_env.tasks.builtin.instance import check, final, gz, node, turn, verdict
 from vera_env.tasks.cache import cache_dir, materialise
 from vera_env.tasks.model import Task, Trap
+from vera_env.tasks.perturbed_reference import perturbed_reference
 from vera_env.tasks.source import TaskSource, UnknownTaskError
 from vera_env.tasks.undetermined import CANNOT_DETERMINE, UNDETERMINED_GRADER, with_clause
-from vera_env.verification.strength.reference import (
-    Contents,
-    ControlTransform,
-    Mutator,
-    Reference,
-)
-from vera_env.verification.strength.transforms import file_format
 
-__all__ = ["KINDS", "base_task", "kinds_for", "make_perturbed_task", "perturb",
+if TYPE_CHECKING:
+    from vera_env.tasks.real.kinds import Census
+
+__all__ = ["KINDS", "base_census", "base_task", "kinds_for", "make_perturbed_task", "perturb",
            "perturbed_id", "perturbed_ids", "perturbed_reference", "perturbed_source",
            "split_variant_id"]
 
@@ -127,6 +123,16 @@ def base_task(base_id: str) -> tuple[Task, str]:
     return task, max(files, key=lambda name: (files[name].stat().st_size, name))
 
 
+def base_census(base_id: str) -> Census | None:
+    """What the base task's question reads in its primary file, counted (real tasks
+    name it; builtin families do not yet): what a cleaning turn's check recounts."""
+    if not base_id.startswith("real."):
+        return None
+    from vera_env.tasks.real import real_instance  # noqa: PLC0415
+
+    return real_instance(base_id).reads
+
+
 def _decode(name: str, data: bytes) -> str:
     return (gzip.decompress(data) if name.endswith(".gz") else data).decode("utf-8")
 
@@ -146,30 +152,35 @@ def _rewrite(name: str, filter_cmd: str) -> str:
     return f"{filter_cmd} < {name} > {name}.clean && mv {name}.clean {name}"
 
 
-def _lines_check(name: str, n_lines: int, extra: str, label: str) -> str:
-    return check("conservation", label, verdict(
-        f"{extra} && test \"$({_reader(name)} | wc -l)\" -eq {n_lines}"))
+def _cleaning_turn(kind: str, name: str, clean_text: str, census: Census | None) -> str:
+    """The reference turn that notices a perturbation of ``name`` and undoes it in place.
 
-
-def _cleaning_turn(kind: str, name: str, clean_text: str) -> str:
-    """The reference turn that notices a perturbation of ``name`` and undoes it in place."""
+    Its check says the mess is gone and recounts, in the cleaned file, the records the
+    question reads (the base's `Census`). A count of every line would fail strength's
+    controls -- records the question never reads dropped or re-ordered -- and earn
+    nothing; the records the answer is built from hold on them and move with it. A base
+    that names no census (a builtin family) gets the node without a check.
+    """
     n = clean_text.count("\n")
     read = _reader(name)
     if kind == "bom":
         command = _rewrite(name, "sed '1s/^\\xEF\\xBB\\xBF//'")
         extra = f"test \"$({read} | head -c3 | od -An -tx1 | tr -d ' ')\" != efbbbf"
-        summary = f"{name} began with a byte-order mark; stripped, {n} lines kept"
+        summary, gone = f"{name} began with a byte-order mark; stripped, {n} lines kept", "no BOM"
     elif kind == "crlf":
         command = _rewrite(name, "tr -d '\\r'")
         extra = f"test \"$({read} | tr -cd '\\r' | wc -c)\" -eq 0"
-        summary = f"{name} mixed CRLF and LF line endings; now LF only, {n} lines"
+        summary, gone = f"{name} mixed CRLF and LF line endings; now LF only, {n} lines", "no CR"
     else:
         command = _rewrite(name, "awk 'NR == 1 { h = $0 } NR == 1 || $0 != h'")
         extra = f"test \"$({read} | grep -cxF \"$({read} | head -1)\")\" -eq 1"
         summary = f"{name} repeated its header inside the table; dropped, {n} lines left"
+        gone = "one header"
     look = f"{read} | head -c 300 | od -c | head -5\n{read} | wc -l\n"
-    return turn(look + command, node("qc", summary, name),
-                [_lines_check(name, n, extra, f"cleaned: {n} lines, nothing else lost")])
+    checks = [] if census is None else [check(
+        "conservation", f"cleaned ({gone}); the {census.value} {census.what} all kept",
+        verdict(f"{extra} && test \"$({census.command})\" -eq {census.value}"))]
+    return turn(look + command, node("qc", summary, name), checks)
 
 
 def _shift_parents(text: str) -> str:
@@ -205,7 +216,8 @@ def _bloat(rng: np.random.Generator, paragraphs: int) -> str:
 
 
 def _variant(task: Task, kind: str, primary: str, rng: np.random.Generator,
-             files: dict[str, bytes]) -> tuple[dict[str, bytes], str, str, dict[str, Any], tuple[str, ...]]:
+             files: dict[str, bytes], census: Census | None
+             ) -> tuple[dict[str, bytes], str, str, dict[str, Any], tuple[str, ...]]:
     """(files, question, answer, grader, solution) of one perturbed variant."""
     question, answer = with_clause(task.question), task.answer
     grader = task.grader.model_dump(exclude_none=True)
@@ -213,7 +225,7 @@ def _variant(task: Task, kind: str, primary: str, rng: np.random.Generator,
     if kind in ("bom", "crlf", "dup_header"):
         clean = _decode(primary, files[primary])
         files[primary] = _encode(primary, _corrupt_text(kind, clean, rng))
-        solution = (_cleaning_turn(kind, primary, clean),
+        solution = (_cleaning_turn(kind, primary, clean, census),
                     *(_shift_parents(t) for t in task.solution))
     elif kind == "truncated":
         size = len(files[primary])
@@ -281,7 +293,8 @@ def _truncation_solution(primary: str, data: bytes) -> tuple[str, ...]:
             final(CANNOT_DETERMINE))
 
 
-def perturb(task: Task, kind: str, primary: str, *, seed: int = 0) -> Task:
+def perturb(task: Task, kind: str, primary: str, *, seed: int = 0,
+            census: Census | None = None) -> Task:
     """A perturbed variant of ``task`` (its data written to the cache, read-only).
 
     Args:
@@ -289,6 +302,8 @@ def perturb(task: Task, kind: str, primary: str, *, seed: int = 0) -> Task:
         kind: One of `KINDS` that `kinds_for` allows for ``primary``.
         primary: The data file the question is about.
         seed: Seeds where the perturbation lands (which lines, which words).
+        census: The records of ``primary`` the question reads (`base_census`): the
+            cleaning turn's check recounts them; None leaves that turn without a check.
 
     Raises:
         UnknownTaskError: ``kind`` is unknown or does not apply to ``primary``.
@@ -298,7 +313,8 @@ def perturb(task: Task, kind: str, primary: str, *, seed: int = 0) -> Task:
                                f"{task.id}; it allows {list(kinds_for(primary))}")
     rng = np.random.default_rng([seed, zlib.crc32(f"{task.id}+{kind}".encode())])
     base = {name: path.read_bytes() for name, path in task.data_files().items()}
-    files, question, answer, grader, solution = _variant(task, kind, primary, rng, dict(base))
+    files, question, answer, grader, solution = _variant(task, kind, primary, rng, dict(base),
+                                                          census)
     tid = perturbed_id(task.id, kind)
     trap = task.trap and Trap(
         description=f"{task.trap.description}; and {KINDS[kind]}",
@@ -313,118 +329,6 @@ def perturb(task: Task, kind: str, primary: str, *, seed: int = 0) -> Task:
                 ).with_reference(reference)
 
 
-# ----- the reference of a perturbed task: the base task's, reading through the mess -----
-
-_BOM = b"\xef\xbb\xbf"
-_PREFIX_HEADERS = ("vcf", "mtx", "gff", "sam")  # a BOM hides their header from transforms
-
-
-def _cleaner(kind: str, header: bytes) -> Callable[[bytes], bytes] | None:
-    """What the reference solver undoes in the primary file's decoded content before the
-    base solver reads it: anywhere in the file, since a control may move the line the
-    perturbation sits on (a shuffled duplicate header, a comment added above a BOM)."""
-    if kind == "bom":
-        return lambda content: content.replace(_BOM, b"")
-    if kind == "crlf":
-        return lambda content: content.replace(b"\r\n", b"\n")
-    if kind == "dup_header":
-        def undup(content: bytes) -> bytes:
-            lines = content.splitlines(keepends=True)
-            return b"".join(lines[:1] + [x for x in lines[1:] if x.rstrip(b"\r\n") != header])
-        return undup
-    return None
-
-
-def _signature(kind: str, content: bytes, header: bytes) -> object:
-    """What marks the perturbation: a mutant must keep it, or a check that detects the
-    mess (a BOM test, a CR count) would 'discriminate' without reading the answer."""
-    if kind == "bom":
-        return content.startswith(_BOM)
-    if kind == "crlf":
-        return b"\r\n" in content
-    return sum(1 for x in content.splitlines() if x.rstrip(b"\r") == header)
-
-
-def _keeping(kind: str, header: bytes, mutate: Mutator) -> Mutator:
-    """``mutate``, its mutants refused where they lost the perturbation (`_signature`)."""
-    def aimed(content: bytes, rng: random.Random) -> bytes | None:
-        out = mutate(content, rng)
-        same = out is not None and _signature(kind, out, header) == _signature(
-            kind, content, header)
-        return out if same else None
-    return aimed
-
-
-def _controls(kind: str, primary: str, declared: tuple[ControlTransform, ...]
-              ) -> tuple[ControlTransform, ...]:
-    """The base task's controls that stay valid on the perturbed primary file."""
-    if kind == "bom" and file_format(primary) in _PREFIX_HEADERS:
-        return tuple(t for t in declared if t in ("recompress", "rewrap"))
-    if kind == "dup_header":
-        return tuple(t for t in declared if t != "add_comment")
-    return declared
-
-
-def perturbed_reference(base: Reference | None, kind: str, primary: str,
-                        names: frozenset[str], extras: tuple[str, ...] = (),
-                        header: bytes = b"") -> Reference | None:
-    """The reference of a perturbed task, or None (``truncated``: "cannot be determined"
-    whatever the bytes; or a base task without one).
-
-    The answer is the base task's, so the solver is the base solver fed the base files
-    only (``old/...`` and ``README.md`` are never read) with the primary file cleaned
-    (`_cleaner`). Every record of an extra file is irrelevant, so any transform keeps
-    the answer there.
-
-    Args:
-        base: The base task's reference.
-        kind: One of `KINDS`.
-        primary: The perturbed file.
-        names: The base task's files.
-        extras: Files the perturbation added (the decoy, the README).
-        header: The primary file's first line (``dup_header``: the line repeated).
-    """
-    if base is None or kind == "truncated":
-        return None
-    clean = _cleaner(kind, header)
-
-    def solve(contents: Contents) -> str:
-        files = {n: c for n, c in contents.items() if n in names}
-        if clean is not None and primary in files:
-            files[primary] = clean(files[primary])
-        return base.solve(files)
-
-    preserving = {**base.preserving, **{x: _extra_controls(x) for x in extras}}
-    irrelevant = {**base.irrelevant, **{x: (lambda record: True) for x in extras}}
-    mutators = dict(base.mutators)
-    if clean is not None:
-        preserving[primary] = _controls(kind, primary, base.controls_for(primary))
-        if primary in base.irrelevant:
-            irrelevant[primary] = _irrelevant(kind, header, base.irrelevant[primary])
-        mutators[primary] = tuple(_keeping(kind, header, m) for m in base.mutators.get(primary, ()))
-    return Reference(solve=solve, preserving=preserving, irrelevant=irrelevant,
-                     mutators=mutators)
-
-
-def _extra_controls(name: str) -> tuple[ControlTransform, ...]:
-    """Every transform that applies to a file the question never reads."""
-    fmt = file_format(name)
-    applies: dict[ControlTransform, bool] = {
-        "recompress": name.endswith(".gz"), "shuffle_records": fmt != "binary",
-        "drop_irrelevant": fmt != "binary", "rewrap": fmt == "fasta",
-        "add_comment": fmt in _PREFIX_HEADERS}
-    return tuple(t for t, ok in applies.items() if ok)
-
-
-def _irrelevant(kind: str, header: bytes, base: Callable[[bytes], bool]
-                ) -> Callable[[bytes], bool]:
-    """The base predicate on a cleaned record; a repeated header is never dropped."""
-    if kind == "dup_header":
-        return lambda record: record.rstrip(b"\r\n") != header and base(record)
-    clean = _cleaner(kind, header) or (lambda record: record)
-    return lambda record: base(clean(record))
-
-
 def make_perturbed_task(tid: str) -> Task:
     """The perturbed task named by ``<base id>+<kind>``.
 
@@ -435,7 +339,7 @@ def make_perturbed_task(tid: str) -> Task:
     if kind not in KINDS:
         raise UnknownTaskError(f"{tid!r}: unknown perturbation {kind!r}; kinds are {list(KINDS)}")
     task, primary = base_task(base_id)
-    return perturb(task, kind, primary)
+    return perturb(task, kind, primary, census=base_census(base_id))
 
 
 def perturbed_ids(base_ids: Sequence[str], kinds: Sequence[str] | None = None,

@@ -14,8 +14,9 @@ module.
 Each instance's `Reference` recomputes the mean exactly (fractions) from the decoded CSV
 by column name (rows in any order), with the malignant code read from the codebook.
 Rows of the other class are never averaged, so they may be dropped. The aimed mutants
-move one malignant value, relabel the benign row farthest from the malignant mean, or
-swap the codes in the codebook (the trap made true: a check that hard-codes 0 dies).
+move one malignant value, relabel the benign row farthest from the malignant mean,
+rename the feature's column ("cannot be determined"), or swap the codes in the codebook
+(the trap made true: a check that hard-codes 0 dies).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from vera_env.tasks.builtin.solvers import (
     lines_of,
     moved,
     read_table,
+    rejoin,
     text_of,
     tsv_fields,
 )
@@ -132,7 +134,8 @@ def _solution(feature: str, col: int, n_rows: int, n_bad: int, answer: str
                      "-eq @NB@", **v))),
                  check("range", "malignant plus benign rows are every row", verdict(fill(
                      "test \"$(( $(wc -l < malignant_values.txt) + $(awk -F, 'NR > 1 && $NF == "
-                     "1' tumours.csv | wc -l) ))\" -eq @ROWS@", **v)))]),
+                     "1' tumours.csv | wc -l) ))\" -eq \"$(awk 'NR > 1' tumours.csv | wc -l)\" && "
+                     "test \"$(wc -l < malignant_values.txt)\" -eq @NB@", **v)))]),
         turn("awk '{ s += $1; n++ } END { printf \"%.2f\\n\", s / n }' malignant_values.txt "
              "> mean.txt\ncat mean.txt",
              node("test", fill("mean @F@ of malignant tumours: @ANS@", **v), "mean.txt", "n2"), [
@@ -162,7 +165,9 @@ def _solve(contents: Contents, *, feature: str) -> str:
     code = _CODE.search(text_of(contents, "codebook.txt"))
     if code is None:
         raise ValueError("codebook.txt does not say which target code is malignant")
-    header, rows = read_table(text_of(contents, "tumours.csv"), ",", (feature, "target"))
+    header, rows = read_table(text_of(contents, "tumours.csv"), ",", ("id", "target"))
+    if feature not in header:
+        return CANNOT_DETERMINE  # the table is there, the asked feature is not
     f, t = column(header, feature), column(header, "target")
     return _mean([Fraction(row[f]) for row in rows if row[t].strip() == code.group(1)])
 
@@ -192,7 +197,19 @@ def _tumour_mutant(content: bytes, rng: random.Random, *, kind: str, col: int) -
             return None
         rows[i][-1] = code
     fields = rows[i]
-    return edit_lines(content, {i: b",".join(fields) + lines[i][len(lines[i].rstrip(b"\r\n")):]})
+    return edit_lines(content, {i: rejoin(fields, lines[i], b",")})
+
+
+def _rename_feature(content: bytes, rng: random.Random, *, feature: str) -> bytes | None:
+    """The asked feature's column renamed in the header line (no longer named: a check
+    that finds the column by name dies, one that pins its position does not)."""
+    lines = lines_of(content)
+    fields = tsv_fields(lines[0], b",") if lines else []
+    if feature.encode() not in fields:
+        return None
+    renamed = [f"{feature}_{rng.randrange(10**4):04d}".encode() if f == feature.encode() else f
+               for f in fields]
+    return edit_lines(content, {0: rejoin(renamed, lines[0], b",")})
 
 
 def _swap_codes(content: bytes, rng: random.Random) -> bytes | None:
@@ -208,7 +225,8 @@ def _reference(feature: str, col: int) -> Reference:
         preserving={"tumours.csv": ("shuffle_records", "drop_irrelevant"), "codebook.txt": ()},
         irrelevant={"tumours.csv": _benign},
         mutators={"tumours.csv": aimed(partial(_tumour_mutant, kind="shift", col=col - 1),
-                                       partial(_tumour_mutant, kind="relabel", col=col - 1)),
+                                       partial(_tumour_mutant, kind="relabel", col=col - 1),
+                                       partial(_rename_feature, feature=feature)),
                   "codebook.txt": aimed(_swap_codes)})
 
 

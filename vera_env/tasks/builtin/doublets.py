@@ -17,8 +17,9 @@ Each instance's `Reference` recounts from the decoded files, telling the orienta
 from the size line against the barcode and feature counts (entries in any order,
 comments allowed; the lists are read by line number, so they keep their lines). It
 answers "cannot be determined" when a marker is not listed exactly once. The aimed
-mutants change one entry: a doublet's Cd19 count lowered under the threshold, or a T
-cell given enough Cd19 to become one.
+mutants change one entry -- a doublet's Cd19 count lowered under the threshold, or a T
+cell given enough Cd19 to become one -- or move the Cd19 symbol to another line of
+features.tsv.gz (a check that pins the marker's column dies on that one).
 """
 
 from __future__ import annotations
@@ -46,7 +47,16 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
-from vera_env.tasks.builtin.solvers import aimed, content_of, named_lines, read_mtx
+from vera_env.tasks.builtin.solvers import (
+    aimed,
+    content_of,
+    edit_lines,
+    lines_of,
+    named_lines,
+    read_mtx,
+    rejoin,
+    tsv_fields,
+)
 from vera_env.tasks.model import Trap
 from vera_env.tasks.undetermined import CANNOT_DETERMINE
 from vera_env.verification.strength.reference import Contents, Reference
@@ -202,13 +212,37 @@ def _doublet_mutant(content: bytes, rng: random.Random, *, kind: str, t_col: int
     return mtx.edited({b_at[c]: line}) if c in b_at else mtx.edited({}, (line,))
 
 
-def _reference(t_col: int, b_col: int) -> Reference:
+def _move_marker(content: bytes, rng: random.Random, *, b_line: int, lines: tuple[int, ...]
+                 ) -> bytes | None:
+    """Cd19's symbol swapped with that of another line of features.tsv.gz, one the
+    generator found gives another count (``lines``, 1-based)."""
+    rows = lines_of(content)
+    if not lines or b_line > len(rows) or max(lines) > len(rows):
+        return None
+    other = rng.choice(lines)
+    a, b = tsv_fields(rows[b_line - 1]), tsv_fields(rows[other - 1])
+    a[1], b[1] = b[1], a[1]
+    return edit_lines(content, {b_line - 1: rejoin(a, rows[b_line - 1]),
+                                other - 1: rejoin(b, rows[other - 1])})
+
+
+def _recounting(genes: np.ndarray, cells: np.ndarray, values: np.ndarray, t_col: int,
+                b_col: int, answer: int) -> tuple[int, ...]:
+    """Feature lines (1-based) that, named Cd19, would give another doublet count."""
+    t_high = np.unique(cells[(genes == t_col) & (values >= MIN_COUNTS)])
+    both = (values >= MIN_COUNTS) & np.isin(cells, t_high)
+    counts = np.bincount(genes[both], minlength=int(genes.max()) + 1)
+    return tuple(int(g) + 1 for g in np.flatnonzero(counts != answer) if g not in (t_col, b_col))
+
+
+def _reference(t_col: int, b_col: int, swap: tuple[int, ...]) -> Reference:
     return Reference(
         solve=_solve,
         preserving={"matrix.mtx.gz": ("recompress", "shuffle_records", "add_comment"),
                     "features.tsv.gz": ("recompress",), "barcodes.tsv.gz": ("recompress",)},
         mutators={"matrix.mtx.gz": aimed(*(partial(_doublet_mutant, kind=kind, t_col=t_col + 1,
-                                                   b_col=b_col + 1) for kind in ("lower", "raise")))})
+                                                   b_col=b_col + 1) for kind in ("lower", "raise"))),
+                  "features.tsv.gz": aimed(partial(_move_marker, b_line=b_col + 1, lines=swap))})
 
 
 def doublets(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
@@ -244,4 +278,5 @@ def doublets(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
                     solution=_solution(n_genes, n_cells, t_col, b_col, answer),
                     trap=_careless(wrong),
                     tags=("single-cell", "sparse-matrix", "doublets", "orientation"),
-                    reference=_reference(t_col, b_col))
+                    reference=_reference(t_col, b_col, _recounting(genes, cells, values, t_col,
+                                                                    b_col, answer)))

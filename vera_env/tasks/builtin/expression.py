@@ -41,6 +41,7 @@ from vera_env.tasks.builtin.solvers import (
     lines_of,
     moved,
     read_table,
+    rejoin,
     text_of,
     tsv_fields,
 )
@@ -187,7 +188,7 @@ def _shift_value(content: bytes, rng: random.Random, *, gene: str, condition: di
     if not moved(base, _fold([h.decode() for h in header], [f.decode() for f in fields],
                              condition), _TOL):
         return None
-    return edit_lines(content, {at: b"\t".join(fields) + b"\n"})
+    return edit_lines(content, {at: rejoin(fields, lines[at])})
 
 
 def _flip_condition(content: bytes, rng: random.Random) -> bytes | None:
@@ -198,7 +199,7 @@ def _flip_condition(content: bytes, rng: random.Random) -> bytes | None:
     fields = tsv_fields(lines[i])
     if i == 0 or fields[-1] not in flipped:
         return None
-    return edit_lines(content, {i: b"\t".join([*fields[:-1], flipped[fields[-1]]]) + b"\n"})
+    return edit_lines(content, {i: rejoin([*fields[:-1], flipped[fields[-1]]], lines[i])})
 
 
 def _reference(gene: str, samples: list[str], treated: np.ndarray) -> Reference:

@@ -17,10 +17,11 @@ those totals, `counts.sample_counts`); tests re-derive it by parsing the written
 Each instance's `Reference` recounts from the decoded files: entries in any order and
 comment lines are fine, but the size line states the entry count and the gene and
 barcode lists are read by line number, so no record may be dropped and those lists keep
-their order. The aimed mutants change one entry of one cell: a mitochondrial count that
-pushes a passing cell over the fraction, or a nuclear count that lifts an empty cell
-over the total -- a check of the totals dies on the second, one of the fractions on
-the first.
+their order. The aimed mutants change one entry of one cell -- a mitochondrial count
+that pushes a passing cell over the fraction, or a nuclear count that lifts an empty
+cell over the total: a check of the totals dies on the second, one of the fractions on
+the first -- or drop the ``mt-`` prefix of the fewest, most counted mitochondrial genes
+in genes.tsv.gz that move the answer.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from functools import partial
 
 import numpy as np
 
-from vera_env.tasks.builtin.counts import barcodes, concat, mtx_bytes, sample_counts
+from vera_env.tasks.builtin.counts import Counts, barcodes, concat, mtx_bytes, sample_counts
 from vera_env.tasks.builtin.instance import (
     Difficulty,
     Instance,
@@ -42,7 +43,17 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
-from vera_env.tasks.builtin.solvers import Mtx, aimed, content_of, named_lines, read_mtx
+from vera_env.tasks.builtin.solvers import (
+    Mtx,
+    aimed,
+    content_of,
+    edit_lines,
+    lines_of,
+    named_lines,
+    read_mtx,
+    rejoin,
+    tsv_fields,
+)
 from vera_env.tasks.model import Trap
 from vera_env.verification.strength.reference import Contents, Reference
 
@@ -88,14 +99,13 @@ METADATA = 'metadata_json: {"software_version": "vera_env-builtin", "format_vers
 
 
 def _matrix(rng: np.random.Generator, genes: list[str], totals: np.ndarray,
-            mito: np.ndarray) -> bytes:
+            mito: np.ndarray) -> Counts:
     """Genes x cells counts whose per-cell totals and mitochondrial counts are exactly
     the planned ones (reads are drawn from the mitochondrial and nuclear profiles apart)."""
     is_mito = np.array([g.startswith("mt-") for g in genes])
     weights = rng.gamma(0.3, 1.0, len(genes)) + 1e-3
-    rows, cols, values = concat([sample_counts(rng, mito, np.where(is_mito, weights, 0)),
-                                 sample_counts(rng, totals - mito, np.where(is_mito, 0, weights))])
-    return mtx_bytes(len(genes), len(totals), rows, cols, values, (METADATA,))
+    return concat([sample_counts(rng, mito, np.where(is_mito, weights, 0)),
+                   sample_counts(rng, totals - mito, np.where(is_mito, 0, weights))])
 
 
 _MITO_ROWS = "zcat genes.tsv.gz | awk -F'\\t' '$2 ~ /^mt-/ { print NR }' > mito_rows.txt"
@@ -213,7 +223,44 @@ def _qc_mutant(content: bytes, rng: random.Random, *, kind: str, mito_rows: tupl
     return mtx.edited({k: line})
 
 
-def _reference(genes: list[str], min_counts: int, max_pct: int) -> Reference:
+def _unmito_lines(genes: list[str], counts: Counts, totals: np.ndarray, min_counts: int,
+                  max_pct: int, answer: int) -> tuple[int, ...]:
+    """Lines (1-based) of the fewest mt- genes, most counted first, without which another
+    number of cells would pass (all thirteen at worst: then no cell is ever dying, the
+    trap's own answer, which differs)."""
+    rows, cols, values = counts
+    is_mito = np.array([g.startswith("mt-") for g in genes])
+    per_gene = np.bincount(rows, weights=values, minlength=len(genes))
+    heaviest = [int(g) for g in np.argsort(-per_gene, kind="stable") if is_mito[g]]
+    mito = np.bincount(cols[is_mito[rows]], weights=values[is_mito[rows]], minlength=len(totals))
+    for k, row in enumerate(heaviest, 1):
+        mito = mito - np.bincount(cols[rows == row], weights=values[rows == row],
+                                  minlength=len(totals))
+        if int(np.count_nonzero((totals >= min_counts) & (100 * mito < max_pct * totals))) \
+                != answer:
+            return tuple(g + 1 for g in heaviest[:k])
+    return ()
+
+
+def _unmito(content: bytes, rng: random.Random, *, lines: tuple[int, ...]) -> bytes | None:
+    """The ``mt-`` prefix dropped from the genes on ``lines`` of genes.tsv.gz (the fewest
+    that move the answer, found by the generator): which genes are mitochondrial is what
+    the question reads there."""
+    rows = lines_of(content)
+    if not lines or max(lines) > len(rows):
+        return None
+    edits = {}
+    for at in (line - 1 for line in lines):
+        fields = tsv_fields(rows[at])
+        if len(fields) < 2 or not fields[1].startswith(b"mt-"):
+            return None
+        fields[1] = fields[1][3:]
+        edits[at] = rejoin(fields, rows[at])
+    return edit_lines(content, edits)
+
+
+def _reference(genes: list[str], min_counts: int, max_pct: int, unmito: tuple[int, ...]
+               ) -> Reference:
     mito_rows = tuple(i + 1 for i, g in enumerate(genes) if g.startswith("mt-"))
     return Reference(
         solve=partial(_solve, min_counts=min_counts, max_pct=max_pct),
@@ -221,7 +268,8 @@ def _reference(genes: list[str], min_counts: int, max_pct: int) -> Reference:
                     "genes.tsv.gz": ("recompress",), "barcodes.tsv.gz": ("recompress",)},
         mutators={"matrix.mtx.gz": aimed(*(partial(
             _qc_mutant, kind=kind, mito_rows=mito_rows, min_counts=min_counts, max_pct=max_pct)
-            for kind in ("mito", "total")))})
+            for kind in ("mito", "total"))),
+                  "genes.tsv.gz": aimed(partial(_unmito, lines=unmito))})
 
 
 def qc_cells(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
@@ -235,8 +283,9 @@ def qc_cells(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     answer = int(np.count_nonzero(enough & (100 * mito < max_pct * totals)))
     careless = int(np.count_nonzero(enough))
     ids = [f"ENSMUSG{int(x):011d}" for x in np.cumsum(rng.integers(1, 3000, n_genes)) + 1000]
+    counts = _matrix(rng, genes, totals, mito)
     files = {
-        "matrix.mtx.gz": gz(_matrix(rng, genes, totals, mito)),
+        "matrix.mtx.gz": gz(mtx_bytes(n_genes, n_cells, *counts, (METADATA,))),
         "genes.tsv.gz": gz("".join(f"{i}\t{g}\n" for i, g in zip(ids, genes, strict=True))),
         "barcodes.tsv.gz": gz("".join(b + "\n" for b in barcodes(rng, n_cells))),
     }
@@ -265,4 +314,5 @@ def qc_cells(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     return Instance(files=files, question=question, answer=str(answer),
                     grader={"kind": "numeric", "abs_tol": 0}, solution=solution, trap=trap,
                     tags=("single-cell", "sparse-matrix", "qc", "mitochondrial", "mouse"),
-                    reference=_reference(genes, min_counts, max_pct))
+                    reference=_reference(genes, min_counts, max_pct, _unmito_lines(
+                        genes, counts, totals, min_counts, max_pct, answer)))

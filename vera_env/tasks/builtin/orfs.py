@@ -16,10 +16,13 @@ ATGs located with ``searchsorted``); tests recount it by translating each frame 
 matching ``M[^*]*\\*`` with a regex. Easy instances are plain FASTA, harder ones gzipped.
 
 Each instance's `Reference` rescans the decoded FASTA (any width, any record order;
-letters other than A, C, G, T read no codon). Records whose longest ORF is shorter than
-the answer cannot change it, so they may be dropped. The aimed mutants put a stop codon
-inside the longest ORF, or turn its stop into a sense codon: a check that re-finds that
-ORF dies on the first, one that checks where it ends on the second.
+letters other than A, C, G, T read no codon). No record is declared irrelevant: the
+question is a maximum over every record, so each is read (dropping records whose ORFs
+are shorter would keep the answer, but it would also kill the reference solution's
+record and base counts, which pin what was loaded). The aimed mutants put a stop codon
+inside the longest ORF, turn its stop into a sense codon, or delete one base inside it
+(a frameshift): a check that re-finds that ORF dies on the first, one that checks where
+it ends on the second, a count of the bases loaded on the third.
 """
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ from vera_env.tasks.builtin.solvers import (
     content_of,
     fasta_layout,
     fasta_records,
-    fasta_sequence,
     with_bases,
 )
 from vera_env.tasks.model import Trap
@@ -162,9 +164,10 @@ def _solution(cat: str, n_records: int, n_bases: int, answer: int, forward: int
     return (
         turn(unwrap, node("load", f"{n_records} records, {n_bases} bases, one line per "
                                   "record", "seqs.txt"), [
-            check("conservation", "one line per FASTA record", verdict(fill(
+            check("conservation", fill("one line per FASTA record, @B@ bases in all", **v), verdict(fill(
                 "test \"$(wc -l < seqs.txt)\" -eq @N@ && "
-                "test \"$(@CAT@ | grep -c '^>')\" -eq @N@", **v))),
+                "test \"$(@CAT@ | grep -c '^>')\" -eq @N@ && "
+                "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq @B@", **v))),
             check("conservation", "no bases lost when unwrapping", verdict(fill(
                 "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq "
                 "\"$(@CAT@ | grep -v '^>' | tr -d '\\n' | wc -c)\"", **v)))]),
@@ -262,14 +265,10 @@ def _solve_orf(contents: Contents, *, name: str) -> str:
     return orf_answer(content_of(contents, name))
 
 
-def _shorter(record: bytes, *, answer: int) -> bool:
-    """No ORF as long as the answer: a record the maximum never comes from."""
-    return _best_in_record(fasta_sequence(record))[0] < answer
-
-
 def _orf_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | None:
-    """The longest ORF cut by a stop inside it (``cut``) or its stop made a sense codon
-    (``open``), on its own strand; the first such edit that changes the answer."""
+    """The longest ORF cut by a stop inside it (``cut``), its stop made a sense codon
+    (``open``), or one base inside it deleted (``shift``: a frameshift, and one base
+    fewer in the file), on its own strand; the first such edit that changes the answer."""
     layout = fasta_layout(content)
     data = np.frombuffer(content, dtype=np.uint8)
     seqs = [data[offsets].tobytes() for offsets in layout]
@@ -284,19 +283,23 @@ def _orf_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | Non
         if strand < 0:  # the reverse strand's codon at p is at len - p - 3 on the forward
             at, codon = [len(seqs[r]) - p - 3 for p in at], codon.translate(_COMPLEMENT)[::-1]
         for pos in at:
-            edited = with_bases(content, layout[r][pos:pos + 3], codon)
+            if kind == "shift":
+                cut = int(layout[r][pos])
+                edited = content[:cut] + content[cut + 1:]
+            else:
+                edited = with_bases(content, layout[r][pos:pos + 3], codon)
             if orf_answer(edited) != str(base):
                 return edited
     return None
 
 
-def _reference(name: str, answer: int) -> Reference:
+def _reference(name: str) -> Reference:
     return Reference(
         solve=partial(_solve_orf, name=name),
-        preserving={name: ("recompress", "shuffle_records", "rewrap", "drop_irrelevant")
-                    if name.endswith(".gz") else ("shuffle_records", "rewrap", "drop_irrelevant")},
-        irrelevant={name: partial(_shorter, answer=answer)},
-        mutators={name: aimed(partial(_orf_mutant, kind="cut"), partial(_orf_mutant, kind="open"))})
+        preserving={name: ("recompress", "shuffle_records", "rewrap") if name.endswith(".gz")
+                    else ("shuffle_records", "rewrap")},
+        mutators={name: aimed(*(partial(_orf_mutant, kind=kind) for kind in ("cut", "open",
+                                                                              "shift")))})
 
 
 def longest_orf(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
@@ -322,4 +325,4 @@ def longest_orf(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
         grader={"kind": "numeric", "abs_tol": 0},
         solution=_solution(cat, len(records), sum(map(len, records)), reverse, forward),
         trap=_trap(cat, forward), tags=("fasta", "orf", "six-frames", "reverse-complement"),
-        reference=_reference(name, reverse))
+        reference=_reference(name))

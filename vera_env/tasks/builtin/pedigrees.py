@@ -116,14 +116,17 @@ _MENDEL = (
     "sort -t\"$(printf '\\t')\" -k2,2n mendel.tsv | head -1 | cut -f1")
 
 
-def _solution(names: dict[str, str], n_sites: int, errors: dict[str, tuple[int, int]]
-              ) -> tuple[str, ...]:
+def _solution(names: dict[str, str], n_sites: int, errors: dict[str, tuple[int, int]],
+              hom_alt: list[int]) -> tuple[str, ...]:
+    """``hom_alt``: each candidate's 1/1 calls where mother and child are both called (a
+    fact of the genotype table that no answer-keeping variant changes)."""
     cands = [names["x"], names["y"], names["z"]]
     father = names["father"]
     e, n = errors[father]
     idx = cands.index(father) + 3
     v = {"M": names["mother"], "C": names["child"], "F": father, "S": n_sites, "E": e, "N": n,
-         "I": idx, "ORDER": " ".join([names["mother"], names["child"], *cands])}
+         "I": idx, "ORDER": " ".join([names["mother"], names["child"], *cands]),
+         "HX": hom_alt[0], "HY": hom_alt[1], "HZ": hom_alt[2]}
     return (
         turn("zcat calls.vcf.gz | grep '^#CHROM' | tr '\\t' '\\n' | awk 'NR > 9 { print NR "
              "\"\\t\" $0 }' > samples.tsv\ncat samples.tsv",
@@ -146,13 +149,15 @@ def _solution(names: dict[str, str], n_sites: int, errors: dict[str, tuple[int, 
                   "head -3 gts.tsv", **v),
              node("transform", fill("genotypes at @S@ sites, columns: mother, child, then the "
                                     "three candidates", **v), "gts.tsv", "n1"), [
-                 check("conservation", "one row per site", verdict(fill(
-                     "test \"$(wc -l < gts.tsv)\" -eq @S@ && test \"$(zcat calls.vcf.gz | "
-                     "grep -vc '^#')\" -eq @S@", **v))),
-                 check("type", "five diploid genotypes per row", fill(
-                     "awk -F'\\t' 'NF != 5 { bad = 1 } { for (i = 1; i <= NF; i++) if ($i !~ "
-                     "/^[0-9.][\\/|][0-9.]$/) bad = 1 } END { print (!bad && NR == @S@) ? "
-                     "\"True\" : \"False\" }' gts.tsv", **v))]),
+                 check("conservation", "one row per site, five diploid genotypes each", fill(
+                     "awk -F'\\t' -v n=\"$(zcat calls.vcf.gz | grep -vc '^#')\" 'NF != 5 { bad = 1 } "
+                     "{ for (i = 1; i <= NF; i++) if ($i !~ /^[0-9.][\\/|][0-9.]$/) bad = 1 } "
+                     "END { print (!bad && NR == n) ? \"True\" : \"False\" }' gts.tsv", **v)),
+                 check("range", fill("where mother and child are called, the candidates hold "
+                                     "@HX@, @HY@ and @HZ@ 1/1 calls", **v), fill(
+                     "awk -F'\\t' '$1 !~ /[.]/ && $2 !~ /[.]/ { for (i = 3; i <= 5; i++) if "
+                     "($i == \"1/1\") h[i]++ } END { print (h[3] + 0 == @HX@ && h[4] + 0 == @HY@ "
+                     "&& h[5] + 0 == @HZ@) ? \"True\" : \"False\" }' gts.tsv", **v))]),
         turn(_MENDEL, node("test", fill("@F@ has @E@ Mendelian errors in @N@ informative sites, "
                                        "the fewest by far: the father", **v),
                           "mendel.tsv", "n2"), [
@@ -199,6 +204,13 @@ def _vcf(rng: np.random.Generator, roles: dict[str, str], who: list[str],
         f"chr7\t{positions[i]}\t.\t{'ACGT'[refs[i]]}\t{'ACGT'[alts[i]]}\t99\tPASS\t.\tGT:DP\t"
         + "\t".join(f"{gts[w][i]}:{depth[i, j]}" for j, w in enumerate(order)) + "\n"
         for i in range(n_sites))
+
+
+def _hom_alt(gts: dict[str, list[str]], men: list[str]) -> list[int]:
+    """Each man's 1/1 calls at the sites where mother and child are both called."""
+    called = ["." not in m + c for m, c in zip(gts["mother"], gts["child"], strict=True)]
+    return [sum(1 for ok, g in zip(called, gts[man], strict=True) if ok and g == "1/1")
+            for man in men]
 
 
 def _identity(child: list[str], man: list[str]) -> int:
@@ -336,6 +348,6 @@ def trio_parentage(rng: np.random.Generator, difficulty: Difficulty) -> Instance
     return Instance(files={"calls.vcf.gz": gz(text)}, question=question,
                     answer=roles["father"],
                     grader={"kind": "choice", "choices": [names["x"], names["y"], names["z"]]},
-                    solution=_solution(names, n_sites, by_name), trap=trap,
+                    solution=_solution(names, n_sites, by_name, _hom_alt(gts, men)), trap=trap,
                     tags=("vcf", "pedigree", "mendelian-errors", "relatedness"),
                     reference=_reference(roles, men, text))

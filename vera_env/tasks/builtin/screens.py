@@ -57,6 +57,7 @@ from vera_env.tasks.builtin.solvers import (
     lines_of,
     read_mtx,
     read_table,
+    rejoin,
     text_of,
     tsv_fields,
 )
@@ -130,9 +131,11 @@ def _solution(d: _Draw, n_genes: int) -> tuple[str, ...]:
              "cut -f3 columns.tsv | sort | uniq -c",
              node("load", fill("matrix column j is line j of barcodes.tsv.gz: @C@ control and "
                                "@T@ treated cells", **v), "columns.tsv"), [
-                 check("conservation", "one row per barcode", verdict(fill(
+                 check("conservation", fill("one row per barcode, @C@ of them control", **v),
+                       verdict(fill(
                      "test \"$(wc -l < columns.tsv)\" -eq @N@ && "
-                     "test \"$(zcat barcodes.tsv.gz | wc -l)\" -eq @N@", **v))),
+                     "test \"$(zcat barcodes.tsv.gz | wc -l)\" -eq @N@ && "
+                     "test \"$(cut -f3 columns.tsv | grep -cx control)\" -eq @C@", **v))),
                  check("conservation", "every barcode has a group", verdict(fill(
                      "test \"$(awk '$3 == \"control\"' columns.tsv | wc -l)\" -eq @C@ && "
                      "test \"$(awk '$3 == \"treated\"' columns.tsv | wc -l)\" -eq @T@", **v)))]),
@@ -142,9 +145,10 @@ def _solution(d: _Draw, n_genes: int) -> tuple[str, ...]:
             check("conservation", "control plus treated counts are every count", verdict(
                 "test \"$(awk '{ s += $3 + $4 } END { printf \"%d\", s }' gene_stats.tsv)\" "
                 f"-eq \"$({total})\"")),
-            check("range", "gene rows are 1-based lines of genes.tsv.gz", fill(
-                "awk '$1 < 1 || $1 > @G@ { bad = 1 } END { print (!bad && NR == @NG@) ? "
-                "\"True\" : \"False\" }' gene_stats.tsv", **v))]),
+            check("range", fill("gene rows are 1-based lines of genes.tsv.gz; row @R@ has no "
+                                "treated count", **v), fill(
+                "awk '$1 < 1 || $1 > @G@ { bad = 1 } $1 == @R@ { t = $4 } END { print (!bad && "
+                "NR == @NG@ && t == 0) ? \"True\" : \"False\" }' gene_stats.tsv", **v))]),
         turn(fill("awk '2 * $2 >= @C@ && $4 == 0 { print $1 }' gene_stats.tsv > ko_rows.txt\n"
                   "zcat genes.tsv.gz | awk -F'\\t' 'NR == FNR { want[$1] = 1; next } "
                   "FNR in want { print FNR \"\\t\" $2 }' ko_rows.txt - > ko_gene.tsv\n"
@@ -228,7 +232,7 @@ def _leak(content: bytes, rng: random.Random, *, row: int, treated: tuple[int, .
     return read_mtx(content).edited({}, (b"%d %d 1\n" % (row, rng.choice(treated)),))
 
 
-def _relabel(content: bytes, rng: random.Random, *, expressing: tuple[str, ...]) -> bytes | None:
+def _relabel(content: bytes, rng: random.Random, *, expressing: frozenset[str]) -> bytes | None:
     """One control cell that detects the gene relabelled treated (cells.tsv)."""
     lines = lines_of(content)
     hits = [i for i, line in enumerate(lines) if tsv_fields(line)[0].decode() in expressing]
@@ -243,9 +247,10 @@ def _swap_symbol(content: bytes, rng: random.Random, *, row: int) -> bytes | Non
     lines = lines_of(content)
     if row >= len(lines):
         return None
-    (a, b), (c, d) = (tsv_fields(lines[i]) for i in (row - 1, row))
-    return edit_lines(content, {row - 1: f"{a.decode()}\t{d.decode()}\n".encode(),
-                                row: f"{c.decode()}\t{b.decode()}\n".encode()})
+    first, second = tsv_fields(lines[row - 1]), tsv_fields(lines[row])
+    first[1], second[1] = second[1], first[1]
+    return edit_lines(content, {row - 1: rejoin(first, lines[row - 1]),
+                                row: rejoin(second, lines[row])})
 
 
 def _reference(draw: _Draw, cells: list[str]) -> Reference:
@@ -258,7 +263,7 @@ def _reference(draw: _Draw, cells: list[str]) -> Reference:
                     "cells.tsv": ("shuffle_records",)},
         mutators={"matrix.mtx.gz": aimed(partial(_leak, row=row, treated=tuple(
                       int(c) + 1 for c in np.flatnonzero(draw.treated)))),
-                  "cells.tsv": aimed(partial(_relabel, expressing=tuple(
+                  "cells.tsv": aimed(partial(_relabel, expressing=frozenset(
                       cells[int(c)] for c in control))),
                   "genes.tsv.gz": aimed(partial(_swap_symbol, row=row))})
 

@@ -31,7 +31,7 @@ from vera_env.verification.strength.reference import Mutator
 
 __all__ = ["Mtx", "aimed", "column", "content_of", "edit_lines", "fasta_layout", "fasta_records",
            "fasta_sequence", "lines_of", "moved", "named_lines", "read_mtx", "read_table",
-           "text_of", "tsv_fields", "vcf_table", "with_bases"]
+           "rejoin", "text_of", "tsv_fields", "vcf_table", "with_bases"]
 
 _WHITESPACE = b" \t\r\n\v\f"
 
@@ -129,6 +129,11 @@ def edit_lines(content: bytes, edits: Mapping[int, bytes]) -> bytes:
 def tsv_fields(line: bytes, sep: bytes = b"\t") -> list[bytes]:
     """The fields of one line, its line end set aside."""
     return line.rstrip(b"\r\n").split(sep)
+
+
+def rejoin(fields: list[bytes], line: bytes, sep: bytes = b"\t") -> bytes:
+    """``fields`` joined by ``sep``, ending as ``line`` ended (``\n``, ``\r\n`` or not)."""
+    return sep.join(fields) + line[len(line.rstrip(b"\r\n")):]
 
 
 def vcf_table(content: bytes) -> tuple[list[str], list[list[str]]]:

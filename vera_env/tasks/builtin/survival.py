@@ -42,6 +42,7 @@ from vera_env.tasks.builtin.solvers import (
     edit_lines,
     lines_of,
     read_table,
+    rejoin,
     text_of,
     tsv_fields,
 )
@@ -180,7 +181,7 @@ def _km_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | None
             fields[3] = b"0"
         else:
             fields[2] = b"%d" % (2 * int(base) + 1)
-        edited = edit_lines(content, {i: b",".join(fields) + b"\n"})
+        edited = edit_lines(content, {i: rejoin(fields, lines[i], b",")})
         if _median(edited.decode()) != base:
             return edited
     return None

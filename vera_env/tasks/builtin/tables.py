@@ -13,7 +13,9 @@ Each instance's `Reference` recomputes the mean from the decoded CSV by column n
 (rows in any order), with the missing-value code read from the codebook. Rows of
 another species, or whose value is the code, are never averaged, so they may be
 dropped. The aimed mutants move one measured value, or turn the measured value farthest
-from the mean into the code (a check that the sentinel is excluded dies on the second).
+from the mean into the code (a check that the sentinel is excluded dies on the second),
+or rename the asked column in the header ("cannot be determined": the measurement is
+no longer named).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from vera_env.tasks.builtin.solvers import (
     lines_of,
     moved,
     read_table,
+    rejoin,
     text_of,
     tsv_fields,
 )
@@ -154,7 +157,9 @@ def _solve(contents: Contents, *, species: str, target: str) -> str:
     match = re.search(r"coded as (-?\d+(?:\.\d+)?)", text_of(contents, "codebook.txt"))
     if match is None:
         raise ValueError("codebook.txt does not say how missing measurements are coded")
-    header, rows = read_table(text_of(contents, "penguins.csv"), ",", ("species", target))
+    header, rows = read_table(text_of(contents, "penguins.csv"), ",", ("species", "id"))
+    if target not in header:
+        return CANNOT_DETERMINE  # the table is there, the asked measurement is not
     s, t = column(header, "species"), column(header, target)
     values = [float(row[t]) for row in rows if row[s] == species and row[t] not in ("", "NA")]
     return _mean([v for v in values if v != float(match.group(1))])
@@ -188,7 +193,19 @@ def _penguin_mutant(content: bytes, rng: random.Random, *, kind: str, species: s
             return None
     fields = rows[i]
     fields[target] = str(new).encode()
-    return edit_lines(content, {i: b",".join(fields) + lines[i][len(lines[i].rstrip(b"\r\n")):]})
+    return edit_lines(content, {i: rejoin(fields, lines[i], b",")})
+
+
+def _rename_column(content: bytes, rng: random.Random, *, target: str) -> bytes | None:
+    """The asked column renamed in the header line (the measurement is no longer named:
+    a check that finds the column by name dies, one that pins its position does not)."""
+    lines = lines_of(content)
+    fields = tsv_fields(lines[0], b",") if lines else []
+    if target.encode() not in fields:
+        return None
+    renamed = [f"{target.rsplit('_', 1)[0]}_{rng.randrange(10**4):04d}".encode()
+               if f == target.encode() else f for f in fields]
+    return edit_lines(content, {0: rejoin(renamed, lines[0], b",")})
 
 
 def _reference(species: str, target: str) -> Reference:
@@ -198,7 +215,8 @@ def _reference(species: str, target: str) -> Reference:
         preserving={"penguins.csv": ("shuffle_records", "drop_irrelevant"), "codebook.txt": ()},
         irrelevant={"penguins.csv": partial(_unread, species=species, target=col)},
         mutators={"penguins.csv": aimed(*(partial(_penguin_mutant, kind=kind, species=species,
-                                                  target=col) for kind in ("shift", "unmeasure")))})
+                                                  target=col) for kind in ("shift", "unmeasure")),
+                                        partial(_rename_column, target=target))})
 
 
 def sentinel_mean(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

@@ -13,8 +13,8 @@ Each instance's `Reference` recounts from the decoded VCF, finding the sample's 
 by name in the ``#CHROM`` line (sites in any order, meta lines free; "cannot be
 determined" if the sample is gone). Sites where the sample is not heterozygous (hom or
 missing) are never counted, so they may be dropped. The aimed mutants make one phased
-heterozygous call homozygous (a check that counts ``0/1`` misses it) or one homozygous
-call an unphased ``0/1``.
+heterozygous call homozygous (a check that counts ``0/1`` misses it), make one
+homozygous call an unphased ``0/1``, or rename the sample in the ``#CHROM`` line.
 """
 
 from __future__ import annotations
@@ -37,7 +37,15 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
-from vera_env.tasks.builtin.solvers import aimed, content_of, edit_lines, lines_of, vcf_table
+from vera_env.tasks.builtin.solvers import (
+    aimed,
+    content_of,
+    edit_lines,
+    lines_of,
+    rejoin,
+    tsv_fields,
+    vcf_table,
+)
 from vera_env.tasks.model import Trap
 from vera_env.tasks.undetermined import CANNOT_DETERMINE
 from vera_env.verification.strength.reference import Contents, Reference
@@ -115,7 +123,7 @@ def _sites(rng: np.random.Generator, n_sites: int, samples: list[str]
 
 
 def _solution(sample: str, col: int, n_sites: int, answer: int, phased: int) -> tuple[str, ...]:
-    v = {"S": sample, "COL": col, "SITES": n_sites, "ANS": answer}
+    v = {"S": sample, "COL": col, "ANS": answer, "P": phased}
     body = "zcat calls.vcf.gz | grep -v '^#'"
     return (
         turn(fill("zcat calls.vcf.gz | grep '^#CHROM' | tr '\\t' '\\n' | "
@@ -129,12 +137,13 @@ def _solution(sample: str, col: int, n_sites: int, answer: int, phased: int) -> 
              "sort gt.txt | uniq -c",
              node("transform", f"{n_sites} genotypes of {sample}, phased (|) and unphased (/)",
                   "gt.txt", "n1"), [
-                 check("conservation", "one genotype per site", verdict(fill(
-                     f"test \"$(wc -l < gt.txt)\" -eq @SITES@ && test \"$({body} | wc -l)\" "
-                     "-eq @SITES@", **v))),
-                 check("type", f"all {n_sites} genotypes are diploid GT calls", fill(
-                     "awk '!/^([0-9]+|[.])[|\\/]([0-9]+|[.])$/ { bad = 1 } "
-                     "END { print (NR == @SITES@ && !bad) ? \"True\" : \"False\" }' gt.txt", **v)),
+                 check("conservation", "one genotype per site", verdict(
+                     f"test \"$(wc -l < gt.txt)\" -eq \"$({body} | wc -l)\"")),
+                 check("type", f"every genotype is a diploid GT call, {phased} of them phased "
+                               "heterozygotes", fill(
+                     "awk -F'[|/]' '!/^([0-9]+|[.])[|\\/]([0-9]+|[.])$/ { bad = 1 } "
+                     "/[|]/ && $1 != $2 && $1 != \".\" && $2 != \".\" { p++ } "
+                     "END { print (p == @P@ && !bad) ? \"True\" : \"False\" }' gt.txt", **v)),
                  check("invariance", f"genotypes equal column {col} of the VCF", fill(
                      f"{body} | cut -f@COL@ | cut -d: -f1 | cmp -s - gt.txt && echo True "
                      "|| echo False", **v))]),
@@ -175,7 +184,7 @@ def _solve(contents: Contents, *, sample: str) -> str:
 
 
 def _record_alleles(record: bytes, col: int) -> list[str] | None:
-    fields = record.split(b"\t")
+    fields = tsv_fields(record)
     if record.startswith(b"#") or len(fields) <= col:
         return None
     return genotype_alleles(fields[col].decode("utf-8", "replace"))
@@ -193,18 +202,31 @@ def _flip_call(content: bytes, rng: random.Random, *, col: int, kind: str) -> by
     lines = lines_of(content)
     if kind == "hom":
         picked = [i for i, line in enumerate(lines) if _is_het(_record_alleles(line, col) or [])
-                  and b"|" in line.split(b"\t")[col].split(b":")[0]]
+                  and b"|" in tsv_fields(line)[col].split(b":")[0]]
     else:
         picked = [i for i, line in enumerate(lines) if (a := _record_alleles(line, col)) is not None
                   and len(a) == 2 and "." not in a and a[0] == a[1]]
     if not picked:
         return None
     i = rng.choice(picked)
-    fields = lines[i].split(b"\t")
+    fields = tsv_fields(lines[i])
     gt, sep, rest = fields[col].partition(b":")
     allele = gt.split(b"|")[0]
     fields[col] = (allele + b"|" + allele if kind == "hom" else b"0/1") + sep + rest
-    return edit_lines(content, {i: b"\t".join(fields)})
+    return edit_lines(content, {i: rejoin(fields, lines[i])})
+
+
+def _rename_sample(content: bytes, rng: random.Random, *, sample: str) -> bytes | None:
+    """The asked sample renamed in the ``#CHROM`` line (the question's subject gone: a
+    check that finds its column by name dies, one that pins the column does not)."""
+    lines = lines_of(content)
+    at = next((i for i, line in enumerate(lines) if line.startswith(b"#CHROM")), None)
+    if at is None:
+        return None
+    fields = tsv_fields(lines[at])
+    renamed = [f"{sample[:2]}{rng.randrange(10**5):05d}x".encode() if f == sample.encode() else f
+               for f in fields]
+    return edit_lines(content, {at: rejoin(renamed, lines[at])}) if renamed != fields else None
 
 
 def _reference(sample: str, col: int) -> Reference:
@@ -214,7 +236,8 @@ def _reference(sample: str, col: int) -> Reference:
                                      "drop_irrelevant")},
         irrelevant={"calls.vcf.gz": partial(_not_het, col=col)},
         mutators={"calls.vcf.gz": aimed(partial(_flip_call, col=col, kind="hom"),
-                                        partial(_flip_call, col=col, kind="het"))})
+                                        partial(_flip_call, col=col, kind="het"),
+                                        partial(_rename_sample, sample=sample))})
 
 
 def het_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

@@ -17,6 +17,7 @@ as the second route.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import random
 import struct
@@ -26,8 +27,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap, content_of
+from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn
+from vera_env.tasks.real.kinds import (
+    Probe,
+    RealInstance,
+    careless_trap,
+    content_of,
+    python_check,
+    recounted,
+)
 from vera_env.tasks.undetermined import with_clause
 from vera_env.verification.strength.reference import Reference
 
@@ -125,36 +133,69 @@ def _question(chrom: str) -> str:
         "over when one read of each such set is kept? Answer with one integer.")
 
 
-_KEYS = ("awk -F'\\t' '{ n = 0; c = $6; while (match(c, /^[0-9]+[MIDNSHP=X]/)) { l = substr(c, "
+_ENDS = ("awk -F'\\t' '{ n = 0; c = $6; while (match(c, /^[0-9]+[MIDNSHP=X]/)) { l = substr(c, "
          "1, RLENGTH - 1); op = substr(c, RLENGTH, 1); if (op ~ /[MDN=X]/) n += l; c = substr(c, "
          "RLENGTH + 1) } rev = int($2 / 16) % 2; print (rev ? \"-\" : \"+\") \"\\t\" (rev ? $4 + "
-         "n - 1 : $4) }' reads.sam > ends.tsv\necho $(( $(wc -l < ends.tsv) - $(sort -u ends.tsv | "
-         "wc -l) )) > n.txt\ncat n.txt")
-_PY = ("python3 -c \"import re; r = [l.split('\\t') for l in open('reads.sam')]; e = {(int(x[1]) "
-       "& 16, int(x[3]) + sum(int(k) for k, op in re.findall(r'(\\d+)([MIDNSHP=X])', x[5]) if op "
-       "in 'MDN=X') - 1 if int(x[1]) & 16 else int(x[3])) for x in r}; print(len(r) == @N@ and "
-       "len(r) - len(e) == int(open('n.txt').read()) == @ANS@)\"")
+         "n - 1 : $4) }' reads.sam > ends.tsv\nwc -l < ends.tsv\nsort -u ends.tsv | wc -l\n"
+         "sort ends.tsv | uniq -d | head -3")
+_PY = ("samtools view @F@ | python3 -c \"import sys, re; r = [x for x in (l.split('\\t') for l in "
+       "sys.stdin) if x[2] == '@C@']; e = [(int(x[1]) & 16, int(x[3]) + sum(int(k) for k, op in "
+       "re.findall(r'(\\d+)([MIDNSHP=X])', x[5]) if op in 'MDN=X') - 1 if int(x[1]) & 16 else "
+       "int(x[3])) for x in r]; ")
+"""The chromosome's reads ``r`` and their (strand, 5' end) keys ``e``, from the BAM by
+samtools and python: the second route of the checks on the model's awk files."""
 
 
-def _solution(chrom: str, n: int, reverse: int, answer: int) -> tuple[str, ...]:
-    v = {"F": _FILE, "C": chrom, "N": n, "R": reverse, "ANS": answer}
+def _flagged(chrom: str, flag: int) -> str:
+    """The BAM's reads on ``chrom`` with FLAG ``flag``, counted by samtools."""
+    return f"samtools view {_FILE} | awk -F'\\t' '$3 == \"{chrom}\" && $2 == {flag}' | wc -l"
+
+
+def _solution(chrom: str, n: int, reverse: int, distinct: int) -> tuple[str, ...]:
+    """Pull the chromosome's reads, compute each one's strand and 5' end, count the
+    reads left over once one read per (strand, 5' end) is kept.
+
+    The checks recount from the BAM what the count is built from: the reads on each
+    strand, one 5' end per read, the distinct (strand, 5' end) keys, the duplicates.
+    """
+    v = {"F": _FILE, "C": chrom, "N": n, "R": reverse, "FW": n - reverse, "K": distinct,
+         "ANS": n - distinct}
+
+    py = functools.partial(python_check, _PY, **v)
     return (
         turn(fill("samtools view -H @F@ | head -5\nsamtools view @F@ | awk -F'\\t' '$3 == \"@C@\""
                   "' > reads.sam\nwc -l < reads.sam\ncut -f2 reads.sam | sort | uniq -c\ncut -f6 "
                   "reads.sam | sort | uniq -c | head", **v),
-             node("load", fill("@N@ reads on @C@, @R@ on the reverse strand", **v), "reads.sam"), [
-                 check("conservation", fill("every @C@ read kept", **v), verdict(fill(
-                     "test \"$(wc -l < reads.sam)\" -eq @N@ && test \"$(samtools view @F@ | cut "
-                     "-f3 | grep -cx @C@)\" -eq @N@", **v))),
-                 check("type", "mapped reads only (FLAG 0 or 16), @R@ reverse".replace(
-                     "@R@", str(reverse)), fill(
-                     "awk -F'\\t' '$2 != 0 && $2 != 16 { bad = 1 } $2 == 16 { r++ } END { print "
-                     "(!bad && r == @R@) ? \"True\" : \"False\" }' reads.sam", **v))]),
-        turn(_KEYS, node("test", fill("@ANS@ duplicates on @C@ by (strand, 5' end); none is "
-                                      "flagged", **v), "n.txt",
-                         "n1"), [
-            check("invariance", "python with CIGAR-aware 5' ends agrees", fill(_PY, **v))]),
-        final(str(answer)),
+             node("load", fill("@N@ reads on @C@: @FW@ forward, @R@ reverse, all mapped", **v),
+                  "reads.sam"), [
+                 check("conservation", fill("every @C@ read kept: @N@", **v), recounted(
+                     "wc -l < reads.sam", fill("samtools view @F@ | cut -f3 | grep -cx @C@", **v),
+                     n)),
+                 check("type", fill("@R@ reverse-strand reads (FLAG 16)", **v), recounted(
+                     "awk -F'\\t' '$2 == 16' reads.sam | wc -l", _flagged(chrom, 16),
+                     reverse, "test \"$(awk -F'\\t' '$2 != 0 && $2 != 16' reads.sam | wc -l)\" -eq 0")),
+                 check("type", fill("@FW@ forward-strand reads (FLAG 0)", **v), recounted(
+                     "awk -F'\\t' '$2 == 0' reads.sam | wc -l", _flagged(chrom, 0),
+                     n - reverse))]),
+        turn(_ENDS, node("transform", fill("one (strand, 5' end) per read: @N@ ends, @K@ distinct; "
+                                           "a reverse read's 5' end is its last aligned base",
+                                           **v), "ends.tsv", "n1"), [
+            check("conservation", fill("one 5' end per read: @N@", **v), recounted(
+                "wc -l < ends.tsv", py("len(e)"), n)),
+            check("invariance", fill("@K@ distinct (strand, 5' end) keys, as python computes them "
+                                     "from the CIGARs", **v), recounted(
+                "sort -u ends.tsv | wc -l", py("len(set(e))"), distinct)),
+            check("type", fill("@R@ of them on the reverse strand", **v), recounted(
+                "grep -c '^-' ends.tsv", py("sum(1 for s, _ in e if s)"), reverse))]),
+        turn("echo $(( $(wc -l < ends.tsv) - $(sort -u ends.tsv | wc -l) )) > n.txt\ncat n.txt",
+             node("test", fill("@ANS@ duplicates on @C@ by (strand, 5' end); none is flagged",
+                               **v), "n.txt", "n2"), [
+                 check("invariance", "python with CIGAR-aware 5' ends agrees",
+                       py("len(e) - len(set(e)) == int(open('n.txt').read()) == @ANS@")),
+                 check("conservation", fill("@ANS@ = @N@ reads less @K@ distinct ends", **v),
+                       py("len(set(e)) == @K@ and int(open('n.txt').read()) + @K@ == len(open("
+                          "'ends.tsv').readlines())"))]),
+        final(str(n - distinct)),
     )
 
 
@@ -223,7 +264,7 @@ def duplicates(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
     instance = Instance(files={_FILE: data}, question=_question(chrom), answer=str(answer),
                         grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(chrom, len(mine), sum(r.flag & 16 > 0 for r in mine),
-                                           answer),
+                                           unique_reads(reads, chrom)),
                         trap=trap, tags=("bam", "duplicates", "strand", "pyranges"),
                         reference=_reference(chrom))
     probe = Probe("chrEBV", _question("chrEBV"),

@@ -1,46 +1,40 @@
-"""Real annotations: an Ensembl GTF (exonic footprint) and a FlyBase GFF3 (exons per mRNA).
+"""Real annotation (GTF): the exonic footprint of a gene in an Ensembl annotation.
 
-Why these traps.
-
-* ``gtf.exonic_bp``: a GTF lists exons once *per transcript*, so an exon shared by five
+Why this trap. ``gtf.exonic_bp``: a GTF lists exons once *per transcript*, so an exon shared by five
   isoforms is five lines. Summing ``end - start + 1`` over a gene's exon lines counts
   shared bases many times (SAMD11: 28,895 bp of exon lines for a 4,173 bp footprint).
   GTF coordinates are 1-based and inclusive; attributes are ``key "value";`` pairs.
-* ``gff.exon_count``: FlyBase's GFF3 writes an exon shared by several mRNAs once, with a
-  comma-separated ``Parent=FBtr1,FBtr2,FBtr3``. ``grep 'Parent=FBtr2'`` only finds the
-  exons where the mRNA is listed *first* (attributes are ``key=value;`` pairs, values
-  may be lists): l(2)gl-RD has 9 exons, and the grep finds 2.
 
-Answers are computed here by parsing the attributes; the tests recompute them with
-interval arithmetic (GTF) and an awk count of the Parent lists (GFF).
+The answer is computed here by merging intervals; the tests recompute it with a boolean
+coverage array. The FlyBase GFF3 type lives in `flybase`.
 """
 
 from __future__ import annotations
 
+import functools
 import gzip
 import random
-from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from collections import defaultdict
+from collections.abc import Mapping
 
 import numpy as np
 
-from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
+from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn
 from vera_env.tasks.real.kinds import (
+    Census,
     Probe,
     RealInstance,
     careless_trap,
     content_of,
     field_mutator,
+    python_check,
 )
 from vera_env.tasks.undetermined import with_clause
 from vera_env.verification.strength.reference import Reference
 
-__all__ = ["GffExons", "exon_count", "exonic_bp", "gff_attributes", "gff_exons", "gtf_exons",
-           "merged_length"]
+__all__ = ["exonic_bp", "gtf_exons", "merged_length"]
 
 _GTF = "ensembl.gtf.gz"
-_GFF = "dmel.gff"
 _GENES = ("DDX11L1", "OR4F5", "SAMD11", "KLHL17", "PLEKHN1", "ISG15", "AGRN", "TTLL10",
           "NOC2L", "PERM1", "HES4", "C1orf159", "LINC01128", "FAM41C", "FAM138A")
 
@@ -66,34 +60,80 @@ def _gtf_question(gene: str) -> str:
         "Answer with one integer.")
 
 
-def _gtf_solution(gene: str, n_lines: int, n_tx: int, summed: int, answer: int
-                  ) -> tuple[str, ...]:
-    v = {"F": _GTF, "G": gene, "N": n_lines, "T": n_tx, "W": summed, "ANS": answer}
-    pick = ("zcat @F@ | awk -F'\\t' '$3 == \"exon\" && index($9, \"gene_name \\\"@G@\\\";\")'")
+_GTF_PY = ("python3 -c \"import gzip; x = [l.split('\\t') for l in gzip.open('@F@', 'rt') if not "
+           "l.startswith('#')]; e = sorted((int(f[3]), int(f[4])) for f in x if f[2] == 'exon' and "
+           "'gene_name \\\"@G@\\\";' in f[8]); b = []; [b.append([s, t]) if not b or s > b[-1][1] "
+           "else b[-1].__setitem__(1, max(b[-1][1], t)) for s, t in e]; ")
+"""The gene's exon intervals ``e`` and their merged blocks ``b``, by python: the second
+route the GTF checks compare the model's awk files with."""
+
+
+def _blocks(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """1-based inclusive intervals merged into disjoint blocks (as `merged_length` counts)."""
+    out: list[tuple[int, int]] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+_PICK = "zcat @F@ | awk -F'\\t' '$3 == \"exon\" && index($9, \"gene_name \\\"@G@\\\";\")'"
+
+
+def _intervals(name: str) -> str:
+    """The model's intervals in ``name`` (start, end a line), as python reads them."""
+    return f"[tuple(map(int, l.split())) for l in open('{name}')]"
+
+
+def _gtf_solution(gene: str, exons: list[tuple[int, int]], n_tx: int) -> tuple[str, ...]:
+    """Pull the gene's exon lines, merge them into blocks, add the blocks up.
+
+    The checks recount from the GTF what the footprint is built from: the exon lines and
+    the bases they sum to, where they start and end, the merged blocks and the bases
+    they cover.
+    """
+    blocks = _blocks(exons)
+    v = {"F": _GTF, "G": gene, "N": len(exons), "T": n_tx, "W": sum(e - s + 1 for s, e in exons),
+         "K": len(blocks), "ANS": merged_length(exons), "LO": blocks[0][0], "HI": blocks[-1][1]}
+    py = functools.partial(python_check, _GTF_PY, **v)
     return (
-        turn(fill(pick + " | cut -f4,5 | sort -k1,1n -k2,2n > exons.tsv\nwc -l < exons.tsv\n"
+        turn(fill(_PICK + " | cut -f4,5 | sort -k1,1n -k2,2n > exons.tsv\nwc -l < exons.tsv\n"
                   "zcat @F@ | grep -F 'gene_name \"@G@\";' | cut -f3 | sort | uniq -c", **v),
-             node("load", fill("@N@ exon lines of @G@ over @T@ transcripts", **v), "exons.tsv"), [
-                 check("conservation", fill("every exon line of the gene kept: @N@ lines, @W@ bp "
-                                            "before merging", **v), verdict(fill(
-                     "test \"$(wc -l < exons.tsv)\" -eq @N@ && test \"$(awk -F'\\t' '{ s += $2 - $1 + 1 "
-                     "} END { print s }' exons.tsv)\" -eq @W@ && test \"$(zcat @F@ | grep -F "
-                     "'gene_name \"@G@\";' | cut -f3 | grep -cx exon)\" -eq @N@", **v))),
-                 check("range", "1-based inclusive intervals, start <= end", fill(
-                     "awk -F'\\t' '$1 < 1 || $2 < $1 { bad = 1 } END { print (!bad && NR == @N@)"
-                     " ? \"True\" : \"False\" }' exons.tsv", **v))]),
-        turn("awk -F'\\t' 'NR == 1 || $1 > e { if (NR > 1) t += e - s + 1; s = $1; e = $2; next }"
-             " $2 > e { e = $2 } END { t += e - s + 1; print t }' exons.tsv > bp.txt\ncat bp.txt",
-             node("test", fill("@G@ exons cover @ANS@ bp once merged", **v), "bp.txt", "n1"), [
-                 check("invariance", "a python set of covered bases agrees", fill(
-                     "python3 -c \"b = set(); [b.update(range(int(s), int(e) + 1)) for s, e in "
-                     "(l.split() for l in open('exons.tsv'))]; print(len(b) == int(open("
-                     "'bp.txt').read()) == @ANS@)\"", **v)),
-                 check("range", fill("the union is shorter than the @W@ bp the exon lines sum to (the "
-                                     "wrong route)", **v), verdict(fill(
-                     "test \"$(awk -F'\\t' '{ s += $2 - $1 + 1 } END { print s }' exons.tsv)\" -eq @W@ "
-                     "&& test \"$(cat bp.txt)\" -lt @W@", **v)))]),
-        final(str(answer)),
+             node("load", fill("@N@ exon lines of @G@ over @T@ transcripts, @W@ bp before "
+                               "merging", **v), "exons.tsv"), [
+                 check("conservation", fill("every exon line of the gene kept: @N@", **v),
+                       py(f"len({_intervals('exons.tsv')}) == len(e) == @N@")),
+                 check("conservation", fill("the exon lines sum to @W@ bp", **v),
+                       py("sum(t - s + 1 for s, t in " + _intervals("exons.tsv")
+                          + ") == sum(t - s + 1 for s, t in e) == @W@")),
+                 check("range", fill("1-based, start <= end, from @LO@ to @HI@", **v),
+                       py("all(1 <= s <= t for s, t in " + _intervals("exons.tsv")
+                          + ") and [b[0][0], b[-1][1]] == [@LO@, @HI@]"))]),
+        turn("awk -F'\\t' 'NR == 1 { s = $1; e = $2; next } $1 > e { print s \"\\t\" e; s = $1; "
+             "e = $2; next } $2 > e { e = $2 } END { print s \"\\t\" e }' exons.tsv > blocks.tsv\n"
+             "cat blocks.tsv",
+             node("transform", fill("overlapping exons merged into @K@ disjoint blocks", **v),
+                  "blocks.tsv", "n1"), [
+                 check("conservation", fill("@K@ blocks, as merging the GTF's exons gives", **v),
+                       py(f"len({_intervals('blocks.tsv')}) == len(b) == @K@")),
+                 check("conservation", "every exon line of the gene lies inside one block",
+                       py("all(any(p <= s and t <= q for p, q in " + _intervals("blocks.tsv")
+                          + ") for s, t in e)")),
+                 check("invariance", fill("the blocks cover @ANS@ bp", **v),
+                       py("sum(t - s + 1 for s, t in " + _intervals("blocks.tsv") + ") == "
+                          "sum(t - s + 1 for s, t in b) == @ANS@"))]),
+        turn("awk -F'\\t' '{ t += $2 - $1 + 1 } END { print t }' blocks.tsv > bp.txt\ncat bp.txt",
+             node("test", fill("@G@ exons cover @ANS@ bp once merged", **v), "bp.txt", "n2"), [
+                 check("invariance", "a python set of covered bases agrees", py(
+                     "len(set().union(*(range(s, t + 1) for s, t in e))) == int(open('bp.txt')"
+                     ".read()) == @ANS@")),
+                 check("range", fill("the union of @K@ blocks, shorter than what the exon "
+                                     "lines sum to (the wrong route)", **v), py(
+                     "len(b) == @K@ and int(open('bp.txt').read()) < sum(t - s + 1 for s, t in "
+                     "e)"))]),
+        final(str(v["ANS"])),
     )
 
 
@@ -182,163 +222,12 @@ def exonic_bp(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInsta
                          f"test \"$({careless})\" -gt 0", wrong)
     instance = Instance(files={_GTF: data}, question=_gtf_question(gene), answer=str(answer),
                         grader={"kind": "numeric", "abs_tol": 0},
-                        solution=_gtf_solution(gene, len(exons[gene]), len(transcripts[gene]),
-                                               wrong, answer),
+                        solution=_gtf_solution(gene, exons[gene], len(transcripts[gene])),
                         trap=trap, tags=("gtf", "overlapping-intervals", "pyranges"),
                         reference=_gtf_reference(gene))
     probe = Probe("TP53", _gtf_question("TP53"),
                   f"zcat {_GTF} | grep -o 'gene_name \"[^\"]*\"' | cut -d'\"' -f2 | sort -u",
                   f"zcat {_GTF} | grep -vc '^#'", records)
-    return RealInstance(instance, _GTF, probe)
-
-
-def gff_attributes(column9: str) -> dict[str, str]:
-    """GFF3 ``key=value;key=value`` attributes (values left as written, lists unsplit)."""
-    return dict(kv.split("=", 1) for kv in column9.strip().split(";") if "=" in kv)
-
-
-def _gff_question(mrna: str) -> str:
-    return with_clause(
-        f"{_GFF} is FlyBase's GFF3 annotation (release 5.49) of the start of Drosophila "
-        f"melanogaster chromosome arm 2L. How many exons does the mRNA with ID {mrna} have "
-        "(FlyBase exon features that belong to it)? Answer with one integer.")
-
-
-def _gff_solution(mrna: str, links: int, first: int, shared: int, answer: int
-                  ) -> tuple[str, ...]:
-    v = {"F": _GFF, "T": mrna, "L": links, "K": first, "S": shared, "ANS": answer}
-    parents = "awk -F'\\t' '$2 == \"FlyBase\" && $3 == \"exon\"' @F@ | grep -o 'Parent=[^;]*'"
-    return (
-        turn(fill(parents + " | cut -d= -f2 | tr , '\\n' | sort | uniq -c | awk '{ print $2 "
-                  "\"\\t\" $1 }' > exons_per_mrna.tsv\nwc -l < exons_per_mrna.tsv\n" + parents
-                  + " | head -3", **v),
-             node("transform", fill("exons per mRNA, every Parent of a shared exon credited "
-                                    "(@L@ exon-mRNA links)", **v), "exons_per_mrna.tsv"), [
-                 check("conservation", "every exon-to-mRNA link counted once", verdict(fill(
-                     "test \"$(awk '{ s += $2 } END { print s }' exons_per_mrna.tsv)\" -eq @L@ "
-                     "&& test \"$(" + parents + " | tr -cd ',\\n' | wc -c)\" -eq @L@", **v)))]),
-        turn(fill("awk -F'\\t' '$1 == \"@T@\" { print $2 }' exons_per_mrna.tsv > n.txt\ncat n.txt",
-                  **v),
-             node("test", fill("@T@ has @ANS@ exons", **v), "n.txt", "n1"), [
-                 check("invariance", fill("a python parse of the Parent lists agrees: @ANS@ for @T@, "
-                                          "@L@ links in all", **v), fill(
-                     "python3 -c \"f = [l.rstrip('\\n').split('\\t') for l in open('@F@') if not "
-                     "l.startswith('#')]; a = [dict(kv.split('=', 1) for kv in x[8].split(';') "
-                     "if '=' in kv) for x in f if len(x) == 9 and x[1] == 'FlyBase' and x[2] == "
-                     "'exon']; print(sum('@T@' in d['Parent'].split(',') for d in a) == int("
-                     "open('n.txt').read()) == @ANS@ and sum(d['Parent'].count(',') + 1 for d in a) "
-                     "== @L@)\"", **v)),
-                 check("range", fill("grep 'Parent=@T@' counts @K@, the wrong route: @S@ exons "
-                                     "list several Parents", **v), verdict(fill(
-                     "test \"$(awk -F'\\t' '$3 == \"exon\"' @F@ | grep -c 'Parent=@T@')\" -eq @K@ && "
-                     "test \"$(" + parents + " | grep -c ,)\" -eq @S@ && test \"$(cat n.txt)\" -gt @K@",
-                     **v)))]),
-        final(str(answer)),
-    )
-
-
-class GffExons(NamedTuple):
-    """What a GFF3 says about FlyBase exons and mRNAs (see `gff_exons`)."""
-
-    every: Counter[str]
-    first: Counter[str]
-    mrnas: list[str]
-    records: int
-    shared: int
-
-
-def gff_exons(content: bytes) -> GffExons:
-    """Exons per mRNA (``every``: each Parent listed; ``first``: listed first), mRNA ids,
-    records, and exons with several Parents, of a decoded GFF3 (FlyBase features only).
-
-    Raises:
-        ValueError: A FlyBase mRNA without ID or exon without Parent.
-    """
-    every: Counter[str] = Counter()
-    first: Counter[str] = Counter()
-    mrnas: list[str] = []
-    records = shared = 0
-    for line in content.decode().splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        records += 1
-        f = line.split("\t")
-        if len(f) != 9 or f[1] != "FlyBase" or f[2] not in ("mRNA", "exon"):
-            continue
-        attrs = gff_attributes(f[8])
-        key = "ID" if f[2] == "mRNA" else "Parent"
-        if key not in attrs:
-            raise ValueError(f"FlyBase {f[2]} without {key}: {line[:80]!r}")
-        if f[2] == "mRNA":
-            mrnas.append(attrs["ID"])
-            continue
-        parents = attrs["Parent"].split(",")
-        shared += len(parents) > 1
-        first[parents[0]] += 1
-        every.update(parents)
-    return GffExons(every, first, mrnas, records, shared)
-
-
-def _gff_reference(mrna: str) -> Reference:
-    """Order-free, comments do not matter, and only FlyBase exons listing the mRNA are
-    read; aimed mutants take it out of one exon's Parent list or add it to another's."""
-    me = mrna.encode()
-
-    def parents(record: bytes) -> list[bytes] | None:
-        f = record.rstrip(b"\r\n").split(b"\t")
-        if len(f) != 9 or f[1] != b"FlyBase" or f[2] != b"exon":
-            return None
-        for kv in f[8].split(b";"):
-            if kv.startswith(b"Parent="):
-                return kv[7:].split(b",")
-        return None
-
-    def mine(record: bytes) -> bool:
-        return me in record and me in (parents(record) or ())
-
-    def other_exon(record: bytes) -> bool:
-        return me not in (parents(record) or (me,))
-
-    def irrelevant(record: bytes) -> bool:
-        return not record.startswith(b"#") and record.count(b"\t") == 8 and not mine(record)
-
-    def relist(add: bool) -> Callable[[list[bytes]], bool]:
-        def edit(f: list[bytes]) -> bool:
-            attrs = f[8].split(b";")
-            at = next(i for i, kv in enumerate(attrs) if kv.startswith(b"Parent="))
-            listed = attrs[at][7:].split(b",")
-            listed = [*listed, me] if add else [p for p in listed if p != me]
-            attrs[at] = b"Parent=" + b",".join(listed or [me + b"-gone"])
-            f[8] = b";".join(attrs)
-            return True
-        return edit
-
-    return Reference(
-        solve=lambda contents: str(gff_exons(content_of(contents, _GFF)).every[mrna]),
-        preserving={_GFF: ("shuffle_records", "add_comment", "drop_irrelevant")},
-        irrelevant={_GFF: irrelevant},
-        mutators={_GFF: (field_mutator(mine, b"\t", relist(False)),
-                         field_mutator(other_exon, b"\t", relist(True)))})
-
-
-def exon_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
-    """Exons of one mRNA (trap: only exons listing it as their first Parent are found)."""
-    data = files["dmel.gff"]
-    every, first, mrnas, records, shared = gff_exons(data)
-    usable = sorted(m for m in mrnas if every[m] >= 4 and 1 <= first[m] < every[m])
-    mrna = usable[int(rng.integers(len(usable)))]
-    careless = f"awk -F'\\t' '$3 == \"exon\"' {_GFF} | grep -c 'Parent={mrna}'"
-    trap = careless_trap("grep 'Parent=ID' misses exons whose Parent list names it second",
-                         careless,
-                         f"{mrna}: {first[mrna]} exons", "at least one exon",
-                         f"test \"$({careless})\" -gt 0", first[mrna])
-    instance = Instance(files={_GFF: data}, question=_gff_question(mrna), answer=str(every[mrna]),
-                        grader={"kind": "numeric", "abs_tol": 0},
-                        solution=_gff_solution(mrna, sum(every.values()), first[mrna], shared,
-                                               every[mrna]), trap=trap,
-                        tags=("gff3", "multi-valued-attributes", "gffutils"),
-                        reference=_gff_reference(mrna))
-    probe = Probe("FBtr0081624", _gff_question("FBtr0081624"),
-                  f"awk -F'\\t' '$3 == \"mRNA\"' {_GFF} | grep -o 'ID=[^;]*' | cut -d= -f2",
-                  f"grep -vc '^#' {_GFF}", records)
-    return RealInstance(instance, _GFF, probe)
+    reads = Census(f"zcat {_GTF} | awk -F'\\t' '$3 == \"exon\" && index($9, \"gene_name "
+                   f"\\\"{gene}\\\";\")' | wc -l", len(exons[gene]), f"exon lines of {gene}")
+    return RealInstance(instance, _GTF, probe, reads=reads)

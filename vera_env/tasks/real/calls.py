@@ -12,19 +12,23 @@ Python vs ``tr`` in shell).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import re
 from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
+from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn
 from vera_env.tasks.real.kinds import (
+    Census,
     Probe,
     RealInstance,
     careless_trap,
     content_of,
     field_mutator,
+    python_check,
+    recounted,
 )
 from vera_env.tasks.undetermined import with_clause
 from vera_env.verification.strength.reference import Mutator, Reference
@@ -41,35 +45,84 @@ def _question(sample: str) -> str:
         "with one integer.")
 
 
-def _solution(sample: str, col: int, n_sites: int, typed: int, answer: int, flipped: int
+_CALLS = ("python3 -c \"import gzip, re; r = [l.rstrip('\\n').split('\\t') for l in gzip.open("
+          "'@F@', 'rt')]; j = [x for x in r if x[0] == '#CHROM'][0].index('@S@'); g = [(int(x[1]), "
+          "x[j].split(':')[0]) for x in r if not x[0].startswith('#')]; het = [(p, c) for p, c in "
+          "g if (lambda u: len(u) == 2 and u[0] != u[1] and '.' not in u)(re.split('[|/]', c))]; ")
+"""The sample's heterozygous calls (``het``: position, genotype), by python with the
+column found by name: the second route of the VCF checks."""
+
+
+_BODY = "zcat @F@ | grep -v '^#'"
+_HETS = "awk -F'[|/]' '$1 != $2 && $1 != \".\" && $2 != \".\"' gt.txt"
+
+
+def _solution(sample: str, col: int, het: list[tuple[int, str]], answer: int
               ) -> tuple[str, ...]:
-    v = {"F": _FILE, "S": sample, "C": col, "N": n_sites, "D": typed, "ANS": answer, "R": flipped}
-    body = "zcat @F@ | grep -v '^#'"
+    """Find the sample's column, take its genotypes, keep the heterozygous sites.
+
+    The checks recount from the VCF what the count is built from: the sample's ``1|0``
+    and ``0|1`` calls and any other heterozygous call, where the het sites lie, how
+    many there are, and what counting "0 then 1" alone (the trap) would say.
+    """
+    flipped = sum(c == "1|0" for _, c in het)
+    v = {"F": _FILE, "S": sample, "C": col, "ANS": answer, "R": flipped,
+         "W": sum(c in ("0|1", "0/1") for _, c in het), "LO": min(p for p, _ in het),
+         "HI": max(p for p, _ in het)}
+    py = functools.partial(python_check, _CALLS, **v)
     return (
         turn(fill("zcat @F@ | grep '^#CHROM' | tr '\\t' '\\n' | awk '$0 == \"@S@\" { print NR }'"
-                  " > col.txt\ncat col.txt\n" + body + " | wc -l", **v),
-             node("load", fill("@S@ is column @C@ of @N@ sites", **v), "col.txt"), [
-                 check("type", fill("column @C@ is @S@; @D@ of @N@ sites have its genotype a|b or "
-                                    "a/b", **v), verdict(fill(
-                     "test \"$(zcat @F@ | grep '^#CHROM' | cut -f\"$(cat col.txt)\")\" = @S@ && test "
-                     "\"$(" + body + " | cut -f\"$(cat col.txt)\" | grep -cE '^[0-9.]+[|/][0-9.]+(:|$)')\""
-                     " -eq @D@", **v)))]),
-        turn(fill(body + " | cut -f\"$(cat col.txt)\" | cut -d: -f1 > gt.txt\nsort gt.txt | "
-                  "uniq -c\nawk -F'[|/]' '$1 != $2 && $1 != \".\" && $2 != \".\"' gt.txt | wc -l "
-                  "> n.txt\ncat n.txt", **v),
+                  " > col.txt\ncat col.txt\n" + _BODY + " | cut -f\"$(cat col.txt)\" | cut -d: -f1 > "
+                  "gt.txt\nsort gt.txt | uniq -c", **v),
+             node("load", fill("@S@ is column @C@; its genotypes, one per site: @R@ het calls "
+                               "phased 1|0, @W@ 0|1, no other", **v), "gt.txt"), [
+                 check("type", fill("column @C@ is @S@: @R@ of its calls are 1|0", **v),
+                       fill("test \"$(zcat @F@ | grep '^#CHROM' | cut -f\"$(cat col.txt)\")\" = "
+                            "@S@ && ", **v) + recounted("grep -cxF '1|0' gt.txt",
+                                                        py("sum(c == '1|0' for _, c in het)"),
+                                                        flipped)),
+                 check("conservation", fill("@W@ of its calls are 0|1", **v), recounted(
+                     "grep -cxE '0[|/]1' gt.txt", py("sum(c in ('0|1', '0/1') for _, c in het)"),
+                     v["W"])),
+                 check("type", "every other het call would be unphased or multi-allelic: none",
+                       recounted(_HETS + " | grep -cvxE '0[|]1|1[|]0|0/1'",
+                                 py("sum(c not in ('0|1', '1|0', '0/1') for _, c in het)"), 0))]),
+        turn(fill(_BODY + " | cut -f2,\"$(cat col.txt)\" | cut -d: -f1 | awk -F'[\\t|/]' '$2 != $3 "
+                  "&& $2 != \".\" && $3 != \".\"' > het.tsv\nwc -l < het.tsv\nsed -n '1p;$p' het.tsv",
+                  **v),
+             node("transform", fill("@ANS@ heterozygous sites of @S@, from position @LO@ to "
+                                    "@HI@, @R@ of them phased 1|0", **v), "het.tsv", "n1"), [
+                 check("conservation", fill("one line per het site: @ANS@", **v),
+                       recounted("wc -l < het.tsv", py("len(het)"), answer)),
+                 check("range", fill("het sites from position @LO@ to @HI@", **v),
+                       py("[min(p for p, _ in het), max(p for p, _ in het)] == (lambda q: [min(q), "
+                          "max(q)])([int(l.split()[0]) for l in open('het.tsv')]) == [@LO@, @HI@]")),
+                 check("conservation", fill("@R@ of them 1|0", **v), recounted(
+                     "grep -c '1|0$' het.tsv", py("sum(c == '1|0' for _, c in het)"), flipped))]),
+        turn("wc -l < het.tsv > n.txt\ncat n.txt",
              node("test", fill("@S@ is heterozygous at @ANS@ sites, @R@ of them phased 1|0",
-                               **v), "n.txt", "n1"), [
-                 check("conservation", "one genotype per site", verdict(fill(
-                     "test \"$(wc -l < gt.txt)\" -eq @N@ && test \"$(" + body + " | wc -l)\" -eq "
-                     "@N@", **v))),
-                 check("invariance", "a python recount from the VCF agrees", fill(
-                     "python3 -c \"import gzip, re; r = [l.rstrip('\\n').split('\\t') for l in "
-                     "gzip.open('@F@', 'rt')]; h = [x for x in r if x[0] == '#CHROM'][0]; j = "
-                     "h.index('@S@'); g = [re.split('[|/]', x[j].split(':')[0]) for x in r if not "
-                     "x[0].startswith('#')]; print(sum(a != b and '.' not in (a, b) for a, b in g)"
-                     " == int(open('n.txt').read()) == @ANS@)\"", **v))]),
+                               **v), "n.txt", "n2"), [
+                 check("invariance", "a python recount from the VCF agrees",
+                       py("len(het) == int(open('n.txt').read()) == @ANS@")),
+                 check("range", fill("counting 0|1 alone (the unphased habit) finds @W@, fewer "
+                                     "than n.txt", **v), recounted(
+                     fill(_BODY + " | cut -f@C@ | cut -d: -f1 | grep -cE '^0[|/]1$'", **v),
+                     py("sum(c in ('0|1', '0/1') for _, c in het)"), v["W"],
+                     fill("test \"$(cat n.txt)\" -gt @W@", **v)))]),
         final(str(answer)),
     )
+
+
+def _het_calls(content: bytes, col: int) -> list[tuple[int, str]]:
+    """(position, genotype) of the heterozygous calls in 0-based column ``col``."""
+    out = []
+    for line in content.decode().splitlines():
+        if line and not line.startswith("#"):
+            fields = line.split("\t")
+            gt = fields[col].split(":")[0]
+            if _het(re.split(r"[|/]", gt)):
+                out.append((int(fields[1]), gt))
+    return out
 
 
 def sample_genotypes(content: bytes, sample: str) -> tuple[int, list[list[str]], int]:
@@ -151,10 +204,13 @@ def het_sites(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInsta
                          f"test \"$({careless})\" -gt 0", wrong)
     instance = Instance(files={_FILE: data}, question=_question(sample), answer=str(answer),
                         grader={"kind": "numeric", "abs_tol": 0},
-                        solution=_solution(sample, col + 1, len(gts), typed, answer, answer - wrong),
+                        solution=_solution(sample, col + 1, _het_calls(content, col), answer),
                         trap=trap, tags=("vcf", "phasing", "1000-genomes", "variantannotation"),
                         reference=_reference(sample, col))
     probe = Probe("NA12878", _question("NA12878"),
                   f"zcat {_FILE} | grep '^#CHROM' | cut -f10- | tr '\\t' '\\n'",
                   f"zcat {_FILE} | grep -vc '^#'", len(gts))
-    return RealInstance(instance, _FILE, probe)
+    reads = Census(f"zcat {_FILE} | grep -v '^#' | cut -f{col + 1} | cut -d: -f1 | awk -F'[|/]' "
+                   "'$1 != $2 && $1 != \".\" && $2 != \".\"' | wc -l", answer,
+                   f"heterozygous calls of {sample}")
+    return RealInstance(instance, _FILE, probe, reads=reads)

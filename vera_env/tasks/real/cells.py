@@ -26,7 +26,13 @@ from typing import Any
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap, content_of
+from vera_env.tasks.real.kinds import (
+    Probe,
+    RealInstance,
+    careless_trap,
+    content_of,
+    recounted,
+)
 from vera_env.tasks.undetermined import with_clause
 from vera_env.verification.strength.reference import Reference
 
@@ -146,18 +152,26 @@ def _question(gene: str, cell_type: str) -> str:
 
 
 _OPEN = "import h5py; f = h5py.File('" + _FILE + "', 'r')"
-_LABELS = (f"python3 -c \"{_OPEN}; print(list(f), f['X'].shape, dict(f['raw.X'].attrs)); c = "
-           "[x.decode() for x in f['uns/bulk_labels_categories'][:]]; open('labels.txt', 'w')"
-           ".write(''.join(c[i] + '\\n' for i in f['obs']['bulk_labels']))\"\nsort labels.txt | "
-           "uniq -c\npython3 -c \"" + _OPEN + "; x = f['X'][:]; print('X min', x.min(), 'raw.X "
-           "min', f['raw.X/data'][:].min())\"")
-_COUNT = (f"python3 -c \"{_OPEN}; g = f['raw.X']; p, ix, d = g['indptr'][:], g['indices'][:], "
-          "g['data'][:]; j = [v.decode() for v in f['raw.var']['index']].index('@G@'); lab = "
-          "open('labels.txt').read().splitlines(); print(sum(1 for i, t in enumerate(lab) if t == "
-          "'@T@' and any((ix[p[i]:p[i + 1]] == j) & (d[p[i]:p[i + 1]] != 0))))\" > n.txt\n"
-          "cat n.txt")
-# The last two checks print counts for a shell test: a file h5py cannot read (the only
-# kind of mutant a binary file gets) then fails them with a clean False, not a traceback.
+_LOAD = (f"python3 -c \"{_OPEN}; print(list(f), f['X'].shape, dict(f['raw.X'].attrs)); c = "
+         "[x.decode() for x in f['uns/bulk_labels_categories'][:]]; open('labels.txt', 'w')"
+         ".write(''.join(c[i] + '\\n' for i in f['obs']['bulk_labels']))\"\nsort labels.txt | "
+         "uniq -c\npython3 -c \"import numpy as np; " + _OPEN + "; g = f['raw.X']; p, ix, d = "
+         "g['indptr'][:], g['indices'][:], g['data'][:]; j = [v.decode() for v in f['raw.var']"
+         "['index']].index('@G@'); r = np.repeat(np.arange(len(p) - 1), np.diff(p)); v = np.zeros("
+         "len(p) - 1); k = ix == j; v[r[k]] = d[k]; np.savetxt('gene.txt', v, fmt='%g'); x = "
+         "f['X'][:]; print('X min', x.min(), 'raw.X min', d.min())\"\ngrep -cv '^0$' gene.txt")
+_TABLE = ("paste labels.txt gene.txt | awk -F'\\t' '{ n[$1]++; if ($2 != 0) d[$1]++ } END { for "
+          "(t in n) print t \"\\t\" n[t] \"\\t\" d[t] + 0 }' | sort > detected.tsv\ncat detected.tsv")
+_H5 = ("python3 -c \"import numpy as np; " + _OPEN + "; c = [x.decode() for x in f['uns/"
+       "bulk_labels_categories'][:]]; t = np.array([c[i] for i in f['obs']['bulk_labels']]) == "
+       "'@T@'; g = f['raw.X']; p, ix, d = g['indptr'][:], g['indices'][:], g['data'][:]; j = "
+       "[v.decode() for v in f['raw.var']['index']].index('@G@'); r = np.repeat(np.arange(len(p) "
+       "- 1), np.diff(p)); k = (ix == j) & (d != 0); on = np.zeros(len(t), bool); on[r[k]] = "
+       "True; ")
+"""The cells of the type (``t``) and those where the gene is non-zero in raw.X (``on``),
+read from the CSR arrays by python: the second route of the checks."""
+# The last two checks print counts for a shell test: a file h5py cannot read then fails
+# them with a clean False, not a traceback.
 _DENSE = verdict("test \"$(python3 -c \"import numpy as np; " + _OPEN + "; g = f['raw.X']; p, ix, "
                  "d = g['indptr'][:], g['indices'][:], g['data'][:]; m = np.zeros((len(p) - 1, "
                  "len(f['raw.var']))); r = np.repeat(np.arange(len(p) - 1), np.diff(p)); m[r, ix] "
@@ -171,17 +185,50 @@ _ABOVE = verdict("test \"$(python3 -c \"" + _OPEN + "; j = [v.decode() for v in 
                  "&& test \"$(cat n.txt)\" -gt @W@ && test \"$(cat n.txt)\" -le @N@")
 
 
-def _solution(gene: str, cell_type: str, n: int, answer: int, above: int) -> tuple[str, ...]:
-    v = {"G": gene, "T": cell_type, "N": n, "ANS": answer, "W": above}
+def _solution(gene: str, cell_type: str, n: int, answer: int, above: int, anywhere: int
+              ) -> tuple[str, ...]:
+    """Read the labels and the gene's raw.X column, tabulate detection per type, read the
+    type's row.
+
+    The checks recount from the h5ad what the count is built from: the cells of the
+    type, the cells where the gene is non-zero in raw.X (of the type, and of all), and
+    what ``X > 0`` (the scaled matrix, the wrong route) would say instead.
+    """
+    v = {"G": gene, "T": cell_type, "N": n, "ANS": answer, "W": above, "K": anywhere}
+
+    def py(test: str) -> str:
+        return fill(_H5 + f"print(int({test}))\"", **v)
+
+    def row(column: int) -> str:
+        return fill(f"awk -F'\\t' '$1 == \"@T@\" {{ print ${column} }}' detected.tsv", **v)
+
     return (
-        turn(_LABELS, node("load", fill("700 cells; @N@ are @T@; X is scaled (negative values), "
-                                        "raw.X holds the measured values", **v), "labels.txt"), [
-            check("conservation", fill("one label per cell, @N@ of type @T@", **v), verdict(fill(
-                "test \"$(wc -l < labels.txt)\" -eq 700 && test \"$(grep -cxF '@T@' labels.txt)\" "
-                "-eq @N@", **v)))]),
-        turn(fill(_COUNT, **v),
+        turn(fill(_LOAD, **v),
+             node("load", fill("700 cells, @N@ of them @T@; @G@'s raw.X values (X is scaled: "
+                               "negative values), non-zero in @K@ cells", **v),
+                  "gene.txt"), [
+                 check("conservation", fill("one label per cell, @N@ of type @T@", **v),
+                       recounted(fill("grep -cxF '@T@' labels.txt", **v), py("t.sum()"), n,
+                                 "test \"$(wc -l < labels.txt)\" -eq 700")),
+                 check("conservation", fill("@G@ is non-zero in raw.X in @K@ of the 700 cells",
+                                            **v),
+                       recounted("grep -cv '^0$' gene.txt", py("on.sum()"), anywhere,
+                                 "test \"$(wc -l < gene.txt)\" -eq 700"))]),
+        turn(_TABLE, node("transform", fill("cells and @G@ detections per cell type: @T@ "
+                                            "@N@ cells, @ANS@ detected", **v),
+                          "detected.tsv", "n1"), [
+            check("conservation", fill("the @T@ row counts its @N@ cells", **v),
+                  recounted(row(2), py("t.sum()"), n)),
+            check("conservation", fill("the @T@ row counts @ANS@ detections", **v),
+                  recounted(row(3), py("(on & t).sum()"), answer)),
+            check("conservation", fill("the rows add up to 700 cells and @K@ detections", **v),
+                  recounted("awk -F'\\t' '{ d += $3 } END { print d }' detected.tsv",
+                            py("on.sum()"), anywhere,
+                            "test \"$(awk -F'\\t' '{ n += $2 } END { print n }' detected.tsv)\" "
+                            "-eq 700"))]),
+        turn(row(3) + " > n.txt\ncat n.txt",
              node("test", fill("@G@ detected (raw.X non-zero) in @ANS@ of @N@ @T@ cells", **v),
-                  "n.txt", "n1"), [
+                  "n.txt", "n2"), [
                  check("invariance", fill("a dense rebuild of raw.X agrees: @ANS@ of @N@", **v),
                        fill(_DENSE, **v)),
                  check("range", fill("X > 0 says @W@, the wrong route (X is scaled): fewer than "
@@ -213,8 +260,9 @@ def detected_cells(files: Mapping[str, bytes], rng: np.random.Generator) -> Real
                          f"test \"$({careless})\" -le 700", wrong)
     instance = Instance(files={_FILE: data}, question=_question(gene, cell_type),
                         answer=str(answer), grader={"kind": "numeric", "abs_tol": 0},
-                        solution=_solution(gene, cell_type, n, answer, wrong), trap=trap,
-                        tags=("h5ad", "scaled-vs-raw", "categorical", "scanpy"),
+                        solution=_solution(gene, cell_type, n, answer, wrong,
+                                           int(detected[:, genes.index(gene)].sum())),
+                        trap=trap, tags=("h5ad", "scaled-vs-raw", "categorical", "scanpy"),
                         reference=_reference(gene, cell_type))
     probe = Probe("Megakaryocyte", _question(gene, "Megakaryocyte"),
                   f"python3 -c \"{_OPEN}; print('\\n'.join(x.decode() for x in "

@@ -13,6 +13,7 @@ with the overlapping count the tests make.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import random
 import re
@@ -21,7 +22,15 @@ from collections.abc import Mapping
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
-from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap, content_of, edit_line
+from vera_env.tasks.real.kinds import (
+    Census,
+    Probe,
+    RealInstance,
+    careless_trap,
+    content_of,
+    edit_line,
+    python_check,
+)
 from vera_env.tasks.undetermined import with_clause
 from vera_env.verification.strength.reference import Reference
 
@@ -41,8 +50,25 @@ def _question(organism: str, enzyme: str) -> str:
         "site) does the chromosome have? Answer with one integer.")
 
 
-def _solution(enzyme: str, length: int, gc: int, lines: int, answer: int) -> tuple[str, ...]:
-    v = {"F": _FILE, "L": length, "GC": gc, "S": SITES[enzyme], "W": lines, "ANS": answer}
+_JOINED = ("python3 -c \"import gzip, re; s = ''.join(l.strip() for l in gzip.open('@F@', 'rt') "
+           "if not l.startswith('>')); p = [m.start() for m in re.finditer('@S@', s)]; ")
+"""The joined sequence ``s`` and the offsets ``p`` of the site in it, read by python:
+the second route the checks compare the model's files with."""
+
+
+def _solution(enzyme: str, length: int, gc: int, offsets: list[int]) -> tuple[str, ...]:
+    """Join the sequence, find every site in it, count them.
+
+    The checks recount from the FASTA what the count is built from: the bases and their
+    composition, the sites' offsets (where they start and end, how they split between
+    the chromosome's halves), and the count over the whole chromosome.
+    """
+    half = length // 2
+    v = {"F": _FILE, "L": length, "GC": gc, "S": SITES[enzyme], "ANS": len(offsets),
+         "LO": offsets[0], "HI": offsets[-1], "H": half,
+         "H1": sum(o < half for o in offsets)}
+
+    py = functools.partial(python_check, _JOINED, **v)
     return (
         turn(fill("zcat @F@ | head -2\nzcat @F@ | grep -c '>'\nzcat @F@ | grep -v '>' | tr -d "
                   "'\\n' > seq.txt\nwc -c < seq.txt", **v),
@@ -54,17 +80,28 @@ def _solution(enzyme: str, length: int, gc: int, lines: int, answer: int) -> tup
                  check("type", fill("only A, C, G, T, @GC@ of them G or C", **v), verdict(fill(
                      "test \"$(tr -d 'ACGT' < seq.txt | wc -c)\" -eq 0 && test \"$(tr -cd 'GC' < "
                      "seq.txt | wc -c)\" -eq @GC@", **v)))]),
-        turn(fill("zcat @F@ | grep -c @S@\ngrep -o @S@ seq.txt | wc -l > n.txt\ncat n.txt", **v),
-             node("test", fill("@ANS@ @S@ sites in the joined sequence", **v), "n.txt", "n1"), [
-                 check("invariance", "python counts the same in the joined sequence", fill(
-                     "python3 -c \"import gzip; s = ''.join(l.strip() for l in gzip.open('@F@', "
-                     "'rt') if not l.startswith('>')); print(len(s) == @L@ and s.count('@S@') == "
-                     "int(open('n.txt').read()) == @ANS@)\"", **v)),
-                 check("range", fill("grep -c finds @W@ lines with @S@, the wrong route: fewer than "
-                                     "the sites (wraps and repeats)", **v), verdict(fill(
-                     "test \"$(zcat @F@ | grep -c @S@)\" -eq @W@ && test \"$(cat n.txt)\" -gt @W@",
-                     **v)))]),
-        final(str(answer)),
+        turn(fill("grep -bo @S@ seq.txt | cut -d: -f1 > sites.txt\nwc -l < sites.txt\nsed -n "
+                  "'1p;$p' sites.txt", **v),
+             node("transform", fill("@ANS@ @S@ sites, at offsets @LO@ to @HI@ of the joined "
+                                    "sequence, @H1@ in its first half", **v), "sites.txt", "n1"), [
+                 check("conservation", fill("one offset per site: @ANS@", **v),
+                       py("len(open('sites.txt').readlines()) == len(p) == @ANS@")),
+                 check("range", fill("the sites run from offset @LO@ to @HI@", **v),
+                       py("(lambda t: [t[0], t[-1]])([int(x) for x in open('sites.txt')]) == "
+                          "[p[0], p[-1]] == [@LO@, @HI@]")),
+                 check("conservation", fill("@H1@ sites start in the first @H@ bases, the rest "
+                                            "after", **v),
+                       py("sum(int(x) < @H@ for x in open('sites.txt')) == sum(o < @H@ for o in p) "
+                          "== @H1@"))]),
+        turn("wc -l < sites.txt > n.txt\ncat n.txt",
+             node("test", fill("@ANS@ @S@ sites in the joined sequence", **v), "n.txt", "n2"), [
+                 check("invariance", "python counts the same in the joined sequence",
+                       py("s.count('@S@') == int(open('n.txt').read()) == @ANS@")),
+                 check("conservation", fill("counted over the whole chromosome: @L@ bases",
+                                            **v),
+                       py("len(s) == @L@ and int(open('n.txt').read()) == len(open('sites.txt')"
+                          ".readlines())"))]),
+        final(str(len(offsets))),
     )
 
 
@@ -134,8 +171,13 @@ def site_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
     instance = Instance(files={_FILE: data}, question=_question(organism, enzyme),
                         answer=str(answer), grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(enzyme, len(seq), seq.count("G") + seq.count("C"),
-                                           wrong, answer), trap=trap,
-                        tags=("fasta", "line-wraps", "pyrodigal"), reference=_reference(site))
+                                           [m.start() for m in re.finditer(site, seq)]),
+                        trap=trap, tags=("fasta", "line-wraps", "pyrodigal"),
+                        reference=_reference(site))
     probe = Probe("Corynebacterium ulcerans", _question("Corynebacterium ulcerans", enzyme),
-                  f"zcat {_FILE} | grep '>' | cut -d' ' -f2,3", f"zcat {_FILE} | grep -c '>'", 1)
-    return RealInstance(instance, _FILE, probe)
+                  f"zcat {_FILE} | grep '>' | cut -d' ' -f2,3",
+                  f"zcat {_FILE} | awk '/^>/ {{ r++; next }} {{ n += length($0) }} END {{ print "
+                  "(r == 1) ? n : -1 }'", len(seq), "bases in one record")
+    reads = Census(f"zcat {_FILE} | grep -v '>' | tr -d '\\n' | wc -c", len(seq),
+                   "bases of the chromosome")
+    return RealInstance(instance, _FILE, probe, reads=reads)

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vera_env.tasks.builtin.instance import Instance, check, final, node, turn, verdict
+from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
 from vera_env.tasks.model import Trap
 from vera_env.verification.strength.reference import Mutator
 
-__all__ = ["Build", "Probe", "RealInstance", "RealType", "careless_trap", "content_of",
-           "edit_fields", "edit_line", "field_mutator"]
+__all__ = ["Build", "Census", "Probe", "RealInstance", "RealType", "careless_trap", "content_of",
+           "edit_fields", "edit_line", "field_mutator", "python_check", "recounted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +41,10 @@ class Probe:
         absent: A plausible subject the data do not hold (a species, a gene, a sample).
         absent_question: The task's question about ``absent`` instead of its subject.
         subjects_cmd: A shell command printing every subject in the data, one a line.
-        census_cmd: A shell command printing the number of records of the primary file.
+        census_cmd: A shell command printing the number of records of the primary file
+            (a canary's check: a recount of the data that the generic mutants move).
         census: What ``census_cmd`` prints.
+        unit: What ``census_cmd`` counts (``records``; a one-record FASTA counts bases).
     """
 
     absent: str
@@ -50,6 +52,27 @@ class Probe:
     subjects_cmd: str
     census_cmd: str
     census: int
+    unit: str = "records"
+
+
+@dataclass(frozen=True, slots=True)
+class Census:
+    """The records of the primary file the question reads, counted by a shell command.
+
+    A perturbed variant (`vera_env.tasks.perturbed`) cleans the primary file in a first
+    turn; its check recounts these records in the cleaned file. A count of *every*
+    record would fail strength's controls (records the question never reads dropped),
+    a count of what the question reads holds on them and moves with the answer.
+
+    Attributes:
+        command: Shell, run in the workspace, printing one number.
+        value: What it prints on the task's (clean) file.
+        what: What is counted, for the check's name (``weighed Adelie rows``).
+    """
+
+    command: str
+    value: int
+    what: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +85,15 @@ class RealInstance:
         primary: The staged file the question is about.
         probe: How to build the "subject absent" canary.
         column: The header name of the table column the answer needs (CSV types), else None.
+        reads: The records of the primary file the question reads (text formats; what a
+            perturbed variant's cleaning check recounts), else None.
     """
 
     instance: Instance
     primary: str
     probe: Probe
     column: str | None = None
+    reads: Census | None = None
 
 
 Build = Callable[[Mapping[str, bytes], np.random.Generator], RealInstance]
@@ -99,6 +125,20 @@ def careless_trap(description: str, command: str, summary: str, check_name: str,
     solution = (turn(command, node("test", summary), [check("range", check_name, verdict(test))]),
                 final(str(wrong)))
     return Trap(description=description, careless_solution=solution, wrong_answer=str(wrong))
+
+
+def python_check(prelude: str, test: str, **values: object) -> str:
+    """A check in python3: ``prelude`` (``python3 -c "`` and the statements that read the
+    task's data by a second route) then ``print(test)``, its ``@TOKEN@`` s filled."""
+    return fill(prelude + f"print({test})\"", **values)
+
+
+def recounted(shell: str, recount: str, value: object, also: str = "") -> str:
+    """A check that a count the model's files give (``shell``) and a recount from the
+    task's data by another route (``recount``, a command printing one number) are both
+    ``value`` (and that the shell test ``also`` holds): True or False, never silent."""
+    extra = f" && {also}" if also else ""
+    return verdict(f'test "$({shell})" -eq {value} && test "$({recount})" -eq {value}{extra}')
 
 
 def content_of(contents: Mapping[str, bytes], name: str) -> bytes:

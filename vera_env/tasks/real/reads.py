@@ -18,8 +18,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from vera_env.tasks.builtin.instance import Instance, check, final, node, turn, verdict
-from vera_env.tasks.real.kinds import Probe, RealInstance, careless_trap, content_of
+from vera_env.tasks.builtin.instance import Instance, check, final, node, turn
+from vera_env.tasks.real.kinds import (
+    Census,
+    Probe,
+    RealInstance,
+    careless_trap,
+    content_of,
+)
 from vera_env.tasks.undetermined import with_clause
 from vera_env.verification.strength.reference import ControlTransform, Reference
 
@@ -93,29 +99,55 @@ def _fill(template: str, **values: object) -> str:
     return template
 
 
+_RECORDS = ("python3 -c \"import gzip; l = gzip.open('%F%', 'rt').read().splitlines(); r = [l[i:i "
+            "+ 4] for i in range(0, len(l), 4)]; ")
+"""The file's four-line records ``r``, walked by python: the checks' second route."""
+
+
 def _solution(name: str, n: int, at_quals: int) -> tuple[str, ...]:
+    """Check the four-line layout, list the read names, count the records.
+
+    The checks recount from the FASTQ what the count is built from: the records (four
+    lines each, a quality as long as its sequence) and the read names, one per record
+    and each its own (a record repeated would be counted twice).
+    """
     v = {"F": name, "L": 4 * n, "N": n, "Q": at_quals}
+
+    def py(test: str) -> str:
+        return _fill(_RECORDS + f"print({test})\"", **v)
+
     shape = ("zcat %F% | awk 'NR % 4 == 1 && !/^@/ || NR % 4 == 3 && !/^[+]/ { bad = 1 } NR % 4 "
              "== 2 { n = length($0) } NR % 4 == 0 && length($0) != n { bad = 1 } END { print "
              "(!bad && NR == %L%) ? \"True\" : \"False\" }'")
+    distinct = "len({x[0].split()[0] for x in r}) == %N%"
     return (
         turn(_fill("zcat %F% | head -8\nzcat %F% | wc -l\nzcat %F% | grep -c '^@'\nzcat %F% | awk "
-                  "'NR % 4 == 0 && /^@/' | wc -l", **v),
-             node("load", _fill("%L% lines: %N% four-line records; %Q% quality lines start with "
-                               "@ too", **v)), [
-                 check("type", "every record is @header, sequence, +, quality of equal length",
-                       _fill(shape, **v)),
-                 check("range", _fill("%Q% quality lines start with @", **v), verdict(_fill(
-                     "test \"$(zcat %F% | awk 'NR % 4 == 0 && /^@/' | wc -l)\" -eq %Q%", **v)))]),
-        turn(_fill("zcat %F% | awk 'END { print NR / 4 }' > n.txt\ncat n.txt", **v),
-             node("test", _fill("%F% holds %N% reads", **v), "n.txt", "n1"), [
-                 check("invariance", "python walking records agrees", _fill(
-                     "python3 -c \"import gzip; l = gzip.open('%F%', 'rt').read().splitlines(); "
-                     "print(len(l) % 4 == 0 and all(h[0] == '@' for h in l[::4]) and len(l) // 4 "
-                     "== int(open('n.txt').read()) == %N%)\"", **v)),
-                 check("conservation", _fill("lines are exactly four per read: %L% lines", **v),
-                       verdict(_fill("test \"$(zcat %F% | wc -l)\" -eq %L% && test \"$(( 4 * $(cat "
-                                     "n.txt) ))\" -eq %L%", **v)))]),
+                   "'NR % 4 == 0 && /^@/' | wc -l", **v),
+             node("load", _fill("%L% lines: %N% four-line records, each read named once; %Q% "
+                                "quality lines start with @ too", **v)), [
+                 check("type", _fill("every record is @header, sequence, +, quality of equal "
+                                     "length; %Q% quality lines start with @", **v),
+                       _fill("test \"$(zcat %F% | awk 'NR % 4 == 0 && /^@/' | wc -l)\" -eq %Q% && "
+                             + shape, **v)),
+                 check("conservation", _fill("%N% distinct read names: with %N% records, none repeated", **v),
+                       py(distinct))]),
+        turn(_fill("zcat %F% | awk 'NR % 4 == 1 { print $1 }' > names.txt\nwc -l < names.txt\n"
+                   "sort -u names.txt | wc -l", **v),
+             node("transform", _fill("%N% read names, one per record (line 1 of 4), all "
+                                     "distinct", **v), "names.txt", "n1"), [
+                 check("conservation", _fill("one name per record: %N%", **v),
+                       py("len(open('names.txt').readlines()) == len(r) == %N%")),
+                 check("conservation", _fill("%N% distinct names, as in %F%", **v),
+                       py("len(set(open('names.txt'))) == " + distinct))]),
+        turn(_fill("wc -l < names.txt > n.txt\ncat n.txt", **v),
+             node("test", _fill("%F% holds %N% reads", **v), "n.txt", "n2"), [
+                 check("invariance", "python walking records agrees", py(
+                     "len(l) % 4 == 0 and all(h[0] == '@' for h in l[::4]) and len(r) == int("
+                     "open('n.txt').read()) == %N%")),
+                 check("conservation", _fill("each of the %N% reads counted once: as many as "
+                                             "distinct names", **v),
+                       py("int(open('n.txt').read()) == len(set(open('names.txt'))) and " +
+                          distinct))]),
         final(str(n)),
     )
 
@@ -139,4 +171,5 @@ def read_count(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
                         tags=("fastq", "record-parsing", "dada2"), reference=_reference(name))
     probe = Probe("sam3F.fastq.gz", _question("sam3F.fastq.gz"), "ls *.fastq.gz",
                   f"zcat {name} | awk 'END {{ print NR / 4 }}'", len(records))
-    return RealInstance(instance, name, probe)
+    reads = Census(f"zcat {name} | wc -l", 4 * len(records), "lines, four per read")
+    return RealInstance(instance, name, probe, reads=reads)

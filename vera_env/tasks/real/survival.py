@@ -15,19 +15,22 @@ arithmetic agree (the tests recompute with ``fractions.Fraction``).
 from __future__ import annotations
 
 import csv
+import functools
 import io
 from collections.abc import Mapping
 
 import numpy as np
 
-from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
+from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn
 from vera_env.tasks.builtin.survival import km_median
 from vera_env.tasks.real.kinds import (
+    Census,
     Probe,
     RealInstance,
     careless_trap,
     content_of,
     field_mutator,
+    recounted,
 )
 from vera_env.tasks.undetermined import CANNOT_DETERMINE, with_clause
 from vera_env.verification.strength.reference import Reference
@@ -49,35 +52,70 @@ def _question(ecog: str) -> str:
 _KM = ("awk -F'\\t' -v n=\"$(wc -l < group.tsv)\" 'function flush() { if (d > 0) { s *= 1 - "
        "d / r; printf \"%d\\t%d\\t%d\\t%.10f\\n\", t, r, d, s } r -= d + c; d = c = 0 } BEGIN "
        "{ s = 1; r = n } NR > 1 && $1 != t { flush() } { t = $1; if ($2 == 1) d++; else c++ } "
-       "END { flush() }' group.tsv > km.tsv\nawk -F'\\t' '$4 <= 0.5 { print $1; exit }' km.tsv "
-       "> median.txt\ncat median.txt")
-_PY = ("python3 -c \"import csv; from collections import Counter; g = [(int(float(r['time'])), "
-       "r['status'] == '1') for r in csv.DictReader(open('lung.csv')) if r['ph.ecog'] == '@E@']; "
-       "d = Counter(t for t, e in g if e); a = Counter(t for t, _ in g); "
-       "n, s, m = len(g), 1.0, []; "
-       "[(m.append(t) if (s := s * (1 - d[t] / n)) <= 0.5 else None, n := n - a[t]) for t in "
-       "sorted(a)]; print(len(g) == @N@ and m[0] == int(open('median.txt').read()) == @ANS@)\"")
+       "END { flush() }' group.tsv > km.tsv\nhead -3 km.tsv\nwc -l < km.tsv")
+_GROUP = ("python3 -c \"import csv; from collections import Counter; g = [(int(float(r['time'])), "
+          "r['status'] == '1') for r in csv.DictReader(open('lung.csv')) if r['ph.ecog'] == "
+          "'@E@']; ")
+"""The group's (time, died) pairs read by column name: the checks' second route."""
+_CURVE = ("d = Counter(t for t, e in g if e); a = Counter(t for t, _ in g); n, s, c = len(g), "
+          "1.0, {}; [(c.__setitem__(t, (n, d[t], (s := s * (1 - d[t] / n)))) if d[t] else None, "
+          "n := n - a[t]) for t in sorted(a)]; ")
+"""A python product-limit curve of ``g``: death time -> (at risk, deaths, survival)."""
 
 
-def _solution(ecog: str, n: int, deaths: int, median: int) -> tuple[str, ...]:
-    v = {"E": ecog, "N": n, "D": deaths, "ANS": median}
+def _group_check(code: str, **values: object) -> str:
+    """python3 over the group's (time, died) pairs ``g``; ``code`` prints the verdict."""
+    return fill(_GROUP + code + "\"", **values)
+
+
+def _solution(ecog: str, n: int, deaths: int, median: int, at_risk: int) -> tuple[str, ...]:
+    """Pick the group, build its Kaplan-Meier curve, read the median off it.
+
+    The checks recount from lung.csv what the curve is built from: the group's patients,
+    its deaths and its censored patients, the numbers at risk, the survival at each death
+    time, and the number still at risk at the median.
+    """
+    v = {"E": ecog, "N": n, "D": deaths, "C": n - deaths, "ANS": median, "R": at_risk}
+    py = functools.partial(_group_check, **v)
+
+    def counted(shell: str, code: str, value: int) -> str:
+        return recounted(fill(shell, **v), py(f"print({code})"), value)
     return (
         turn(fill("head -3 lung.csv\nawk -F, 'NR > 1 && $6 == \"@E@\" { print $2 \"\\t\" $3 }' "
                   "lung.csv | sort -t\"$(printf '\\t')\" -k1,1n > group.tsv\nwc -l < group.tsv\n"
                   "cut -f2 group.tsv | sort | uniq -c", **v),
-             node("load", fill("ECOG @E@: @N@ patients, @D@ deaths, the rest censored", **v),
+             node("load", fill("ECOG @E@: @N@ patients, @D@ deaths, @C@ censored", **v),
                   "group.tsv"), [
-                 check("type", "columns 2, 3 and 6 are time, status and ph.ecog", verdict(
-                     "test \"$(head -1 lung.csv | cut -d, -f2,3,6)\" = time,status,ph.ecog")),
-                 check("conservation", "every patient of the group kept, deaths counted", fill(
-                     "awk -F, '$6 == \"@E@\" { n++; d += $3 == 1 } END { print (n == @N@ && d == "
-                     "@D@) ? \"True\" : \"False\" }' lung.csv", **v))]),
-        turn(_KM, node("test", fill("Kaplan-Meier median survival at ECOG @E@: @ANS@ days", **v),
-                       "median.txt", "n1"), [
-            check("conservation", "every death is on the curve", fill(
-                "awk -F'\\t' '{ d += $3 } NR == 1 { ok = $2 == @N@ } END { print (ok && d == @D@)"
-                " ? \"True\" : \"False\" }' km.tsv", **v)),
-            check("invariance", "a python product-limit recomputation agrees", fill(_PY, **v))]),
+                 check("conservation", f"every patient of the group kept: {n}",
+                       "test \"$(head -1 lung.csv | cut -d, -f2,3,6)\" = time,status,ph.ecog && "
+                       + counted("wc -l < group.tsv", "len(g)", n)),
+                 check("conservation", f"{deaths} deaths (status 1)",
+                       counted("cut -f2 group.tsv | grep -cx 1", "sum(e for _, e in g)", deaths)),
+                 check("conservation", f"{n - deaths} censored, alive at last contact (status 0)",
+                       counted("cut -f2 group.tsv | grep -cx 0", "sum(not e for _, e in g)",
+                               n - deaths))]),
+        turn(_KM, node("transform", fill("Kaplan-Meier curve of ECOG @E@: one row per death "
+                                         "time, @D@ deaths", **v), "km.tsv", "n1"), [
+            check("conservation", "at each death time, at risk = patients followed that long",
+                  py("k = [l.split('\\t') for l in open('km.tsv')]; print(len(g) == @N@ and "
+                     "all(int(r) == sum(x >= int(t) for x, _ in g) for t, r, _, _ in k))")),
+            check("conservation", fill("every death is on the curve: @D@", **v),
+                  py("print(sum(int(l.split('\\t')[2]) for l in open('km.tsv')) == sum(e for "
+                     "_, e in g) == @D@)")),
+            check("invariance", "the survival at every death time matches a python product-limit "
+                                "estimate", py(_CURVE + "k = [l.split('\\t') for l in open("
+                                               "'km.tsv')]; print(len(k) == len(c) and all(abs("
+                                               "float(x[3]) - c[int(x[0])][2]) < 1e-9 for x in "
+                                               "k))"))]),
+        turn("awk -F'\\t' '$4 <= 0.5 { print $1; exit }' km.tsv > median.txt\ncat median.txt",
+             node("test", fill("Kaplan-Meier median survival at ECOG @E@: @ANS@ days", **v),
+                  "median.txt", "n2"), [
+                 check("invariance", "a python product-limit recomputation agrees",
+                       py(_CURVE + "print(min(t for t in c if c[t][2] <= 0.5) == int(open("
+                                   "'median.txt').read()) == @ANS@)")),
+                 check("range", fill("@R@ patients still at risk at @ANS@ days", **v), counted(
+                     "awk -F'\\t' '$1 == @ANS@ { print $2 }' km.tsv", "sum(t >= @ANS@ for t, _ "
+                     "in g)", at_risk))]),
         final(str(median)),
     )
 
@@ -154,10 +192,13 @@ def lung_median(files: Mapping[str, bytes], rng: np.random.Generator) -> RealIns
                          f"test \"$({careless} | cut -d. -f1)\" -gt 0", wrong)
     instance = Instance(files={"lung.csv": data}, question=_question(ecog),
                         answer=_answer(data, ecog), grader={"kind": "numeric", "abs_tol": 0},
-                        solution=_solution(ecog, len(times), sum(died), median), trap=trap,
+                        solution=_solution(ecog, len(times), sum(died), median,
+                                           sum(t >= median for t in times)), trap=trap,
                         tags=("csv", "survival", "censoring", "lifelines"),
                         reference=_reference(ecog, median))
     probe = Probe("4.0", _question("4.0"), "tail -n +2 lung.csv | cut -d, -f6 | sort -u",
                   "tail -n +2 lung.csv | wc -l", len(list(csv.DictReader(io.StringIO(
                       data.decode())))))
-    return RealInstance(instance, "lung.csv", probe, column="status")
+    reads = Census(f"awk -F, '$6 == \"{ecog}\" && $3 == 1' lung.csv | wc -l", sum(died),
+                   f"deaths at ph.ecog = {ecog}")
+    return RealInstance(instance, "lung.csv", probe, column="status", reads=reads)

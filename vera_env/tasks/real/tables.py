@@ -18,6 +18,7 @@ with numpy, and the reference solutions with awk (and check with python3).
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 from collections.abc import Callable, Mapping
@@ -26,11 +27,14 @@ import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
 from vera_env.tasks.real.kinds import (
+    Census,
     Probe,
     RealInstance,
     careless_trap,
     content_of,
     field_mutator,
+    python_check,
+    recounted,
 )
 from vera_env.tasks.undetermined import CANNOT_DETERMINE, with_clause
 from vera_env.verification.strength.reference import Reference
@@ -47,28 +51,60 @@ def _penguin_question(species: str) -> str:
         "measured? Answer with two decimals.")
 
 
-def _penguin_solution(species: str, n: int, n_na: int, answer: str) -> tuple[str, ...]:
-    v = {"S": species, "N": n, "NA": n_na, "M": n - n_na, "ANS": answer}
-    py = fill("python3 -c \"import csv; m = [float(r['body_mass_g']) for r in csv.DictReader("
-              "open('penguins.csv')) if r['species'] == '@S@' and r['body_mass_g'] != 'NA']; "
-              "print(len(m) == @M@ and '%.2f' % (sum(m) / len(m)) == open('mean.txt').read()"
-              ".strip() == '@ANS@')\"", **v)
+_PENGUINS = ("python3 -c \"import csv; r = [x for x in csv.DictReader(open('penguins.csv')) if "
+             "x['species'] == '@S@']; m = [float(x['body_mass_g']) for x in r if x['body_mass_g'] "
+             "!= 'NA']; ")
+"""The species' rows ``r`` and weighed masses ``m`` of penguins.csv, by the column names:
+the second route every check compares the model's awk files with."""
+
+
+def _penguin_solution(species: str, n: int, n_na: int, total: float, answer: str
+                      ) -> tuple[str, ...]:
+    """Select the species' rows, keep the weighed masses, average them.
+
+    Each node's checks recount, from penguins.csv, a different fact the mean is built
+    from: the species' rows, how many are NA, how many weighed, their sum, the mean.
+    """
+    v = {"S": species, "N": n, "NA": n_na, "M": n - n_na, "SUM": f"{total:.2f}", "ANS": answer}
+    py = functools.partial(python_check, _PENGUINS, **v)
     return (
         turn(fill("head -3 penguins.csv\nawk -F, 'NR > 1 && $1 == \"@S@\"' penguins.csv > "
                   "species.csv\nwc -l < species.csv\nawk -F, '$6 == \"NA\"' species.csv", **v),
-             node("load", fill("@N@ @S@ rows, @NA@ without a body mass (NA)", **v),
+             node("load", fill("@N@ @S@ rows: @NA@ without a body mass (NA), @M@ weighed", **v),
                   "species.csv"), [
-                 check("type", "column 6 is body_mass_g", verdict(
-                     "test \"$(head -1 penguins.csv | cut -d, -f6)\" = body_mass_g")),
-                 check("conservation", fill("every @S@ row kept, @NA@ of them NA", **v), fill(
-                     "awk -F, '$1 == \"@S@\" { n++ } $1 == \"@S@\" && $6 == \"NA\" { na++ } END "
-                     "{ print (n == @N@ && na == @NA@) ? \"True\" : \"False\" }' penguins.csv",
-                     **v))]),
-        turn("awk -F, '$6 != \"NA\" { s += $6; n++ } END { printf \"%.2f\\n\", s / n }' "
-             "species.csv > mean.txt\ncat mean.txt",
+                 check("conservation", fill("every @S@ row kept: @N@", **v), verdict(fill(
+                     "test \"$(wc -l < species.csv)\" -eq @N@ && test \"$(tail -n +2 penguins.csv | "
+                     "cut -d, -f1 | grep -cxF @S@)\" -eq @N@", **v))),
+                 check("range", fill("column 6 is body_mass_g, NA in @NA@ of the @S@ rows", **v),
+                       "test \"$(head -1 penguins.csv | cut -d, -f6)\" = body_mass_g && " + recounted(
+                           "cut -d, -f6 species.csv | grep -cx NA",
+                           py("sum(x['body_mass_g'] == 'NA' for x in r)"), n_na)),
+                 check("type", fill("@M@ rows hold a number in grams", **v), py(fill(
+                     "len(m) == @M@ == sum(1 for x in open('species.csv') if x.split(',')[5]"
+                     ".replace('.', '', 1).isdigit())", **v)))]),
+        turn("awk -F, '$6 != \"NA\" { print $6 }' species.csv > masses.txt\nwc -l < masses.txt\n"
+             "awk '{ s += $1 } END { print s }' masses.txt",
+             node("transform", fill("@M@ weighed masses, @SUM@ g in all; NA rows (@NA@) left "
+                                    "out", **v), "masses.txt", "n1"), [
+                 check("conservation", fill("one mass per weighed @S@ penguin: @M@", **v),
+                       py("len(open('masses.txt').readlines()) == len(m) == @M@")),
+                 check("invariance", fill("they sum to @SUM@ g, as in penguins.csv", **v),
+                       py("round(sum(float(x) for x in open('masses.txt')), 2) == round(sum(m), "
+                          "2) == @SUM@")),
+                 check("conservation", fill("only NA rows dropped: @M@ + @NA@ = @N@",
+                                            **v), py("len(open('masses.txt').readlines()) + @NA@ "
+                                                     "== len(r) == @N@"))]),
+        turn("awk '{ s += $1 } END { printf \"%.2f\\n\", s / NR }' masses.txt > mean.txt\n"
+             "cat mean.txt",
              node("test", fill("mean body mass of @M@ weighed @S@ penguins: @ANS@ g", **v),
-                  "mean.txt", "n1"), [
-                 check("invariance", "a python recomputation from penguins.csv agrees", py)]),
+                  "mean.txt", "n2"), [
+                 check("invariance", "a python recomputation from penguins.csv agrees",
+                       py("'%.2f' % (sum(m) / len(m)) == open('mean.txt').read().strip() == "
+                          "'@ANS@'")),
+                 check("conservation", fill("averaged over the @M@ weighed birds, not all @N@ "
+                                            "rows", **v),
+                       py("len(m) == @M@ and abs(float(open('mean.txt').read()) * @M@ - sum("
+                          "float(x) for x in open('masses.txt'))) < 0.005 * @M@"))]),
         final(answer),
     )
 
@@ -143,14 +179,16 @@ def penguin_mass(files: Mapping[str, bytes], rng: np.random.Generator) -> RealIn
                         question=_penguin_question(species), answer=answer,
                         grader={"kind": "numeric", "abs_tol": 0.006},
                         solution=_penguin_solution(species, n_mine, n_mine - len(masses),
-                                                   answer),
+                                                   sum(masses), answer),
                         trap=trap, tags=("csv", "missing-values", "palmerpenguins"),
                         reference=_penguin_reference(species))
     probe = Probe("Emperor", _penguin_question("Emperor"),
                   "tail -n +2 penguins.csv | cut -d, -f1 | sort -u",
                   "tail -n +2 penguins.csv | wc -l",
                   len(list(csv.DictReader(io.StringIO(data.decode())))))
-    return RealInstance(instance, "penguins.csv", probe, column="body_mass_g")
+    reads = Census(f"awk -F, '$1 == \"{species}\" && $6 != \"NA\"' penguins.csv | wc -l",
+                   len(masses), f"weighed {species} rows")
+    return RealInstance(instance, "penguins.csv", probe, column="body_mass_g", reads=reads)
 
 
 FEATURES = ("radius", "texture", "perimeter", "area", "smoothness", "compactness",
@@ -167,29 +205,79 @@ def _cancer_question(feature: int, label: str) -> str:
         "significant digits.")
 
 
-def _cancer_solution(col: int, n: int, n_mal: int, answer: str) -> tuple[str, ...]:
-    v = {"C": col, "I": col - 1, "N": n, "MAL": n_mal, "BEN": n - n_mal, "ANS": answer}
+_TUMOURS = ("python3 -c \"import math; t = [[float(x) for x in l.split(',')] for l in open("
+            "'breast_cancer.csv').readlines()[1:]]; m = [x for x in t if x[30] == 0]; v = [x[@I@] "
+            "for x in m]; ")
+"""The rows coded 0 (``m``) and their values of the feature (``v``), parsed by python:
+the second route the cancer checks compare the model's awk files with."""
+
+
+def _cancer_facts(col: int, n: int, malignant: list[list[float]], answer: str
+                  ) -> dict[str, object]:
+    """The values the cancer checks pin, from the rows coded 0 (``fill`` tokens)."""
+    values = [row[col - 1] for row in malignant]
+    return {"C": col, "I": col - 1, "N": n, "MAL": len(malignant), "BEN": n - len(malignant),
+            "ALL": repr(round(math.fsum(x for row in malignant for x in row[:30]), 6)),
+            "SUM": repr(round(math.fsum(values), 6)), "LO": repr(min(values)),
+            "HI": repr(max(values)), "ANS": answer}
+
+
+def _cancer_solution(col: int, n: int, malignant: list[list[float]], answer: str
+                     ) -> tuple[str, ...]:
+    """Read the class coding off the header, keep the rows coded 0, average one column.
+
+    The checks recount what the mean is built from: the rows coded 0 and every value
+    they hold, the feature's values (count, sum, range), the mean and its denominator.
+    """
+    v = _cancer_facts(col, n, malignant, answer)
+    py = functools.partial(python_check, _TUMOURS, **v)
     return (
         turn("head -1 breast_cancer.csv\nawk -F, 'NR > 1 { print $NF }' breast_cancer.csv | "
-             "sort | uniq -c",
+             "sort | uniq -c\nawk -F, 'NR > 1 && $31 == 0' breast_cancer.csv > malignant.csv\n"
+             "wc -l < malignant.csv",
              node("load", fill("@N@ tumours; code 0 is malignant (@MAL@), 1 benign (@BEN@)",
-                               **v)), [
-                 check("type", "the class named first, code 0, is malignant", verdict(
-                     "test \"$(head -1 breast_cancer.csv | cut -d, -f3)\" = malignant")),
-                 check("conservation", fill("@MAL@ of @N@ tumours coded 0", **v), fill(
-                     "awk -F, 'NR > 1 && $31 == 0 { m++ } NR > 1 { n++ } END { print (m == @MAL@ "
-                     "&& n == @N@) ? \"True\" : \"False\" }' breast_cancer.csv", **v))]),
-        turn(fill("awk -F, 'NR > 1 && $31 == 0 { s += $@C@; n++ } END { printf \"%.6g\\n\", "
-                  "s / n }' breast_cancer.csv > mean.txt\ncat mean.txt", **v),
+                               **v), "malignant.csv"), [
+                 check("type", fill("the class named first, code 0, is malignant: @MAL@ tumours",
+                                    **v), verdict(fill(
+                     "test \"$(head -1 breast_cancer.csv | cut -d, -f3)\" = malignant && test "
+                     "\"$(wc -l < malignant.csv)\" -eq @MAL@ && test \"$(awk -F, 'NR > 1 && $31 == "
+                     "0' breast_cancer.csv | wc -l)\" -eq @MAL@", **v))),
+                 check("conservation", fill("every value of the @MAL@ rows kept", **v), py(
+                     "round(math.fsum(float(x) for l in open('malignant.csv') for x in l.split("
+                     "',')[:30]), 6) == round(math.fsum(x for r in m for x in r[:30]), 6) == "
+                     "@ALL@"))]),
+        turn(fill("cut -d, -f@C@ malignant.csv > values.txt\nwc -l < values.txt\nsort -g "
+                  "values.txt | sed -n '1p;$p'", **v),
+             node("transform", fill("@MAL@ values of column @C@, from @LO@ to @HI@", **v),
+                  "values.txt", "n1"), [
+                 check("conservation", fill("one value per malignant tumour: @MAL@", **v),
+                       py("len(open('values.txt').readlines()) == len(v) == @MAL@")),
+                 check("invariance", fill("they sum to @SUM@, as in breast_cancer.csv", **v),
+                       py("round(math.fsum(float(x) for x in open('values.txt')), 6) == round("
+                          "math.fsum(v), 6) == @SUM@")),
+                 check("range", fill("from @LO@ to @HI@, as in breast_cancer.csv", **v),
+                       py("[min(map(float, open('values.txt'))), max(map(float, open("
+                          "'values.txt')))] == [min(v), max(v)] == [@LO@, @HI@]"))]),
+        turn("awk '{ s += $1 } END { printf \"%.6g\\n\", s / NR }' values.txt > mean.txt\n"
+             "cat mean.txt",
              node("test", fill("mean of column @C@ over @MAL@ malignant tumours: @ANS@", **v),
-                  "mean.txt", "n1"), [
+                  "mean.txt", "n2"), [
                  check("invariance", "numpy over the rows coded 0 agrees", fill(
                      "python3 -c \"import numpy as np; d = np.loadtxt('breast_cancer.csv', "
-                     "delimiter=',', skiprows=1); m = d[d[:, 30] == 0, @I@].mean(); print(("
-                     "d[:, 30] == 0).sum() == @MAL@ and '%.6g' % m == open('mean.txt').read()"
-                     ".strip() == '@ANS@')\"", **v))]),
+                     "delimiter=',', skiprows=1); m = d[d[:, 30] == 0, @I@].mean(); print('%.6g' % "
+                     "m == open('mean.txt').read().strip() == '@ANS@')\"", **v)),
+                 check("conservation", fill("averaged over the @MAL@ tumours coded 0", **v),
+                       py("len(m) == @MAL@ and abs(float(open('mean.txt').read()) * @MAL@ - "
+                          "math.fsum(map(float, open('values.txt')))) <= 1e-5 * abs(@SUM@)"))]),
         final(answer),
     )
+
+
+def _rows_coded(content: bytes, code: int) -> list[list[float]]:
+    """The rows of a decoded breast_cancer.csv whose last column is ``code``, parsed."""
+    rows = [[float(x) for x in line.split(",")] for line in content.decode().splitlines()[1:]
+            if line.strip()]
+    return [row for row in rows if row[-1] == code]
 
 
 def cancer_values(content: bytes, feature: int) -> tuple[dict[str, int], dict[int, list[float]]]:
@@ -262,10 +350,12 @@ def cancer_mean(files: Mapping[str, bytes], rng: np.random.Generator) -> RealIns
     instance = Instance(files={"breast_cancer.csv": data},
                         question=_cancer_question(feature, "malignant"), answer=answer,
                         grader={"kind": "numeric", "rel_tol": 1e-4},
-                        solution=_cancer_solution(feature + 1, n_rows, len(by[0]), answer),
+                        solution=_cancer_solution(feature + 1, n_rows, _rows_coded(data, 0), answer),
                         trap=trap, tags=("csv", "label-coding", "scikit-learn"),
                         reference=_cancer_reference(feature, code["malignant"], code["benign"]))
     probe = Probe("borderline", _cancer_question(feature, "borderline"),
                   "head -1 breast_cancer.csv | cut -d, -f3- | tr , '\\n'",
                   "tail -n +2 breast_cancer.csv | wc -l", n_rows)
-    return RealInstance(instance, "breast_cancer.csv", probe)
+    reads = Census("awk -F, 'NR > 1 && $31 == 0' breast_cancer.csv | wc -l", len(by[0]),
+                   "tumours coded 0 (malignant)")
+    return RealInstance(instance, "breast_cancer.csv", probe, reads=reads)
