@@ -21,8 +21,9 @@ Each instance's `Reference` recounts from the decoded FASTA (any line width, rec
 any order). Both answers are sums over records, so record order and line width never
 matter; a record with no occurrence on either strand is never read by the motif
 question. The aimed mutants break one occurrence on one strand (a one-strand count
-misses half of them), or turn one record's soft-masked G/C into A/T, or fill one gap
-with G (an uppercase-only count misses the first, a count of every letter the second).
+misses half of them) or delete one base of one, or turn one record's soft-masked G/C
+into A/T, or fill one gap with G (an uppercase-only count misses the first, a count of
+every letter the second).
 """
 
 from __future__ import annotations
@@ -135,13 +136,15 @@ def _awk_scan(word: str) -> str:
 def _motif_solution(motif: str, n_records: int, n_bases: int, fwd: int, rev: int
                     ) -> tuple[str, ...]:
     rc, total = revcomp(motif), fwd + rev
-    v = {"N": n_records, "TOTAL": total}
+    v = {"N": n_records, "TOTAL": total, "B": n_bases}
     return (
         turn(_UNWRAP, node("load", f"{n_records} records, {n_bases} bases, one line per record",
                            "seqs.txt"), [
-            check("conservation", "one line per FASTA record", verdict(fill(
+            check("conservation", fill("one line per FASTA record, @B@ bases in all", **v),
+                  verdict(fill(
                 "test \"$(wc -l < seqs.txt)\" -eq @N@ && "
-                "test \"$(zcat seqs.fa.gz | grep -c '^>')\" -eq @N@", **v))),
+                "test \"$(zcat seqs.fa.gz | grep -c '^>')\" -eq @N@ && "
+                "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq @B@", **v))),
             check("conservation", "no bases lost when unwrapping", verdict(
                 "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq "
                 "\"$(zcat seqs.fa.gz | grep -v '^>' | tr -d '\\n' | wc -c)\""))]),
@@ -191,10 +194,11 @@ def _motif_free(record: bytes, *, motif: str) -> bool:
     return motif.encode() not in seq and revcomp(motif).encode() not in seq
 
 
-def _break_occurrence(content: bytes, rng: random.Random, *, motif: str, strand: int
-                      ) -> bytes | None:
-    """One occurrence on ``strand`` (0 forward, 1 reverse) broken by one base, the other
-    strand's count kept: a check of one strand's count dies on one of the two mutants."""
+def _break_occurrence(content: bytes, rng: random.Random, *, motif: str, strand: int,
+                      delete: bool = False) -> bytes | None:
+    """One occurrence on ``strand`` (0 forward, 1 reverse) broken by one base changed,
+    the other strand's count kept (a check of one strand's count dies on one of the two
+    mutants), or by one base deleted (``delete``: one base fewer in the file, too)."""
     words = (motif.encode(), revcomp(motif).encode())
     layout = fasta_layout(content)
     data = np.frombuffer(content, dtype=np.uint8)
@@ -204,6 +208,12 @@ def _break_occurrence(content: bytes, rng: random.Random, *, motif: str, strand:
     for r, at in sites[:20]:
         seq = bytearray(data[layout[r]].tobytes().upper())
         before = [_occurrences(bytes(seq), w) for w in words]
+        if delete:
+            i = at + rng.randrange(len(motif))
+            if sum(_occurrences(bytes(seq[:i] + seq[i + 1:]), w) for w in words) != sum(before):
+                cut = int(layout[r][i])
+                return content[:cut] + content[cut + 1:]
+            continue
         for i in rng.sample(range(len(motif)), len(motif)):
             for base in b"ACGT":
                 trial = seq.copy()
@@ -220,7 +230,8 @@ def _motif_reference(name: str, motif: str) -> Reference:
         preserving={name: ("recompress", "shuffle_records", "rewrap", "drop_irrelevant")},
         irrelevant={name: partial(_motif_free, motif=motif)},
         mutators={name: aimed(partial(_break_occurrence, motif=motif, strand=0),
-                              partial(_break_occurrence, motif=motif, strand=1))})
+                              partial(_break_occurrence, motif=motif, strand=1),
+                              partial(_break_occurrence, motif=motif, strand=0, delete=True))})
 
 
 def motif_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

@@ -233,13 +233,15 @@ class Mtx:
         return self.head + size + b"".join(pieces)
 
 
-_LAST_MTX: list[tuple[bytes, Mtx]] = []
+_LAST_MTX: list[tuple[bytes, Mtx] | None] = [None]
 """The last matrix read, keyed by the identity of its bytes: strength varies a task's
 files one at a time, so while the barcodes or the gene list vary the solver is handed
 the very same matrix object again -- re-parsing it each time cost most of a hard
 task's variant census (three million entries, a fifth of a second per parse). Identity,
 not equality, is the key (the slot holds the object, so its id cannot be reused), and
-the entries are read-only, so the cache can never hand out a stale or altered matrix."""
+the entries are read-only, so the cache can never hand out a stale or altered matrix.
+The slot is read and written whole (one item of a one-item list), so threads sharing it
+see one parse or another, never half of each."""
 
 
 def read_mtx(content: bytes) -> Mtx:
@@ -250,8 +252,9 @@ def read_mtx(content: bytes) -> Mtx:
             no size line, an entry that is not three integers, fewer or more entries than
             the size line states, or an index outside the stated shape.
     """
-    if _LAST_MTX and _LAST_MTX[0][0] is content:
-        return _LAST_MTX[0][1]
+    last = _LAST_MTX[0]
+    if last is not None and last[0] is content:
+        return last[1]
     banner = content.split(b"\n", 1)[0].lower().split()
     if not content.startswith(b"%%MatrixMarket") or b"coordinate" not in banner \
             or b"integer" not in banner:
@@ -280,7 +283,7 @@ def read_mtx(content: bytes) -> Mtx:
         raise ValueError(f"an entry's index lies outside the stated {n_rows} x {n_cols}")
     entries.setflags(write=False)
     mtx = Mtx((n_rows, n_cols), entries, content[:pos], size, body)
-    _LAST_MTX[:] = [(content, mtx)]
+    _LAST_MTX[0] = (content, mtx)
     return mtx
 
 

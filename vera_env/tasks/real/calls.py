@@ -57,6 +57,25 @@ _BODY = "zcat @F@ | grep -v '^#'"
 _HETS = "awk -F'[|/]' '$1 != $2 && $1 != \".\" && $2 != \".\"' gt.txt"
 
 
+def _load_turn(v: dict[str, object], py: Callable[[str], str]) -> str:
+    """The sample's column and genotypes: its 1|0, 0|1 and other het calls recounted."""
+    command = fill("zcat @F@ | grep '^#CHROM' | tr '\\t' '\\n' | awk '$0 == \"@S@\" { print NR }' "
+                   "> col.txt\ncat col.txt\n" + _BODY + " | cut -f\"$(cat col.txt)\" | cut -d: -f1 "
+                   "> gt.txt\nsort gt.txt | uniq -c", **v)
+    column = fill("test \"$(zcat @F@ | grep '^#CHROM' | cut -f\"$(cat col.txt)\")\" = @S@ && ", **v)
+    return turn(command, node("load", fill("@S@ is column @C@; its genotypes, one per site: "
+                                           "@R@ het calls phased 1|0, @W@ 0|1, no other", **v),
+                              "gt.txt"), [
+        check("type", fill("column @C@ is @S@: @R@ of its calls are 1|0", **v),
+              column + recounted("grep -cxF '1|0' gt.txt", py("sum(c == '1|0' for _, c in het)"),
+                                 v["R"])),
+        check("conservation", fill("@W@ of its calls are 0|1", **v), recounted(
+            "grep -cxE '0[|/]1' gt.txt", py("sum(c in ('0|1', '0/1') for _, c in het)"), v["W"])),
+        check("type", "every other het call would be unphased or multi-allelic: none",
+              recounted(_HETS + " | grep -cvxE '0[|]1|1[|]0|0/1'",
+                        py("sum(c not in ('0|1', '1|0', '0/1') for _, c in het)"), 0))])
+
+
 def _solution(sample: str, col: int, het: list[tuple[int, str]], answer: int
               ) -> tuple[str, ...]:
     """Find the sample's column, take its genotypes, keep the heterozygous sites.
@@ -71,22 +90,7 @@ def _solution(sample: str, col: int, het: list[tuple[int, str]], answer: int
          "HI": max(p for p, _ in het)}
     py = functools.partial(python_check, _CALLS, **v)
     return (
-        turn(fill("zcat @F@ | grep '^#CHROM' | tr '\\t' '\\n' | awk '$0 == \"@S@\" { print NR }'"
-                  " > col.txt\ncat col.txt\n" + _BODY + " | cut -f\"$(cat col.txt)\" | cut -d: -f1 > "
-                  "gt.txt\nsort gt.txt | uniq -c", **v),
-             node("load", fill("@S@ is column @C@; its genotypes, one per site: @R@ het calls "
-                               "phased 1|0, @W@ 0|1, no other", **v), "gt.txt"), [
-                 check("type", fill("column @C@ is @S@: @R@ of its calls are 1|0", **v),
-                       fill("test \"$(zcat @F@ | grep '^#CHROM' | cut -f\"$(cat col.txt)\")\" = "
-                            "@S@ && ", **v) + recounted("grep -cxF '1|0' gt.txt",
-                                                        py("sum(c == '1|0' for _, c in het)"),
-                                                        flipped)),
-                 check("conservation", fill("@W@ of its calls are 0|1", **v), recounted(
-                     "grep -cxE '0[|/]1' gt.txt", py("sum(c in ('0|1', '0/1') for _, c in het)"),
-                     v["W"])),
-                 check("type", "every other het call would be unphased or multi-allelic: none",
-                       recounted(_HETS + " | grep -cvxE '0[|]1|1[|]0|0/1'",
-                                 py("sum(c not in ('0|1', '1|0', '0/1') for _, c in het)"), 0))]),
+        _load_turn(v, py),
         turn(fill(_BODY + " | cut -f2,\"$(cat col.txt)\" | cut -d: -f1 | awk -F'[\\t|/]' '$2 != $3 "
                   "&& $2 != \".\" && $3 != \".\"' > het.tsv\nwc -l < het.tsv\nsed -n '1p;$p' het.tsv",
                   **v),

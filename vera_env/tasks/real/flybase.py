@@ -62,6 +62,22 @@ _MINE = ("awk -F'\\t' '$2 == \"FlyBase\" && $3 == \"exon\" { n = split($9, a, \"
 _PARENTS = "awk -F'\\t' '$2 == \"FlyBase\" && $3 == \"exon\"' @F@ | grep -o 'Parent=[^;]*'"
 
 
+def _gff_load_turn(v: dict[str, object], py: Callable[[str], str]) -> str:
+    """The mRNA and the exon lines whose Parent list names it: their count and span."""
+    command = fill("awk -F'\\t' '$3 == \"mRNA\" && $9 ~ /^ID=@T@;/' @F@\n" + _MINE
+                   + "\nwc -l < exons.gff\ncut -f4,5,9 exons.gff", **v)
+    return turn(command, node("load", fill("@ANS@ FlyBase exon lines name @T@ among their "
+                                           "Parents; they span its mRNA, @LO@ to @HI@", **v),
+                              "exons.gff"), [
+        check("conservation", fill("@ANS@ exon lines name @T@ in their Parent list", **v),
+              py("len(open('exons.gff').readlines()) == len(e) == @ANS@")),
+        check("range", fill("the mRNA runs from its first exon's start to its last exon's end: "
+                            "@LO@ to @HI@", **v),
+              py("m == [(min(s for s, _, _ in e), max(t for _, t, _ in e))] == [(@LO@, @HI@)] and "
+                 "all(@LO@ <= int(l.split('\\t')[3]) <= int(l.split('\\t')[4]) <= @HI@ for l in "
+                 "open('exons.gff'))"))])
+
+
 def _gff_solution(mrna: str, exons: list[tuple[int, int, list[str]]], first: int
                   ) -> tuple[str, ...]:
     """Find the exon lines whose Parent list names the mRNA, credit every Parent of a
@@ -75,21 +91,9 @@ def _gff_solution(mrna: str, exons: list[tuple[int, int, list[str]]], first: int
     v = {"F": _GFF, "T": mrna, "ANS": len(exons), "K": first, "P": len(partners),
          "LO": min(s for s, _, _ in exons), "HI": max(e for _, e, _ in exons),
          "S": sum(len(parents) > 1 for _, _, parents in exons)}
-
     py = functools.partial(python_check, _PY, **v)
     return (
-        turn(fill("awk -F'\\t' '$3 == \"mRNA\" && $9 ~ /^ID=@T@;/' @F@\n" + _MINE
-                  + "\nwc -l < exons.gff\ncut -f4,5,9 exons.gff", **v),
-             node("load", fill("@ANS@ FlyBase exon lines name @T@ among their Parents; they "
-                               "span its mRNA, @LO@ to @HI@", **v), "exons.gff"), [
-                 check("conservation", fill("@ANS@ exon lines name @T@ in their Parent list",
-                                            **v),
-                       py("len(open('exons.gff').readlines()) == len(e) == @ANS@")),
-                 check("range", fill("the mRNA runs from its first exon's start to its last "
-                                     "exon's end: @LO@ to @HI@", **v),
-                       py("m == [(min(s for s, _, _ in e), max(t for _, t, _ in e))] == [(@LO@, "
-                          "@HI@)] and all(@LO@ <= int(l.split('\\t')[3]) <= int(l.split('\\t')[4]) "
-                          "<= @HI@ for l in open('exons.gff'))"))]),
+        _gff_load_turn(v, py),
         turn(fill(_PARENTS + " | cut -d= -f2 | tr , '\\n' | sort | uniq -c | awk '{ print $2 "
                   "\"\\t\" $1 }' > exons_per_mrna.tsv\nwc -l < exons_per_mrna.tsv\ncut -f9 "
                   "exons.gff | grep -o 'Parent=[^;]*' | cut -d= -f2 | tr , '\\n' | sort | uniq -c",
