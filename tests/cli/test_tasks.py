@@ -82,9 +82,14 @@ def test_validate_builtin_sample_passes_with_strength(capsys: pytest.CaptureFixt
     assert "2 ok, 0 failed, 0 skipped, of 2 tasks" in out
     rows = {line.split()[0]: line.split() for line in out.splitlines()
             if line.startswith(("seq.motif_count.", "tab.sentinel_mean."))}
-    assert rows["seq.motif_count.easy.s0"][1:4] == ["ok", "5/5", "5/5"]
+    assert rows["seq.motif_count.easy.s0"][1:3] == ["ok", "5/5"]
+    assert "seqs.fa.gz" in rows["seq.motif_count.easy.s0"][4]  # its variants, by file
     assert "(wrong)" in " ".join(rows["tab.sentinel_mean.easy.s0"])
-    types = out.split("\n\n")[1].splitlines()  # the types-with-traps table
+    families = out.split("\n\n")[1].splitlines()  # controls and mutants per family
+    assert families[0].split()[:4] == ["family", "tasks", "controls", "mutants"]
+    motif = next(line.split() for line in families if line.startswith("seq.motif_count"))
+    assert int(motif[2]) >= 2 and int(motif[3]) >= 2 and motif[-2] == "1/1"
+    types = out.split("\n\n")[2].splitlines()  # the types-with-traps table
     assert types[0].split() == ["family", "type", "passed", "trap"] and len(types) == 4
     assert "1/1" in types[3] and "averaged in as values" in types[3]
 
