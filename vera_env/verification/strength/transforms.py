@@ -31,6 +31,8 @@ import random
 import re
 from collections.abc import Callable
 
+import numpy as np
+
 from vera_env.verification.strength.reference import ControlTransform
 
 __all__ = ["apply_control", "file_format", "join_records", "split_records"]
@@ -43,6 +45,8 @@ _FORMATS = {".fa": "fasta", ".fasta": "fasta", ".fna": "fasta", ".fas": "fasta",
 _HEADER_PREFIX = {"vcf": b"#", "mtx": b"%", "gff": b"#", "sam": b"@"}
 _WIDTHS = (50, 60, 70, 80, 100)
 _SHARE = 0.1
+_FULL_SHUFFLE = 50_000
+_HEAD_RECORDS = 200
 
 
 def file_format(name: str) -> str:
@@ -84,6 +88,20 @@ def split_records(name: str, content: bytes) -> tuple[bytes, list[bytes]] | None
     return b"".join(lines[:n]), lines[n:]
 
 
+_last_split: list[tuple[str, bytes, tuple[bytes, list[bytes]] | None]] = []
+
+
+def _split_once(name: str, content: bytes) -> tuple[bytes, list[bytes]] | None:
+    """``split_records``, remembered for the last content (the transforms of one file
+    are tried on the same bytes again and again; transforms never mutate the list)."""
+    last = _last_split[0] if _last_split else None  # one read: threads may replace it
+    if last is not None and last[0] == name and last[1] is content:
+        return last[2]
+    split = split_records(name, content)
+    _last_split[:] = [(name, content, split)]
+    return split
+
+
 def join_records(header: bytes, records: list[bytes]) -> bytes:
     """The file made of ``header`` and ``records``."""
     return header + b"".join(records)
@@ -105,7 +123,7 @@ def apply_control(transform: ControlTransform, name: str, content: bytes,
     """
     if transform == "recompress":  # a BAM is BGZF: gzip members
         return content if name.lower().endswith((*_COMPRESSED, ".bam")) else None
-    split = split_records(name, content)
+    split = _split_once(name, content)
     if split is None:
         return None
     header, records = split
@@ -115,11 +133,23 @@ def apply_control(transform: ControlTransform, name: str, content: bytes,
 
 def _shuffle(name: str, header: bytes, records: list[bytes], rng: random.Random,
              irrelevant: Callable[[bytes], bool] | None) -> bytes | None:
-    if len(set(records)) < 2:
-        return None
+    """Records in another order. A large file gets the first records and a sample of
+    the others permuted among themselves (a check on any part of the file meets moved
+    records; permuting millions of lines would cost seconds and prove nothing more)."""
+    n = len(records)
+    if not any(r != records[0] for r in records):
+        return None  # fewer than two distinct records: every order is the same bytes
+    if n < 4:  # a permutation can be the identity; a rotation is not
+        k = 1 + rng.randrange(n - 1)
+        return join_records(header, records[k:] + records[:k])
+    if n <= _FULL_SHUFFLE:
+        positions = list(range(n))
+    else:
+        positions = sorted({*range(_HEAD_RECORDS), *rng.sample(range(n), _FULL_SHUFFLE)})
+    order = np.random.default_rng(rng.getrandbits(64)).permutation(len(positions)).tolist()
     moved = records[:]
-    while moved == records:
-        rng.shuffle(moved)
+    for at, src in zip(positions, order, strict=True):
+        moved[at] = records[positions[src]]
     return join_records(header, moved)
 
 
