@@ -162,3 +162,17 @@ def test_copy_variant_same_bytes_mode_mtime_new_inode(tmp_path):
     a, b = os.stat(mutant.path), os.stat(copy)
     assert copy.read_bytes() == mutant.path.read_bytes() and a.st_ino != b.st_ino
     assert (a.st_mtime_ns, a.st_mode) == (b.st_mtime_ns, b.st_mode)
+
+
+def test_classify_family_controls_are_tried_first_and_classified(tmp_path):
+    def renamed_ids(content, rng):  # ids are never asked about: the mean is kept
+        lines = content.split(b"\n")
+        return b"\n".join([lines[0]] + [b"x" + line for line in lines[1:] if line]) + b"\n"
+
+    def breaks_values(content, rng):  # claims to keep the answer but does not
+        return content.replace(b"\t3\n", b"\t4\n")
+    reference = Reference(_mean_of_kept,
+                          controls={"m.tsv": (renamed_ids, breaks_values)})
+    built = _classified(tmp_path, reference, controls=2)
+    assert built.controls[0].label == "m.tsv:control0#0"
+    assert any("control1" in label for label in built.refuted)

@@ -76,12 +76,18 @@ class Reference:
             ``drop_irrelevant`` needs one for the file.
         mutators: File name -> mutators aimed at what the question reads, tried before
             the generic mutations.
+        controls: File name -> answer-preserving edits of the family's own, for files
+            the generic transforms cannot vary (a codebook, a barcode or feature list
+            indexed by line number, a README): renamed identifiers the question does not
+            name, reworded text, an added blank or comment line the format allows.
+            Classified by ``solve`` like every candidate, and tried first.
     """
 
     solve: Solver
     preserving: Mapping[str, tuple[ControlTransform, ...]] = field(default_factory=dict)
     irrelevant: Mapping[str, Callable[[bytes], bool]] = field(default_factory=dict)
     mutators: Mapping[str, tuple[Mutator, ...]] = field(default_factory=dict)
+    controls: Mapping[str, tuple[Mutator, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name, transforms in self.preserving.items():

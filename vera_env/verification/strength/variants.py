@@ -296,24 +296,30 @@ def _control_candidates(name: str, content: bytes, settings: Settings,
                         reference: Reference | None,
                         transforms: tuple[str, ...] | None = None
                         ) -> list[tuple[str, bytes, bool]]:
-    """(label, content, recompressed) candidates, transforms in turn; identity copies
-    fill up when no transform applies (the weakest control: only bytes of equal
-    content pass it)."""
+    """(label, content, recompressed) candidates: the family's own controls first, then
+    the transforms in turn; identity copies fill up when nothing else applies (the
+    weakest control: only bytes of equal content pass it)."""
     names = transforms if transforms is not None else (
         reference.controls_for(name) if reference else FORMAT_TRANSFORMS)
     irrelevant = reference.irrelevant.get(name) if reference else None
+    aimed = tuple(reference.controls.get(name, ())) if reference and transforms is None else ()
     out: list[tuple[str, bytes, bool]] = []
-    seen: set[tuple[bytes, bool]] = set()
+    seen: set[tuple[bytes, bool]] = {(hashlib.sha256(content).digest(), False)}
+
+    def add(label: str, changed: bytes | None, alt: bool) -> None:
+        key = (hashlib.sha256(changed).digest(), alt) if changed is not None else None
+        if changed is not None and key is not None and key not in seen:
+            seen.add(key)
+            out.append((f"{name}:{label}#{len(out)}", changed, alt))
+
     for attempt in range(2 * settings.controls + 2):
+        for i, edit in enumerate(aimed):
+            add(f"control{i}", edit(content, random.Random(
+                f"{settings.seed}|{name}|control{i}|{attempt}")), False)
         for transform in names:
             rng = random.Random(f"{settings.seed}|{name}|{transform}|{attempt}")
-            changed = apply_control(transform, name, content, rng,  # type: ignore[arg-type]
-                                    irrelevant)
-            alt = transform == "recompress"
-            key = (hashlib.sha256(changed).digest(), alt) if changed is not None else None
-            if changed is not None and key not in seen:
-                seen.add(key)  # type: ignore[arg-type]
-                out.append((f"{name}:{transform}#{len(out)}", changed, alt))
+            add(transform, apply_control(transform, name, content, rng,  # type: ignore[arg-type]
+                                         irrelevant), transform == "recompress")
         if len(out) >= 2 * settings.controls:
             break
     i = 0
