@@ -392,3 +392,15 @@ def test_assess_metadata_detector_never_reads_the_data_and_earns_nothing(classif
     seen = classified.run(probe).strip()
     results = classified.assess(f'test "$({probe})" = "{seen}"{V}')
     assert _earns(results) == [False], results[0].detail
+
+
+def test_assess_kill_through_a_file_whose_controls_keep_its_content_is_refused(sandbox, sources):
+    reference = Reference(_drinks, preserving={"alcohol.txt": ()})  # no content-changing control
+    ep = Episode(sandbox, sources, reference=reference, same=lambda a, b: a == b,
+                 task_key=f"no-varied-{os.getpid()}")
+    try:
+        pin = f'test "$(md5sum < alcohol.txt | cut -c1-32)" = "{ep.run("md5sum < alcohol.txt").split()[0]}"{V}'
+        [result] = ep.assess(pin)
+        assert result.discriminating is False and "fingerprint" in result.detail
+    finally:
+        ep.close()

@@ -225,6 +225,7 @@ class StrengthSession:
                                  "commands that name no task file, so it is not derived "
                                  "from the data")
         tried: dict[str, int] = {}
+        skipped: list[str] = []
         replayed = False
         for name, replay in plan:
             outcome = self._probe_file(result, nth, name, replay, runs, time_left)
@@ -236,9 +237,12 @@ class StrengthSession:
             if outcome.kind == "survived":
                 tried[name] = tried.get(name, 0) + outcome.tried
                 replayed = replayed or replay
+            if outcome.kind == "skipped":
+                skipped.append(outcome.why)
         if not tried:
-            return _weak(result, "no variant of the task's data could be built (empty "
-                                 "files), so it checks no data")
+            why = next((o for o in skipped if "fingerprint" in o), "")
+            return _weak(result, why or "no variant of the task's data could be built "
+                                        "(empty files), so it checks no data")
         how = " (the episode replayed on each)" if replayed else ""
         return _weak(result, f"passed on all {sum(tried.values())} mutants of "
                              f"{', '.join(tried)}{how}: its verdict does not follow the "
@@ -266,6 +270,11 @@ class StrengthSession:
             return target
         try:
             variants = target.variants
+            source = variants.source
+            if source is not None and source.classified and not source.content_varied:
+                return Outcome("skipped", f"no control of {name} changes its content "
+                                          "(only its encoding), so a check through it cannot "
+                                          "be told from a fingerprint of it")
             if not replay:
                 scratch = self.bank.scratch()
                 controls = [self._frozen(name, v, scratch) for v in variants.controls]

@@ -77,6 +77,10 @@ class Classified:
         refuted: Candidates the reference contradicted (a declared transform that
             changed the answer: a family bug ``vera-env tasks validate`` reports).
         note: Why the file is unclassified, if it is.
+        content_varied: Some control's *content* differs from the file's (not only its
+            encoding): only then can a fingerprint of the content be told from a check
+            of the answer (``StrengthSession`` refuses kills through a classified file
+            without one).
     """
 
     name: str
@@ -87,6 +91,7 @@ class Classified:
     declared: tuple[str, ...] = ()
     refuted: tuple[str, ...] = ()
     note: str = ""
+    content_varied: bool = False
 
     @property
     def nbytes(self) -> int:
@@ -255,10 +260,12 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
     declared = reference.controls_for(name)
     controls: list[Blob] = []
     refuted: list[str] = []
+    varied = False
     for label, changed, alt in _control_candidates(name, content, settings, reference):
         got = answer(changed)
         if got is not None and same(base, got):
             controls.append(Blob(label, True, _encode(decoded, changed, alt)))
+            varied = varied or changed != content
         else:
             refuted.append(label)
         if len(controls) >= settings.controls:
@@ -273,23 +280,25 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
             if len(mutants) >= settings.mutants:
                 break
     return Classified(name, not decoded.complete, True, tuple(controls), tuple(mutants),
-                      declared, tuple(refuted))
+                      declared, tuple(refuted), content_varied=varied)
 
 
 def _unclassified(name: str, decoded: Decoded, content: bytes, settings: Settings,
                   reference: Reference | None, note: str) -> Classified:
     declared = reference.controls_for(name) if reference else FORMAT_TRANSFORMS
     fmt_only = reference is None
+    candidates = _control_candidates(name, content, settings, reference,
+                                     transforms=FORMAT_TRANSFORMS if fmt_only else None
+                                     )[:settings.controls]
     controls = [Blob(label, True, _encode(decoded, changed, alt))
-                for label, changed, alt in _control_candidates(
-                    name, content, settings, reference, transforms=FORMAT_TRANSFORMS
-                    if fmt_only else None)][:settings.controls]
+                for label, changed, alt in candidates]
     aimed = tuple(reference.mutators.get(name, ())) if reference else ()
     mutants = [Blob(m.label, False, _encode(decoded, m.content, False))
                for m in mutant_candidates(name, content, seed=settings.seed,
                                           limit=settings.mutants, aimed=aimed)]
     return Classified(name, not decoded.complete, False, tuple(controls), tuple(mutants),
-                      tuple(declared), (), note)
+                      tuple(declared), (), note,
+                      content_varied=any(c != content for _, c, _ in candidates))
 
 
 def _control_candidates(name: str, content: bytes, settings: Settings,
