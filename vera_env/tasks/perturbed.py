@@ -48,6 +48,7 @@ from vera_env.tasks.model import Task, Trap
 from vera_env.tasks.perturbed_reference import perturbed_reference
 from vera_env.tasks.source import TaskSource, UnknownTaskError
 from vera_env.tasks.undetermined import CANNOT_DETERMINE, UNDETERMINED_GRADER, with_clause
+from vera_env.verification.strength.transforms import file_format
 
 if TYPE_CHECKING:
     from vera_env.tasks.real.kinds import Census
@@ -261,12 +262,18 @@ _READ = ("python3 -c \"import zlib; r = lambda b: (lambda d: d.decompress(b) + (
          "print({what})\"")
 
 
+_COMMENTS = {"vcf": "#", "gff": "#", "sam": "@", "mtx": "%"}
+"""Formats whose header and comment lines start with a mark: not records."""
+
+
 def _truncation_solution(primary: str, data: bytes) -> tuple[str, ...]:
     """Notice the cut, and pin what is readable before it.
 
     Strength varies a cut file as what it decodes to (complete lines for text), so a
     check of the cut itself (``gzip -t`` fails) fails on its controls too; the readable
     part (its complete lines, or its bytes for binary content) is a value of the data.
+    Where the format has comment lines (VCF, GTF/GFF, SAM, MatrixMarket) only records
+    are counted: strength adds a comment line as a control, and a comment is no record.
     HDF5 is varied as it is: there the byte count and the failed open are the check.
     """
     size = len(data)
@@ -280,8 +287,13 @@ def _truncation_solution(primary: str, data: bytes) -> tuple[str, ...]:
                              "2>&1"))]),
                 final(CANNOT_DETERMINE))
     readable = _readable(data)
+    comment = _COMMENTS.get(file_format(primary))
     if b"\0" in readable[:8192]:
         what, n, unit = "len(x)", len(readable), "bytes"
+    elif comment:  # a comment line is no record: strength adds one as a control
+        lines = readable.split(b"\n")[:-1]
+        what = f"sum(1 for l in x.split(b'\\n')[:-1] if not l.startswith(b'{comment}'))"
+        n, unit = sum(1 for x in lines if not x.startswith(comment.encode())), "complete records"
     else:
         what, n, unit = "x.count(b'\\n')", readable.count(b"\n"), "complete lines"
     read = _READ.format(name=primary, what=what)
