@@ -48,6 +48,10 @@ def count_command(file: str) -> str:
 class BriefTeacher:
     """Count a data file's lines, declare the count with a check, answer.
 
+    It teaches the protocol's mechanics, not analysis: a whole-file line count is a
+    fingerprint of the data, which fails an answer-preserving control and so earns no
+    verification reward — only the answer pays.
+
     Stateless across calls (the turn is chosen by ``info["step"]`` and the
     observation), so one instance serves many concurrent episodes.
 

@@ -102,13 +102,15 @@ def test_play_stepwise_sandbox_fault_excludes_only_that_episode(tokenizer, tasks
     assert broken.fields()["unscorable"] and not fine.fields()["unscorable"]
 
 
-def test_brief_teacher_earns_verification_and_the_answer(tasks):
+def test_brief_teacher_answers_and_its_line_count_pin_earns_nothing(tasks):
     from vera_env.rollout import run_episode
 
     env = make_env(tasks, max_steps=3, wrappers=("forced",), reserve=1,
                    observation_variant="compact")
     attempt = run_episode(env, BriefTeacher(tasks), seed=0, task_id=TASK)
     env.close()
-    assert attempt.correct and attempt.verification_reward > 0
-    assert attempt.steps[0]["action"] == "<command>cat codebook.txt | wc -l</command>"
-    assert all(not s["error"] for s in attempt.steps) and attempt.n_discriminating == 1
+    assert attempt.correct and attempt.steps[0]["action"] == "<command>cat codebook.txt | wc -l</command>"
+    assert all(not s["error"] for s in attempt.steps)
+    # A whole-file line count is a fingerprint of the data, not of the answer: it fails
+    # an answer-preserving control (the codebook reworded), so it earns nothing.
+    assert attempt.verification_reward == 0 and attempt.n_discriminating == 0
