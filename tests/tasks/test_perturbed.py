@@ -54,9 +54,10 @@ def test_truncated_gzip_fails_integrity_and_answer_becomes_undetermined(tmp_path
     with pytest.raises(EOFError):
         gzip.decompress(data)
     readable = decode(data, max_bytes=1 << 30, budget_s=60, complete=False)  # what strength varies
-    lines = readable.content.count(b"\n")
-    assert not readable.complete and lines > 1000
-    assert f'CHECK conservation "{lines} complete lines readable before the cut"' in task.solution[0]
+    records = sum(1 for line in readable.content.split(b"\n")[:-1] if not line.startswith(b"#"))
+    assert not readable.complete and records > 1000
+    assert f'CHECK conservation "{records} complete records readable before the cut"' \
+        in task.solution[0]
     assert task.answer == CANNOT_DETERMINE
     assert grade(task, "Cannot be determined.").correct is True
     assert grade(task, task.trap.wrong_answer).correct is False
@@ -159,3 +160,20 @@ def test_reference_composition_lives_in_its_own_module() -> None:
     from vera_env.tasks import perturbed, perturbed_reference
 
     assert perturbed.perturbed_reference is perturbed_reference.perturbed_reference
+
+
+@pytest.mark.parametrize("tid", [real_id("vcf.het_sites") + "+truncated",
+                                 real_id("gtf.exonic_bp") + "+truncated"])
+def test_truncation_check_holds_when_a_comment_line_is_added(tid: str, tmp_path: Path) -> None:
+    """Strength's controls of a cut VCF or GTF add a comment line to its header; a count of
+    every readable line failed them (validate: "node n1 earns nothing"), a count of the
+    records holds."""
+    task = make_perturbed_task(tid)
+    name = next(iter(task.data_files()))
+    content = decode(_bytes(task, name), max_bytes=1 << 30, budget_s=60, complete=False).content
+    commented = content.replace(b"\n", b"\n# a note\n", 1)
+    (tmp_path / name).write_bytes(gzip.compress(commented))
+    check = task.solution[0].split(" :: ", 1)[1]
+    out = subprocess.run(["bash", "-c", check], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60, check=True).stdout.strip()
+    assert out == "True"

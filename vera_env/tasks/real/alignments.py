@@ -17,7 +17,6 @@ as the second route.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import random
 import struct
@@ -161,7 +160,7 @@ def _solution(chrom: str, n: int, reverse: int, distinct: int) -> tuple[str, ...
     v = {"F": _FILE, "C": chrom, "N": n, "R": reverse, "FW": n - reverse, "K": distinct,
          "ANS": n - distinct}
 
-    py = functools.partial(python_check, _PY, **v)
+    py = python_check(_PY, v)
     return (
         turn(fill("samtools view -H @F@ | head -5\nsamtools view @F@ | awk -F'\\t' '$3 == \"@C@\""
                   "' > reads.sam\nwc -l < reads.sam\ncut -f2 reads.sam | sort | uniq -c\ncut -f6 "

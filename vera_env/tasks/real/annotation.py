@@ -11,7 +11,6 @@ coverage array. The FlyBase GFF3 type lives in `flybase`.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import random
 from collections import defaultdict
@@ -97,7 +96,7 @@ def _gtf_solution(gene: str, exons: list[tuple[int, int]], n_tx: int) -> tuple[s
     blocks = _blocks(exons)
     v = {"F": _GTF, "G": gene, "N": len(exons), "T": n_tx, "W": sum(e - s + 1 for s, e in exons),
          "K": len(blocks), "ANS": merged_length(exons), "LO": blocks[0][0], "HI": blocks[-1][1]}
-    py = functools.partial(python_check, _GTF_PY, **v)
+    py = python_check(_GTF_PY, v)
     return (
         turn(fill(_PICK + " | cut -f4,5 | sort -k1,1n -k2,2n > exons.tsv\nwc -l < exons.tsv\n"
                   "zcat @F@ | grep -F 'gene_name \"@G@\";' | cut -f3 | sort | uniq -c", **v),

@@ -12,7 +12,6 @@ Python vs ``tr`` in shell).
 
 from __future__ import annotations
 
-import functools
 import gzip
 import re
 from collections.abc import Callable, Mapping
@@ -88,7 +87,7 @@ def _solution(sample: str, col: int, het: list[tuple[int, str]], answer: int
     v = {"F": _FILE, "S": sample, "C": col, "ANS": answer, "R": flipped,
          "W": sum(c in ("0|1", "0/1") for _, c in het), "LO": min(p for p, _ in het),
          "HI": max(p for p, _ in het)}
-    py = functools.partial(python_check, _CALLS, **v)
+    py = python_check(_CALLS, v)
     return (
         _load_turn(v, py),
         turn(fill(_BODY + " | cut -f2,\"$(cat col.txt)\" | cut -d: -f1 | awk -F'[\\t|/]' '$2 != $3 "

@@ -11,7 +11,6 @@ awk count of the Parent lists.
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
@@ -91,7 +90,7 @@ def _gff_solution(mrna: str, exons: list[tuple[int, int, list[str]]], first: int
     v = {"F": _GFF, "T": mrna, "ANS": len(exons), "K": first, "P": len(partners),
          "LO": min(s for s, _, _ in exons), "HI": max(e for _, e, _ in exons),
          "S": sum(len(parents) > 1 for _, _, parents in exons)}
-    py = functools.partial(python_check, _PY, **v)
+    py = python_check(_PY, v)
     return (
         _gff_load_turn(v, py),
         turn(fill(_PARENTS + " | cut -d= -f2 | tr , '\\n' | sort | uniq -c | awk '{ print $2 "

@@ -13,7 +13,6 @@ with the overlapping count the tests make.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import random
 import re
@@ -68,7 +67,7 @@ def _solution(enzyme: str, length: int, gc: int, offsets: list[int]) -> tuple[st
          "LO": offsets[0], "HI": offsets[-1], "H": half,
          "H1": sum(o < half for o in offsets)}
 
-    py = functools.partial(python_check, _JOINED, **v)
+    py = python_check(_JOINED, v)
     return (
         turn(fill("zcat @F@ | head -2\nzcat @F@ | grep -c '>'\nzcat @F@ | grep -v '>' | tr -d "
                   "'\\n' > seq.txt\nwc -c < seq.txt", **v),

@@ -127,10 +127,14 @@ def careless_trap(description: str, command: str, summary: str, check_name: str,
     return Trap(description=description, careless_solution=solution, wrong_answer=str(wrong))
 
 
-def python_check(prelude: str, test: str, **values: object) -> str:
-    """A check in python3: ``prelude`` (``python3 -c "`` and the statements that read the
-    task's data by a second route) then ``print(test)``, its ``@TOKEN@`` s filled."""
-    return fill(prelude + f"print({test})\"", **values)
+def python_check(prelude: str, values: Mapping[str, object]) -> Callable[[str], str]:
+    """Checks in python3: ``prelude`` (``python3 -c "`` and the statements that read the
+    task's data by a second route) then ``print(test)``, its ``@TOKEN@`` s filled from
+    ``values``; the result maps ``test`` to the check's command."""
+    def command(test: str) -> str:
+        return fill(prelude + f"print({test})\"", **values)
+
+    return command
 
 
 def recounted(shell: str, recount: str, value: object, also: str = "") -> str:

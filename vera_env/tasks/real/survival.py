@@ -15,9 +15,8 @@ arithmetic agree (the tests recompute with ``fractions.Fraction``).
 from __future__ import annotations
 
 import csv
-import functools
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -63,9 +62,13 @@ _CURVE = ("d = Counter(t for t, e in g if e); a = Counter(t for t, _ in g); n, s
 """A python product-limit curve of ``g``: death time -> (at risk, deaths, survival)."""
 
 
-def _group_check(code: str, **values: object) -> str:
-    """python3 over the group's (time, died) pairs ``g``; ``code`` prints the verdict."""
-    return fill(_GROUP + code + "\"", **values)
+def _group_check(values: Mapping[str, object]) -> Callable[[str], str]:
+    """Checks in python3 over the group's (time, died) pairs ``g``: ``code`` prints the
+    verdict, its ``@TOKEN@`` s filled from ``values``."""
+    def command(code: str) -> str:
+        return fill(_GROUP + code + "\"", **values)
+
+    return command
 
 
 def _solution(ecog: str, n: int, deaths: int, median: int, at_risk: int) -> tuple[str, ...]:
@@ -76,7 +79,7 @@ def _solution(ecog: str, n: int, deaths: int, median: int, at_risk: int) -> tupl
     time, and the number still at risk at the median.
     """
     v = {"E": ecog, "N": n, "D": deaths, "C": n - deaths, "ANS": median, "R": at_risk}
-    py = functools.partial(_group_check, **v)
+    py = _group_check(v)
 
     def counted(shell: str, code: str, value: int) -> str:
         return recounted(fill(shell, **v), py(f"print({code})"), value)

@@ -18,7 +18,6 @@ with numpy, and the reference solutions with awk (and check with python3).
 from __future__ import annotations
 
 import csv
-import functools
 import io
 import math
 from collections.abc import Callable, Mapping
@@ -66,7 +65,7 @@ def _penguin_solution(species: str, n: int, n_na: int, total: float, answer: str
     from: the species' rows, how many are NA, how many weighed, their sum, the mean.
     """
     v = {"S": species, "N": n, "NA": n_na, "M": n - n_na, "SUM": f"{total:.2f}", "ANS": answer}
-    py = functools.partial(python_check, _PENGUINS, **v)
+    py = python_check(_PENGUINS, v)
     return (
         turn(fill("head -3 penguins.csv\nawk -F, 'NR > 1 && $1 == \"@S@\"' penguins.csv > "
                   "species.csv\nwc -l < species.csv\nawk -F, '$6 == \"NA\"' species.csv", **v),
@@ -230,7 +229,7 @@ def _cancer_solution(col: int, n: int, malignant: list[list[float]], answer: str
     they hold, the feature's values (count, sum, range), the mean and its denominator.
     """
     v = _cancer_facts(col, n, malignant, answer)
-    py = functools.partial(python_check, _TUMOURS, **v)
+    py = python_check(_TUMOURS, v)
     return (
         turn("head -1 breast_cancer.csv\nawk -F, 'NR > 1 { print $NF }' breast_cancer.csv | "
              "sort | uniq -c\nawk -F, 'NR > 1 && $31 == 0' breast_cancer.csv > malignant.csv\n"
