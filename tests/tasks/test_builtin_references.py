@@ -227,3 +227,48 @@ def test_vcf_table_and_read_table_refuse_a_row_of_the_wrong_width() -> None:
 def test_moved_needs_a_margin_over_the_tolerance(base: str, new: str, tol: float,
                                                  differs: bool) -> None:
     assert moved(base, new, tol) is differs
+
+
+_OWN_CONTROLS = ("mtx.qc_cells", "mtx.knockout_gene", "mtx.doublets", "tab.sentinel_mean",
+                 "tab.label_coding", "tab.fold_change")
+"""Types whose every file has family controls: pins of a file's decoded content (its
+sorted lines, line count, digits) passed every generic control of it."""
+
+
+@pytest.mark.parametrize("tid", [t for t in IDS if t.rsplit(".", 2)[0] in _OWN_CONTROLS])
+def test_family_controls_keep_the_answer_and_change_the_content(tid: str) -> None:
+    instance, _, files = _built(tid)
+    ref = _reference(instance)
+    # No file left to content pins: own controls, or irrelevant records dropped.
+    assert all(name in ref.controls or "drop_irrelevant" in ref.controls_for(name)
+               for name in files)
+    for name, edits in ref.controls.items():
+        for edit in edits:
+            for draw in range(3):
+                changed = edit(files[name], random.Random(draw))
+                assert changed is not None and changed != files[name], (name, draw)
+                assert _same(tid, ref.solve({**files, name: changed})), (name, draw)
+
+
+_RENAMED_FASTA = ("seq.motif_count", "seq.gc_content", "seq.longest_orf")
+"""FASTA types whose family control renames every record: the digits of the file (a
+content pin that survived shuffling and re-wrapping) change, the answer does not."""
+
+
+def _digits(content: bytes) -> int:
+    return sum(content.count(bytes([d])) for d in b"0123456789")
+
+
+@pytest.mark.parametrize("tid", [t for t in IDS if t.rsplit(".", 2)[0] in _RENAMED_FASTA])
+def test_renamed_fasta_control_keeps_the_answer_and_moves_the_digits(tid: str) -> None:
+    instance, _, files = _built(tid)
+    ref = _reference(instance)
+    (name,) = files
+    assert ref.controls.get(name), "a FASTA question that never reads titles renames them"
+    for edit in ref.controls[name]:
+        for draw in range(3):
+            changed = edit(files[name], random.Random(draw))
+            assert changed is not None and _digits(changed) != _digits(files[name]), draw
+            assert [s for _, s in fasta_records(changed)] == [
+                s for _, s in fasta_records(files[name])], draw
+            assert _same(tid, ref.solve({**files, name: changed})), draw

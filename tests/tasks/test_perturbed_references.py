@@ -194,3 +194,19 @@ def test_base_solver_sees_only_the_base_files() -> None:
     ref.solve({"t.tsv": _TABLE, "old/t.tsv": _TABLE})
     assert seen == [{"t.tsv"}]
     assert ref.irrelevant["old/t.tsv"](b"x\t1\n")
+
+
+def test_base_controls_are_carried_and_keep_the_mess() -> None:
+    """A family's own controls (``Reference.controls``) vary the perturbed task's files
+    too; on a cleaned kind they must keep the mess, like the mutators."""
+    def reword(content: bytes, rng: random.Random) -> bytes | None:
+        return content.replace(b"y\t2\n", b"y\t20\n")
+
+    base = Reference(solve=_sum_x, controls={"t.tsv": (reword, lambda c, rng: _TABLE)})
+    bloat = perturbed_reference(base, "bloat", "t.tsv", frozenset({"t.tsv"}), ("README.md",))
+    assert bloat is not None and bloat.controls["t.tsv"] == base.controls["t.tsv"]
+    bom = perturbed_reference(base, "bom", "t.tsv", frozenset({"t.tsv"}))
+    assert bom is not None
+    keeps, cleans = bom.controls["t.tsv"]
+    assert keeps(_BOM + _TABLE, random.Random(0)) == _BOM + _TABLE.replace(b"y\t2\n", b"y\t20\n")
+    assert cleans(_BOM + _TABLE, random.Random(0)) is None

@@ -151,6 +151,23 @@ def test_bam_declares_only_recompress_and_h5ad_nothing() -> None:
     assert h5ad.reference.controls_for("pbmc68k_reduced.h5ad") == ()
 
 
+@pytest.mark.parametrize("task_type, seed", [(t, s) for t in sorted(BINARY) for s in (0, 1)])
+def test_binary_types_own_controls_change_the_content_and_keep_the_answer(
+        task_type: str, seed: int) -> None:
+    """No generic transform varies a BAM's or an h5ad's content, and strength grants no
+    kill through a file whose controls only re-encode it (a fingerprint would pass
+    them): the types bring controls of their own, each a real edit of the content."""
+    task, files = _staged(task_type, seed)
+    name = _primary(task_type, seed)
+    edits = task.reference.controls[name]
+    assert len(edits) >= 2
+    for edit in edits:
+        for draw in range(2):
+            changed = edit(files[name], random.Random(draw))
+            assert changed is not None and changed != files[name], (edit.__name__, draw)
+            assert _same(task, task.reference.solve({**files, name: changed})), edit.__name__
+
+
 def test_fastq_files_not_asked_about_are_wholly_irrelevant() -> None:
     task, files = _staged("fastq.read_count", 0)
     asked = _primary("fastq.read_count", 0)

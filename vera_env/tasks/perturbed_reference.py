@@ -12,7 +12,8 @@ Three things keep the classification honest on messy files:
 * the base's controls that a perturbation breaks are withdrawn (`_controls`: a BOM hides
   a VCF's ``#`` header from the record transforms; a repeated header is no comment);
 * a mutant must keep the mess (`_keeping`), or a check that only detects the mess (a
-  BOM test, a CR count) would "discriminate" without reading the answer.
+  BOM test, a CR count) would "discriminate" without reading the answer; so must the
+  base's own controls (``Reference.controls``), which are carried over like its mutators.
 
 A ``truncated`` variant has none: its answer is "cannot be determined" whatever the
 bytes, as for the canaries (`vera_env.tasks.canary`).
@@ -115,13 +116,15 @@ def perturbed_reference(base: Reference | None, kind: str, primary: str,
     preserving = {**base.preserving, **{x: _extra_controls(x) for x in extras}}
     irrelevant = {**base.irrelevant, **{x: (lambda record: True) for x in extras}}
     mutators = dict(base.mutators)
+    controls = dict(base.controls)
     if clean is not None:
         preserving[primary] = _controls(kind, primary, base.controls_for(primary))
         if primary in base.irrelevant:
             irrelevant[primary] = _irrelevant(kind, header, base.irrelevant[primary])
         mutators[primary] = tuple(_keeping(kind, header, m) for m in base.mutators.get(primary, ()))
+        controls[primary] = tuple(_keeping(kind, header, m) for m in base.controls.get(primary, ()))
     return Reference(solve=solve, preserving=preserving, irrelevant=irrelevant,
-                     mutators=mutators)
+                     mutators=mutators, controls=controls)
 
 
 def _extra_controls(name: str) -> tuple[ControlTransform, ...]:

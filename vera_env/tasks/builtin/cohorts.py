@@ -219,6 +219,29 @@ def _swap_codes(content: bytes, rng: random.Random) -> bytes | None:
     return swapped.encode() if swapped != text else None
 
 
+def _renamed_feature(content: bytes, rng: random.Random, *, feature: str) -> bytes | None:
+    """Another feature's column renamed in the header (a control): the table is read by
+    column name, so the header's text may change where the question does not look."""
+    lines = lines_of(content)
+    if not lines:
+        return None
+    names = lines[0].rstrip(b"\r\n").split(b",")
+    free = [i for i, n in enumerate(names) if n.decode() in _FEATURES and n.decode() != feature]
+    if not free:
+        return None
+    i = rng.choice(free)
+    names[i] = names[i].replace(b"_mean", rng.choice((b"_avg", b"_mean_um", b"_m")))
+    return edit_lines(content, {0: b",".join(names) + lines[0][len(lines[0].rstrip(b"\r\n")):]})
+
+
+def _noted_codebook(content: bytes, rng: random.Random) -> bytes | None:
+    """A note added to codebook.txt (a control): the label coding is kept."""
+    notes = (b"\nRows are in no particular order.\n", b"\nFeatures computed from digitised "
+             b"images.\n", b"\nid is a running number, not a patient identifier.\n")
+    end = b"" if content.endswith(b"\n") or not content else b"\n"
+    return content + end + rng.choice(notes)
+
+
 def _reference(feature: str, col: int) -> Reference:
     return Reference(
         solve=partial(_solve, feature=feature),
@@ -227,7 +250,9 @@ def _reference(feature: str, col: int) -> Reference:
         mutators={"tumours.csv": aimed(partial(_tumour_mutant, kind="shift", col=col - 1),
                                        partial(_tumour_mutant, kind="relabel", col=col - 1),
                                        partial(_rename_feature, feature=feature)),
-                  "codebook.txt": aimed(_swap_codes)})
+                  "codebook.txt": aimed(_swap_codes)},
+        controls={"tumours.csv": aimed(partial(_renamed_feature, feature=feature)),
+                  "codebook.txt": aimed(_noted_codebook)})
 
 
 def label_coding(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

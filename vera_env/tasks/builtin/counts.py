@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from vera_env.tasks.builtin.columns import int_lines
+import random
 
-__all__ = ["Counts", "barcodes", "concat", "gene_table", "mtx_bytes", "sample_counts"]
+from vera_env.tasks.builtin.columns import int_lines
+from vera_env.tasks.builtin.solvers import edit_lines, lines_of, read_mtx, rejoin, tsv_fields
+
+__all__ = ["Counts", "barcodes", "concat", "gene_table", "mtx_bytes", "renamed_barcodes",
+           "renamed_ids", "renamed_symbols", "sample_counts", "split_entry"]
 
 Counts = tuple[np.ndarray, np.ndarray, np.ndarray]
 """(gene index, cell index, count), 0-based, sorted by cell then gene."""
@@ -88,3 +92,74 @@ def gene_table(rng: np.random.Generator, named: tuple[str, ...], n_genes: int
     symbols = [symbols[i] for i in rng.permutation(len(symbols))]
     ids = [f"ENSMUSG{int(x):011d}" for x in np.cumsum(rng.integers(1, 3000, n_genes)) + 1000]
     return ids, symbols
+
+
+# ----- the families' own controls: answer-preserving edits of the 10x files -----
+# Shuffling entries and adding comments keep a matrix's sorted lines, entry count and
+# digits, and recompression keeps a gene or barcode list's content: a pin of any of
+# those passed every generic control. These edits change exactly those facts and keep
+# what a question reads (each family picks the ones its answer ignores; `solve`
+# classifies every one anyway).
+
+def split_entry(content: bytes, rng: random.Random, *, axis: int = 0,
+                only: tuple[int, ...] | None = None, avoid: tuple[int, ...] = ()) -> bytes | None:
+    """One entry ``r c v`` (v >= 2) written as two, ``r c a`` and ``r c v-a`` (the size
+    line's count updated): a reader that sums entries sees the same matrix. ``only`` /
+    ``avoid`` restrict the entries by their index on ``axis`` (0 rows, 1 columns, 1-based)
+    -- e.g. a marker gene's column, read entry by entry against a threshold."""
+    mtx = read_mtx(content)
+    entries = mtx.entries
+    ok = (entries[:, 2] >= 2) & ~np.isin(entries[:, axis], avoid)
+    if only is not None:
+        ok &= np.isin(entries[:, axis], only)
+    candidates = np.flatnonzero(ok)
+    if not len(candidates):
+        return None
+    k = int(candidates[rng.randrange(len(candidates))])
+    r, c, v = (int(x) for x in entries[k])
+    a = rng.randint(1, v - 1)
+    return mtx.edited({k: b"%d %d %d\n" % (r, c, a)}, (b"%d %d %d\n" % (r, c, v - a),))
+
+
+def renamed_ids(content: bytes, rng: random.Random) -> bytes | None:
+    """Every gene id given an Ensembl version suffix (``ENSMUSG...`` -> ``ENSMUSG....3``):
+    the first column, which no question here reads, changes on every line."""
+    lines = lines_of(content)
+    version = b".%d" % rng.randint(1, 19)
+    edits = {}
+    for i, line in enumerate(lines):
+        fields = tsv_fields(line)
+        fields[0] += version
+        edits[i] = rejoin(fields, line)
+    return edit_lines(content, edits) if edits else None
+
+
+def renamed_symbols(content: bytes, rng: random.Random, *, keep: tuple[int, ...] = ()
+                    ) -> bytes | None:
+    """About a quarter of the ``Gm`` filler symbols renumbered (never the 1-based lines in
+    ``keep``, the genes a question names or reads next to): still filler, other text."""
+    lines = lines_of(content)
+    edits = {}
+    for i, line in enumerate(lines):
+        fields = tsv_fields(line)
+        if (i + 1) in keep or len(fields) < 2 or not fields[1].startswith(b"Gm") \
+                or rng.random() > 0.25:
+            continue
+        fields[1] = b"Gm%d" % rng.randint(50_000, 99_999)
+        edits[i] = rejoin(fields, line)
+    return edit_lines(content, edits) if edits else None
+
+
+def renamed_barcodes(content: bytes, rng: random.Random) -> bytes | None:
+    """Every barcode replaced by another (distinct) one of the same shape: where only the
+    number of barcodes matters, their letters are free."""
+    lines = lines_of(content)
+    seen: set[bytes] = set()
+    edits = {}
+    for i, line in enumerate(lines):
+        code = b""
+        while not code or code in seen:
+            code = bytes(rng.choice(b"ACGT") for _ in range(16)) + b"-1"
+        seen.add(code)
+        edits[i] = code + line[len(line.rstrip(b"\r\n")):]
+    return edit_lines(content, edits) if edits else None

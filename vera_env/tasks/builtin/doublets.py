@@ -34,7 +34,11 @@ from vera_env.tasks.builtin.counts import (
     concat,
     gene_table,
     mtx_bytes,
+    renamed_barcodes,
+    renamed_ids,
+    renamed_symbols,
     sample_counts,
+    split_entry,
 )
 from vera_env.tasks.builtin.instance import (
     Difficulty,
@@ -242,7 +246,12 @@ def _reference(t_col: int, b_col: int, swap: tuple[int, ...]) -> Reference:
                     "features.tsv.gz": ("recompress",), "barcodes.tsv.gz": ("recompress",)},
         mutators={"matrix.mtx.gz": aimed(*(partial(_doublet_mutant, kind=kind, t_col=t_col + 1,
                                                    b_col=b_col + 1) for kind in ("lower", "raise"))),
-                  "features.tsv.gz": aimed(partial(_move_marker, b_line=b_col + 1, lines=swap))})
+                  "features.tsv.gz": aimed(partial(_move_marker, b_line=b_col + 1, lines=swap))},
+        controls={"matrix.mtx.gz": aimed(partial(split_entry, axis=1,
+                                                 avoid=(t_col + 1, b_col + 1))),
+                  "features.tsv.gz": aimed(renamed_ids, partial(
+                      renamed_symbols, keep=(t_col + 1, b_col + 1))),
+                  "barcodes.tsv.gz": aimed(renamed_barcodes)})
 
 
 def doublets(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

@@ -202,6 +202,24 @@ def _flip_condition(content: bytes, rng: random.Random) -> bytes | None:
     return edit_lines(content, {i: rejoin([*fields[:-1], flipped[fields[-1]]], lines[i])})
 
 
+def _extra_samples(content: bytes, rng: random.Random) -> bytes | None:
+    """Rows for samples expression.tsv has no column of, appended to samples.tsv (a
+    control): conditions are looked up by the expression header's names, so these are
+    never read -- but the table's lines, digits and sorted content all change."""
+    end = b"" if content.endswith(b"\n") or not content else b"\n"
+    extra = [b"pilot_%d\t%s\n" % (rng.randint(1, 99), rng.choice((b"control", b"treated")))
+             for _ in range(rng.randint(1, 3))]
+    return content + end + b"".join(extra)
+
+
+def _reworded_readme(content: bytes, rng: random.Random) -> bytes | None:
+    """A note added to README.txt (a control): nothing the answer needs is reworded."""
+    notes = (b"Samples were sequenced in one batch.\n", b"Genes are in no particular order.\n",
+             b"Contact the core facility with questions.\n")
+    end = b"" if content.endswith(b"\n") or not content else b"\n"
+    return content + end + rng.choice(notes)
+
+
 def _reference(gene: str, samples: list[str], treated: np.ndarray) -> Reference:
     condition = {s: "treated" if t else "control" for s, t in zip(samples, treated.tolist(),
                                                                    strict=True)}
@@ -212,7 +230,8 @@ def _reference(gene: str, samples: list[str], treated: np.ndarray) -> Reference:
         irrelevant={"expression.tsv": partial(_other_gene, gene=gene)},
         mutators={"expression.tsv": aimed(*(partial(_shift_value, gene=gene, condition=condition,
                                                     group=g) for g in ("treated", "control"))),
-                  "samples.tsv": aimed(_flip_condition)})
+                  "samples.tsv": aimed(_flip_condition)},
+        controls={"samples.tsv": aimed(_extra_samples), "README.txt": aimed(_reworded_readme)})
 
 
 def fold_change(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

@@ -31,7 +31,17 @@ from functools import partial
 
 import numpy as np
 
-from vera_env.tasks.builtin.counts import Counts, barcodes, concat, mtx_bytes, sample_counts
+from vera_env.tasks.builtin.counts import (
+    Counts,
+    barcodes,
+    concat,
+    mtx_bytes,
+    renamed_barcodes,
+    renamed_ids,
+    renamed_symbols,
+    sample_counts,
+    split_entry,
+)
 from vera_env.tasks.builtin.instance import (
     Difficulty,
     Instance,
@@ -269,7 +279,10 @@ def _reference(genes: list[str], min_counts: int, max_pct: int, unmito: tuple[in
         mutators={"matrix.mtx.gz": aimed(*(partial(
             _qc_mutant, kind=kind, mito_rows=mito_rows, min_counts=min_counts, max_pct=max_pct)
             for kind in ("mito", "total"))),
-                  "genes.tsv.gz": aimed(partial(_unmito, lines=unmito))})
+                  "genes.tsv.gz": aimed(partial(_unmito, lines=unmito))},
+        controls={"matrix.mtx.gz": aimed(split_entry),
+                  "genes.tsv.gz": aimed(renamed_ids, renamed_symbols),
+                  "barcodes.tsv.gz": aimed(renamed_barcodes)})
 
 
 def qc_cells(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

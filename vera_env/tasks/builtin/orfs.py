@@ -19,10 +19,11 @@ Each instance's `Reference` rescans the decoded FASTA (any width, any record ord
 letters other than A, C, G, T read no codon). No record is declared irrelevant: the
 question is a maximum over every record, so each is read (dropping records whose ORFs
 are shorter would keep the answer, but it would also kill the reference solution's
-record and base counts, which pin what was loaded). The aimed mutants put a stop codon
-inside the longest ORF, turn its stop into a sense codon, or delete one base inside it
-(a frameshift): a check that re-finds that ORF dies on the first, one that checks where
-it ends on the second, a count of the bases loaded on the third.
+record and base counts, which pin what was loaded). The aimed mutants turn the longest
+ORF's stop into a sense codon, delete one whole codon inside it, delete one base inside
+it (a frameshift) or put a stop codon inside it: a check of where it ends dies on the
+first only, one of where it starts or of the runner-up frame on the last two, a count
+of the bases loaded on the middle two. The family's control renames every record.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from vera_env.tasks.builtin.instance import (
     turn,
     verdict,
 )
-from vera_env.tasks.builtin.sequences import fasta_text, random_bases, revcomp
+from vera_env.tasks.builtin.sequences import fasta_text, random_bases, renamed_fasta, revcomp
 from vera_env.tasks.builtin.solvers import (
     aimed,
     content_of,
@@ -155,41 +156,70 @@ EOF
 python3 orfs.py"""
 
 
-def _solution(cat: str, n_records: int, n_bases: int, answer: int, forward: int
-              ) -> tuple[str, ...]:
+def _solution(cat: str, n_records: int, n_bases: int, answer: int, forward: int,
+              second: int, orf: str) -> tuple[str, ...]:
+    """Two nodes over facts different mutants move: the longest ORF, the runner-up frame,
+    the forward strand's best, the bases loaded; the ORF's opening and closing bases."""
     v = {"CAT": cat, "N": n_records, "ROWS": 6 * n_records, "ANS": answer, "NT": 3 * answer + 3,
-         "B": n_bases}
+         "B": n_bases, "FWD": forward, "SECOND": second, "HEAD": orf[:24], "TAIL": orf[-24:],
+         "MET": _internal_met(orf), "GCN": orf.count("G") + orf.count("C")}
     unwrap = fill("@CAT@ | awk '/^>/ { if (n) print s; s = \"\"; n++; next } { s = s $0 } "
                   "END { if (n) print s }' > seqs.txt\nwc -l < seqs.txt", **v)
+    revcomp_data = fill("@CAT@ | awk '/^>/ { if (n) print s; s = \"\"; n++; next } "
+                        "{ s = s $0 } END { if (n) print s }' | rev | tr ACGTacgt TGCAtgca",
+                        **v)
     return (
-        turn(unwrap, node("load", f"{n_records} records, {n_bases} bases, one line per "
-                                  "record", "seqs.txt"), [
-            check("conservation", fill("one line per FASTA record, @B@ bases in all", **v), verdict(fill(
-                "test \"$(wc -l < seqs.txt)\" -eq @N@ && "
-                "test \"$(@CAT@ | grep -c '^>')\" -eq @N@ && "
-                "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq @B@", **v))),
-            check("conservation", "no bases lost when unwrapping", verdict(fill(
-                "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq "
-                "\"$(@CAT@ | grep -v '^>' | tr -d '\\n' | wc -c)\"", **v)))]),
+        turn(unwrap),
         turn(_SCAN, node("test", f"longest ORF: {answer} aa, on the reverse strand; the "
                                  f"forward strand's longest is {forward} aa",
-                         "longest_orf.txt", "n1"), [
+                         "longest_orf.txt"), [
             check("range", "the longest of all six frames is on the reverse strand", fill(
                 "awk -F'\\t' '$4 > m { m = $4; s = $2 } END { print (NR == @ROWS@ && "
                 "m == @ANS@ && s == \"-\") ? \"True\" : \"False\" }' orfs.tsv", **v)),
+            check("range", "the runner-up frame's longest ORF is shorter", verdict(fill(
+                "test \"$(cut -f4 orfs.tsv | sort -rn | sed -n 2p)\" -eq @SECOND@", **v))),
+            check("conservation", fill("all @B@ bases were scanned", **v), verdict(fill(
+                "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq @B@ && "
+                "test \"$(@CAT@ | grep -v '^>' | tr -d '\\n' | wc -c)\" -eq @B@", **v)))]),
+        turn("head -c 60 longest_orf.txt; echo; tail -c 31 longest_orf.txt",
+             node("interpret", f"the ORF: ATG ... stop, {3 * answer + 3} nt on the reverse "
+                               "complement", "longest_orf.txt", "n1"), [
             check("type", "the ORF is ATG ... stop with no stop in frame before the end", fill(
                 "awk '{ ok = length($0) == @NT@ && substr($0, 1, 3) == \"ATG\" && "
                 "substr($0, length($0) - 2) ~ /^(TAA|TAG|TGA)$/; for (i = 1; i < length($0) "
                 "- 2; i += 3) if (substr($0, i, 3) ~ /^(TAA|TAG|TGA)$/) ok = 0; "
                 "print ok ? \"True\" : \"False\" }' longest_orf.txt", **v)),
-            check("invariance", "the ORF reads on the reverse complement of a record",
-                  verdict(fill("test \"$(@CAT@ | awk '/^>/ { if (n) print s; s = \"\"; n++; "
-                               "next } { s = s $0 } END { if (n) print s }' | rev | "
-                               "tr ACGTacgt TGCAtgca | grep -cF -f longest_orf.txt)\" -ge 1 && "
-                               "test \"$(@CAT@ | grep -v '^>' | tr -d '\\n' | wc -c)\" -eq @B@",
-                               **v)))]),
+            check("invariance", "its opening bases read on the reverse complement of a record",
+                  verdict(fill("test \"$(head -c 24 longest_orf.txt)\" = @HEAD@ && "
+                               f"test \"$({revcomp_data} | grep -c @HEAD@)\" -ge 1", **v))),
+            check("invariance", "its closing bases and stop read there too", verdict(fill(
+                "test \"$(tr -d '\\n' < longest_orf.txt | tail -c 24)\" = @TAIL@ && "
+                f"test \"$({revcomp_data} | grep -c @TAIL@)\" -ge 1", **v)))]),
+        turn(_TRANSLATE, node("interpret", f"the protein: {answer} aa from M, no stop inside",
+                              "protein.txt", "n2"), [
+            check("range", "the protein has the answer's length, starts with M, no stop", fill(
+                "awk '{ print (length($0) == @ANS@ && substr($0, 1, 1) == \"M\" && "
+                "index($0, \"*\") == 0) ? \"True\" : \"False\" }' protein.txt", **v)),
+            check("range", fill("@MET@ methionines inside the ORF after its start", **v),
+                  verdict(fill("test \"$(tail -c +2 protein.txt | tr -cd M | wc -c)\" -eq @MET@",
+                               **v))),
+            check("range", fill("the ORF holds @GCN@ G/C bases", **v), verdict(fill(
+                "test \"$(tr -cd GC < longest_orf.txt | wc -c)\" -eq @GCN@", **v)))]),
         final(str(answer)),
     )
+
+
+_TRANSLATE = ("python3 -c \"import itertools, sys\n"
+              "b = 'TCAG'\naa = 'FFLLSSSSYY**CC*WLLLLPPPPHHQQRRRRIIIMTTTTNNKKSSRRVVVVAAAADDEEGGGG'\n"
+              "code = {''.join(c): a for c, a in zip(itertools.product(b, repeat=3), aa)}\n"
+              "s = open('longest_orf.txt').read().strip()\n"
+              "print(''.join(code[s[i:i + 3]] for i in range(0, len(s) - 3, 3)))\" "
+              "> protein.txt\ncat protein.txt\nawk '{ print length($0) }' protein.txt")
+
+
+def _internal_met(orf: str) -> int:
+    """ATG codons after the start codon, stop excluded."""
+    return sum(orf[i:i + 3] == "ATG" for i in range(3, len(orf) - 3, 3))
 
 
 def _trap(cat: str, wrong: int) -> Trap:
@@ -221,11 +251,12 @@ _COMPLEMENT = bytes.maketrans(b"ACGT", b"TGCA")
 _SENSE_FOR_STOP = b"TAC"  # a stop made Tyr: the ORF runs on to the next stop, or never ends
 
 
-def _best_in_strand(seq: bytes) -> tuple[int, int, int]:
-    """(amino acids, start, stop) of the longest complete ORF in the three frames of an
-    uppercase ``seq``; positions are of the ATG's and the stop codon's first base."""
+def _frames(seq: bytes) -> list[tuple[int, int, int]]:
+    """Per frame 0, 1, 2: (amino acids, start, stop) of the longest complete ORF of an
+    uppercase ``seq`` in that frame, (0, -1, -1) for none; positions are of the ATG's and
+    the stop codon's first base."""
     bases = _READ[np.frombuffer(seq, dtype=np.uint8)]
-    best = (0, -1, -1)
+    out = []
     for frame in range(3):
         n = (len(bases) - frame) // 3
         triplets = bases[frame:frame + 3 * n].reshape(n, 3)
@@ -233,14 +264,35 @@ def _best_in_strand(seq: bytes) -> tuple[int, int, int]:
         stops = np.flatnonzero(np.isin(codes, _STOP_CODES))
         atgs = np.flatnonzero(codes == _ATG)
         if not len(stops) or not len(atgs):
+            out.append((0, -1, -1))
             continue
         first = np.searchsorted(atgs, np.concatenate(([-1], stops[:-1])) + 1)
         starts = atgs[np.minimum(first, len(atgs) - 1)]
         lengths = np.where((first < len(atgs)) & (starts < stops), stops - starts, 0)
         i = int(lengths.argmax())
-        if int(lengths[i]) > best[0]:
-            best = (int(lengths[i]), frame + 3 * int(starts[i]), frame + 3 * int(stops[i]))
+        out.append((int(lengths[i]), frame + 3 * int(starts[i]), frame + 3 * int(stops[i]))
+                   if int(lengths[i]) else (0, -1, -1))
+    return out
+
+
+def _best_in_strand(seq: bytes) -> tuple[int, int, int]:
+    """(amino acids, start, stop) of the longest complete ORF in the three frames of an
+    uppercase ``seq`` (the first frame's on a tie)."""
+    best = (0, -1, -1)
+    for top in _frames(seq):
+        if top[0] > best[0]:
+            best = top
     return best
+
+
+def frame_tops(records: list[str]) -> list[int]:
+    """Every record's six frame maxima (what the solution's ``orfs.tsv`` lists)."""
+    out = []
+    for seq in records:
+        upper = seq.upper().encode()
+        out += [t[0] for strand in (upper, upper.translate(_COMPLEMENT)[::-1])
+                for t in _frames(strand)]
+    return out
 
 
 def _best_in_record(seq: bytes) -> tuple[int, int, int, int]:
@@ -267,8 +319,10 @@ def _solve_orf(contents: Contents, *, name: str) -> str:
 
 def _orf_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | None:
     """The longest ORF cut by a stop inside it (``cut``), its stop made a sense codon
-    (``open``), or one base inside it deleted (``shift``: a frameshift, and one base
-    fewer in the file), on its own strand; the first such edit that changes the answer."""
+    (``open``), one base inside it deleted (``shift``: a frameshift, and one base fewer
+    in the file) or one whole codon away from its ends deleted (``codon``: one amino acid
+    fewer, same start and stop), on its own strand; the first such edit that changes
+    the answer."""
     layout = fasta_layout(content)
     data = np.frombuffer(content, dtype=np.uint8)
     seqs = [data[offsets].tobytes() for offsets in layout]
@@ -278,14 +332,16 @@ def _orf_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | Non
         if length < base:
             continue
         inside = list(range(start + 3, stop, 3))
+        if kind == "codon":
+            inside = inside[5:-5] or inside
         at = [stop] if kind == "open" else rng.sample(inside, min(5, len(inside)))
         codon = _SENSE_FOR_STOP if kind == "open" else _STOPS[rng.randrange(3)].encode()
         if strand < 0:  # the reverse strand's codon at p is at len - p - 3 on the forward
             at, codon = [len(seqs[r]) - p - 3 for p in at], codon.translate(_COMPLEMENT)[::-1]
         for pos in at:
-            if kind == "shift":
-                cut = int(layout[r][pos])
-                edited = content[:cut] + content[cut + 1:]
+            if kind in ("shift", "codon"):
+                cuts = {int(x) for x in layout[r][pos:pos + (3 if kind == "codon" else 1)]}
+                edited = _without(content, cuts)
             else:
                 edited = with_bases(content, layout[r][pos:pos + 3], codon)
             if orf_answer(edited) != str(base):
@@ -293,13 +349,37 @@ def _orf_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | Non
     return None
 
 
+def _without(content: bytes, cuts: set[int]) -> bytes:
+    """``content`` without the bytes at offsets ``cuts``."""
+    out, last = [], 0
+    for cut in sorted(cuts):
+        out.append(content[last:cut])
+        last = cut + 1
+    return b"".join(out) + content[last:]
+
+
 def _reference(name: str) -> Reference:
     return Reference(
         solve=partial(_solve_orf, name=name),
         preserving={name: ("recompress", "shuffle_records", "rewrap") if name.endswith(".gz")
                     else ("shuffle_records", "rewrap")},
-        mutators={name: aimed(*(partial(_orf_mutant, kind=kind) for kind in ("cut", "open",
-                                                                              "shift")))})
+        mutators={name: aimed(*(partial(_orf_mutant, kind=kind)
+                                for kind in ("open", "codon", "shift", "cut")))},
+        controls={name: aimed(renamed_fasta)})
+
+
+def _runner_up_and_orf(records: list[str], answer: int) -> tuple[int, str]:
+    """The second of the six-frame maxima (what ``sort -rn | sed -n 2p`` of ``orfs.tsv``
+    prints) and the longest ORF's nucleotides, stop included, as ``orfs.py`` writes them
+    (the first frame found on a tie, in its scan order)."""
+    tops = sorted(frame_tops(records), reverse=True)
+    for seq in records:
+        upper = seq.upper().encode()
+        for strand in (upper, upper.translate(_COMPLEMENT)[::-1]):
+            for length, begin, stop in _frames(strand):
+                if length == answer:
+                    return tops[1], strand[begin:stop + 3].decode()
+    raise RuntimeError("longest_orf: the answer's ORF is not found; generator bug")
 
 
 def longest_orf(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
@@ -323,6 +403,7 @@ def longest_orf(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     return Instance(
         files={name: data}, question=question, answer=str(reverse),
         grader={"kind": "numeric", "abs_tol": 0},
-        solution=_solution(cat, len(records), sum(map(len, records)), reverse, forward),
+        solution=_solution(cat, len(records), sum(map(len, records)), reverse, forward,
+                           *_runner_up_and_orf(records, reverse)),
         trap=_trap(cat, forward), tags=("fasta", "orf", "six-frames", "reverse-complement"),
         reference=_reference(name))

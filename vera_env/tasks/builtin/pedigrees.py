@@ -117,24 +117,33 @@ _MENDEL = (
 
 
 def _solution(names: dict[str, str], n_sites: int, errors: dict[str, tuple[int, int]],
-              hom_alt: list[int]) -> tuple[str, ...]:
+              hom_alt: list[int], mc_called: int) -> tuple[str, ...]:
     """``hom_alt``: each candidate's 1/1 calls where mother and child are both called (a
-    fact of the genotype table that no answer-keeping variant changes)."""
+    fact of the genotype table that no answer-keeping variant changes); ``mc_called``:
+    the sites where mother and child are both called (what no control drops). The checks
+    pin facts that different mutants move: the column map (a swap of names), each
+    man's informative sites, the father's errors (a framed father), the runner-up's
+    errors (a cleared rival)."""
     cands = [names["x"], names["y"], names["z"]]
     father = names["father"]
     e, n = errors[father]
     idx = cands.index(father) + 3
     v = {"M": names["mother"], "C": names["child"], "F": father, "S": n_sites, "E": e, "N": n,
          "I": idx, "ORDER": " ".join([names["mother"], names["child"], *cands]),
-         "HX": hom_alt[0], "HY": hom_alt[1], "HZ": hom_alt[2]}
+         "HX": hom_alt[0], "HY": hom_alt[1], "HZ": hom_alt[2], "MC": mc_called,
+         "R2": sorted(errors[c][0] for c in cands)[1],
+         "NX": errors[cands[0]][1], "NY": errors[cands[1]][1], "NZ": errors[cands[2]][1]}
     return (
         turn("zcat calls.vcf.gz | grep '^#CHROM' | tr '\\t' '\\n' | awk 'NR > 9 { print NR "
              "\"\\t\" $0 }' > samples.tsv\ncat samples.tsv",
              node("load", fill("5 samples: mother @M@, child @C@ and three candidate fathers",
                                **v), "samples.tsv"), [
-                 check("conservation", "five sample columns after FORMAT", verdict(
-                     "test \"$(wc -l < samples.tsv)\" -eq 5 && test \"$(zcat calls.vcf.gz | "
-                     "grep '^#CHROM' | tr '\\t' '\\n' | wc -l)\" -eq 14")),
+                 check("conservation", fill("mother and child are both called at @MC@ sites",
+                                            **v), verdict(fill(
+                     "test \"$(zcat calls.vcf.gz | grep -v '^#' | awk -F'\\t' -v m=\"$(awk "
+                     "-F'\\t' '$2 == \"@M@\" { print $1 }' samples.tsv)\" -v c=\"$(awk -F'\\t' "
+                     "'$2 == \"@C@\" { print $1 }' samples.tsv)\" '$m !~ /^[.]/ && $c !~ /^[.]/' "
+                     "| wc -l)\" -eq @MC@ && test \"$(wc -l < samples.tsv)\" -eq 5", **v))),
                  check("type", "the column numbers name the samples", fill(
                      "zcat calls.vcf.gz | grep '^#CHROM' | tr '\\t' '\\n' | awk -F'\\t' "
                      "'NR == FNR { s[$1] = $2; next } (FNR in s) && s[FNR] == $1 { k++ } "
@@ -149,10 +158,16 @@ def _solution(names: dict[str, str], n_sites: int, errors: dict[str, tuple[int, 
                   "head -3 gts.tsv", **v),
              node("transform", fill("genotypes at @S@ sites, columns: mother, child, then the "
                                     "three candidates", **v), "gts.tsv", "n1"), [
-                 check("conservation", "one row per site, five diploid genotypes each", fill(
-                     "awk -F'\\t' -v n=\"$(zcat calls.vcf.gz | grep -vc '^#')\" 'NF != 5 { bad = 1 } "
-                     "{ for (i = 1; i <= NF; i++) if ($i !~ /^[0-9.][\\/|][0-9.]$/) bad = 1 } "
-                     "END { print (!bad && NR == n) ? \"True\" : \"False\" }' gts.tsv", **v)),
+                 check("conservation", fill("five diploid genotypes per row; @MC@ rows with "
+                                            "mother and child called", **v), fill(
+                     "awk -F'\\t' 'NF != 5 { bad = 1 } { for (i = 1; i <= NF; i++) if ($i !~ "
+                     "/^[0-9.][\\/|][0-9.]$/) bad = 1 } $1 !~ /[.]/ && $2 !~ /[.]/ { n++ } "
+                     "END { print (!bad && n == @MC@) ? \"True\" : \"False\" }' gts.tsv", **v)),
+                 check("range", fill("the candidates are called at @NX@, @NY@ and @NZ@ of those "
+                                     "sites", **v), fill(
+                     "awk -F'\\t' '$1 !~ /[.]/ && $2 !~ /[.]/ { for (i = 3; i <= 5; i++) if "
+                     "($i !~ /[.]/) k[i]++ } END { print (k[3] + 0 == @NX@ && k[4] + 0 == @NY@ "
+                     "&& k[5] + 0 == @NZ@) ? \"True\" : \"False\" }' gts.tsv", **v)),
                  check("range", fill("where mother and child are called, the candidates hold "
                                      "@HX@, @HY@ and @HZ@ 1/1 calls", **v), fill(
                      "awk -F'\\t' '$1 !~ /[.]/ && $2 !~ /[.]/ { for (i = 3; i <= 5; i++) if "
@@ -165,6 +180,8 @@ def _solution(names: dict[str, str], n_sites: int, errors: dict[str, tuple[int, 
                 "sort -t\"$(printf '\\t')\" -k2,2n mendel.tsv | awk -F'\\t' 'NR == 1 { ok = $1 == "
                 "\"@F@\" && $2 == @E@ && $3 == @N@ } NR == 2 { ok = ok && $2 > 4 * (@E@ + 2) } "
                 "END { print (ok && NR == 3) ? \"True\" : \"False\" }'", **v)),
+            check("range", fill("the runner-up has @R2@ errors", **v), verdict(fill(
+                "test \"$(cut -f2 mendel.tsv | sort -n | sed -n 2p)\" -eq @R2@", **v))),
             check("invariance", "a python recount of the father's errors agrees", fill(
                 "python3 -c \"rows = [l.split() for l in open('gts.tsv')]; ok = lambda m, c, f: "
                 "any(sorted([a, b]) == sorted(c.split('/')) for a in m.split('/') for b in "
@@ -211,6 +228,11 @@ def _hom_alt(gts: dict[str, list[str]], men: list[str]) -> list[int]:
     called = ["." not in m + c for m, c in zip(gts["mother"], gts["child"], strict=True)]
     return [sum(1 for ok, g in zip(called, gts[man], strict=True) if ok and g == "1/1")
             for man in men]
+
+
+def _both_called(gts: dict[str, list[str]]) -> int:
+    """Sites where mother and child are both called."""
+    return sum("." not in m + c for m, c in zip(gts["mother"], gts["child"], strict=True))
 
 
 def _identity(child: list[str], man: list[str]) -> int:
@@ -292,6 +314,61 @@ def _frame_father(content: bytes, rng: random.Random, *, mother: str, child: str
     return None
 
 
+def _clear_rival(content: bytes, rng: random.Random, *, mother: str, child: str,
+                 father: str, others: tuple[str, ...]) -> bytes | None:
+    """The other man with the fewest errors made consistent at just enough of his error
+    sites to tie with the father (a tie cannot be decided: the answer moves): the
+    father's own count kept, the runner-up's moved."""
+    header, rows = vcf_table(content)
+    mc = (header.index(mother), header.index(child))
+    mine = _errors(rows, (*mc, header.index(father)))
+    rival = min(others, key=lambda o: _errors(rows, (*mc, header.index(o))))
+    col = header.index(rival)
+    need = _errors(rows, (*mc, col)) - mine
+    lines = lines_of(content)
+    body = [i for i, line in enumerate(lines) if line.strip() and not line.startswith(b"#")]
+    fixes: dict[int, bytes] = {}
+    for i in rng.sample(body, len(body)):
+        if len(fixes) >= need:
+            break
+        fields = lines[i].decode().split("\t")
+        m, c, f = (genotype_alleles(fields[j]) for j in (*mc, col))
+        if "." in m + c + f or _consistent(m, c, f):
+            continue
+        good = next((g for g in ("0/0", "0/1", "1/1") if _consistent(m, c, g.split("/"))), None)
+        if good is None:  # the child's call cannot come from this mother: no man fixes it
+            continue
+        fields[col] = good + fields[col][3:]
+        fixes[i] = "\t".join(fields).encode()
+    return edit_lines(content, fixes) if fixes and len(fixes) >= need else None
+
+
+def _hide_mother(content: bytes, rng: random.Random, *, mother: str, child: str,
+                 father: str, others: tuple[str, ...]) -> bytes | None:
+    """The mother's call made missing at enough of the sites where the rival with the
+    fewest errors errs and the father does not, that the rival ties with the father:
+    fewer sites with mother and child called, the father's errors kept."""
+    header, rows = vcf_table(content)
+    mc = (header.index(mother), header.index(child))
+    cols = {name: header.index(name) for name in (father, *others)}
+    mine = _errors(rows, (*mc, cols[father]))
+    rival = min(others, key=lambda o: _errors(rows, (*mc, cols[o])))
+    need = _errors(rows, (*mc, cols[rival])) - mine
+    lines = lines_of(content)
+    body = [i for i, line in enumerate(lines) if line.strip() and not line.startswith(b"#")]
+    hidden: dict[int, bytes] = {}
+    for i in rng.sample(body, len(body)):
+        if len(hidden) >= need:
+            break
+        fields = lines[i].decode().split("\t")
+        m, c, f, r = (genotype_alleles(fields[j]) for j in (*mc, cols[father], cols[rival]))
+        if "." in m + c + r or _consistent(m, c, r) or ("." not in f and not _consistent(m, c, f)):
+            continue
+        fields[mc[0]] = "./." + fields[mc[0]][3:]
+        hidden[i] = "\t".join(fields).encode()
+    return edit_lines(content, hidden) if hidden and len(hidden) >= need else None
+
+
 def _reference(roles: dict[str, str], men: list[str], text: str) -> Reference:
     header = next(line for line in text.splitlines() if line.startswith("#CHROM")).split("\t")
     mother, child, father = roles["mother"], roles["child"], roles["father"]
@@ -302,9 +379,11 @@ def _reference(roles: dict[str, str], men: list[str], text: str) -> Reference:
                                      "drop_irrelevant")},
         irrelevant={"calls.vcf.gz": partial(_parent_uncalled, mother=header.index(mother),
                                             child=header.index(child))},
-        mutators={"calls.vcf.gz": aimed(partial(_swap_names, father=father, others=others),
-                                        partial(_frame_father, mother=mother, child=child,
-                                                father=father, others=others))})
+        mutators={"calls.vcf.gz": aimed(
+            partial(_swap_names, father=father, others=others),
+            partial(_frame_father, mother=mother, child=child, father=father, others=others),
+            *(partial(edit, mother=mother, child=child, father=father, others=others)
+              for edit in (_clear_rival, _hide_mother)))})
 
 
 def trio_parentage(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
@@ -348,6 +427,7 @@ def trio_parentage(rng: np.random.Generator, difficulty: Difficulty) -> Instance
     return Instance(files={"calls.vcf.gz": gz(text)}, question=question,
                     answer=roles["father"],
                     grader={"kind": "choice", "choices": [names["x"], names["y"], names["z"]]},
-                    solution=_solution(names, n_sites, by_name, _hom_alt(gts, men)), trap=trap,
+                    solution=_solution(names, n_sites, by_name, _hom_alt(gts, men),
+                                       _both_called(gts)), trap=trap,
                     tags=("vcf", "pedigree", "mendelian-errors", "relatedness"),
                     reference=_reference(roles, men, text))

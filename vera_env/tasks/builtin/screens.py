@@ -37,7 +37,10 @@ from vera_env.tasks.builtin.counts import (
     concat,
     gene_table,
     mtx_bytes,
+    renamed_ids,
+    renamed_symbols,
     sample_counts,
+    split_entry,
 )
 from vera_env.tasks.builtin.instance import (
     Difficulty,
@@ -253,19 +256,52 @@ def _swap_symbol(content: bytes, rng: random.Random, *, row: int) -> bytes | Non
                                 row: rejoin(second, lines[row])})
 
 
+def _swap_barcodes(content: bytes, rng: random.Random, *, treated: frozenset[str]
+                   ) -> bytes | None:
+    """Two barcodes of the same group trade lines (a control): every matrix column keeps
+    its group, so the knockout is the same gene, but the list is another one."""
+    lines = lines_of(content)
+    group = [line.strip().decode() in treated for line in lines]
+    i = rng.randrange(len(lines))
+    same = [j for j in range(len(lines)) if group[j] == group[i] and j != i]
+    if not same:
+        return None
+    j = rng.choice(same)
+    return edit_lines(content, {i: lines[j].rstrip(b"\r\n") + lines[i][len(lines[i].rstrip(b"\r\n")):],
+                                j: lines[i].rstrip(b"\r\n") + lines[j][len(lines[j].rstrip(b"\r\n")):]})
+
+
+def _extra_cells(content: bytes, rng: random.Random) -> bytes | None:
+    """Rows for barcodes the matrix does not hold, appended to cells.tsv (a control): the
+    table is read by barcode, so cells outside barcodes.tsv.gz are never looked up."""
+    lines = lines_of(content)
+    if not lines:
+        return None
+    end = b"" if lines[-1].endswith(b"\n") else b"\n"
+    extra = [bytes(rng.choice(b"ACGT") for _ in range(16)) + b"-2\t"
+             + rng.choice((b"control", b"treated")) + b"\n" for _ in range(rng.randint(1, 3))]
+    return content + end + b"".join(extra)
+
+
 def _reference(draw: _Draw, cells: list[str]) -> Reference:
     row = draw.ko + 1
+    treated = tuple(int(c) + 1 for c in np.flatnonzero(draw.treated))
     control = draw.cols[(draw.rows == draw.ko) & ~draw.treated[draw.cols]]
     return Reference(
         solve=_solve,
         preserving={"matrix.mtx.gz": ("recompress", "shuffle_records", "add_comment"),
                     "genes.tsv.gz": ("recompress",), "barcodes.tsv.gz": ("recompress",),
                     "cells.tsv": ("shuffle_records",)},
-        mutators={"matrix.mtx.gz": aimed(partial(_leak, row=row, treated=tuple(
-                      int(c) + 1 for c in np.flatnonzero(draw.treated)))),
+        mutators={"matrix.mtx.gz": aimed(partial(_leak, row=row, treated=treated)),
                   "cells.tsv": aimed(partial(_relabel, expressing=frozenset(
                       cells[int(c)] for c in control))),
-                  "genes.tsv.gz": aimed(partial(_swap_symbol, row=row))})
+                  "genes.tsv.gz": aimed(partial(_swap_symbol, row=row))},
+        controls={"matrix.mtx.gz": aimed(partial(split_entry, axis=1, only=treated)),
+                  "genes.tsv.gz": aimed(renamed_ids, partial(renamed_symbols,
+                                                             keep=(row - 1, row, row + 1))),
+                  "barcodes.tsv.gz": aimed(partial(_swap_barcodes, treated=frozenset(
+                      cells[int(c)] for c in np.flatnonzero(draw.treated)))),
+                  "cells.tsv": aimed(_extra_cells)})
 
 
 def knockout_gene(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

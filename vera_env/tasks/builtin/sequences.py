@@ -106,6 +106,30 @@ def _plant_motifs(rng: np.random.Generator, seq: bytearray, motif: str, period: 
         seq[at:at + k] = revcomp(motif).encode()
 
 
+def renamed_fasta(content: bytes, rng: random.Random) -> bytes | None:
+    """Every record's title replaced by another name with another count of digits: a
+    control for questions that never read titles. A pin of the file's digits, of its
+    sorted lines or of a copy of it dies here, while a count over the sequences holds."""
+    if not content.startswith(b">"):
+        return None
+    prefix = rng.choice((b"contig", b"scaffold_", b"seq_", b"ctg"))
+    out, index = [], 0
+    for line in content.split(b"\n"):
+        if line.startswith(b">"):
+            index += 1
+            digits = str(rng.randrange(10 ** rng.randint(1, 5))).encode()
+            line = b">" + prefix + digits + b"_" + str(index).encode() * 2
+        out.append(line)
+    renamed = b"\n".join(out)
+    if _digit_count(renamed) == _digit_count(content):  # a pin of the digits must die
+        renamed = renamed.replace(b"_", b"_0_", 1)
+    return renamed
+
+
+def _digit_count(content: bytes) -> int:
+    return sum(content.count(bytes([d])) for d in b"0123456789")
+
+
 def _count_overlapping(seq: str, word: str) -> int:
     return sum(1 for _ in re.finditer(f"(?={word})", seq))
 
@@ -133,21 +157,33 @@ def _awk_scan(word: str) -> str:
                 "END { print c + 0 }'", W=word)
 
 
-def _motif_solution(motif: str, n_records: int, n_bases: int, fwd: int, rev: int
-                    ) -> tuple[str, ...]:
+def _scan_both(motif: str, source: str) -> str:
+    """Overlapping matches of ``motif`` and its reverse complement in each line of
+    ``source`` (a file of unwrapped records), by awk."""
+    return fill("awk -v m=@M@ -v r=@R@ '{ for (i = 1; i + length(m) - 1 <= length($0); i++) "
+                "{ w = substr($0, i, length(m)); c += (w == m) + (w == r) } } "
+                "END { print c + 0 }' @S@", M=motif, R=revcomp(motif), S=source)
+
+
+def _motif_solution(motif: str, n_records: int, n_bases: int, fwd: int, rev: int,
+                    careless: int) -> tuple[str, ...]:
+    """Three nodes over facts different mutants move: records, bases, the count on each
+    strand, the total and the one-strand per-line count the trap gives."""
     rc, total = revcomp(motif), fwd + rev
-    v = {"N": n_records, "TOTAL": total, "B": n_bases}
+    v = {"N": n_records, "TOTAL": total, "B": n_bases, "CARE": careless, "M": motif}
     return (
         turn(_UNWRAP, node("load", f"{n_records} records, {n_bases} bases, one line per record",
                            "seqs.txt"), [
-            check("conservation", fill("one line per FASTA record, @B@ bases in all", **v),
-                  verdict(fill(
-                "test \"$(wc -l < seqs.txt)\" -eq @N@ && "
-                "test \"$(zcat seqs.fa.gz | grep -c '^>')\" -eq @N@ && "
-                "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq @B@", **v))),
-            check("conservation", "no bases lost when unwrapping", verdict(
-                "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq "
-                "\"$(zcat seqs.fa.gz | grep -v '^>' | tr -d '\\n' | wc -c)\""))]),
+            check("conservation", fill("one line per FASTA record, @N@ records", **v),
+                  verdict(fill("test \"$(wc -l < seqs.txt)\" -eq @N@ && "
+                               "test \"$(zcat seqs.fa.gz | grep -c '^>')\" -eq @N@", **v))),
+            check("conservation", fill("no bases lost when unwrapping, @B@ in all", **v),
+                  verdict(fill("test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq @B@ && "
+                               "test \"$(zcat seqs.fa.gz | grep -v '^>' | tr -d '\\n' | wc -c)\" "
+                               "-eq @B@", **v))),
+            check("invariance", "an awk scan of the unwrapped records finds the total",
+                  verdict(fill(f"test \"$({_scan_both(motif, 'seqs.txt')})\" -eq @TOTAL@",
+                               **v)))]),
         turn(fill(_COUNT_SCRIPT, MOTIF=motif),
              node("test", f"{motif}: {fwd} forward + {rev} reverse-strand = {total} "
                           "overlapping matches", "motif_counts.txt", "n1"), [
@@ -159,6 +195,21 @@ def _motif_solution(motif: str, n_records: int, n_bases: int, fwd: int, rev: int
                  check("range", "total is forward plus reverse", fill(
                      "awk '{ print ($3 == $1 + $2 && $3 == @TOTAL@) ? \"True\" : \"False\" }' "
                      "motif_counts.txt", **v))]),
+        turn(fill("grep -o @M@ seqs.txt | wc -l > one_strand.txt\ncat one_strand.txt\n"
+                  "cut -d' ' -f3 motif_counts.txt", **v),
+             node("interpret", f"{total} matches, not the {careless} that grep -o sees on "
+                               "one strand without overlaps", "one_strand.txt", "n2"), [
+                 check("range", "grep -o misses matches: one strand, no overlaps",
+                       verdict(fill("test \"$(cat one_strand.txt)\" -eq @CARE@ && "
+                                    "test @CARE@ -lt \"$(cut -d' ' -f3 motif_counts.txt)\"",
+                                    **v))),
+                 check("range", "the reverse strand adds its own matches", verdict(fill(
+                     "test $(( $(cut -d' ' -f3 motif_counts.txt) - $(cut -d' ' -f1 "
+                     "motif_counts.txt) )) -eq $(cut -d' ' -f2 motif_counts.txt) && "
+                     "test \"$(cut -d' ' -f2 motif_counts.txt)\" -eq @REV@", REV=rev, **v))),
+                 check("range", "the answer is the total of both strands", verdict(fill(
+                     "test \"$(cut -d' ' -f3 motif_counts.txt)\" -eq @TOTAL@ && "
+                     "test \"$(cut -d' ' -f1 motif_counts.txt)\" -eq @FWD@", FWD=fwd, **v)))]),
         final(str(total)),
     )
 
@@ -224,6 +275,18 @@ def _break_occurrence(content: bytes, rng: random.Random, *, motif: str, strand:
     return None
 
 
+def _repeat_record(content: bytes, rng: random.Random, *, motif: str) -> bytes | None:
+    """One record holding a match, appended again under a new title: one record more,
+    its bases and matches on both strands added (a count of records alone moves here)."""
+    chunks = (b"\n" + content).split(b"\n>")[1:]
+    held = [c for c in chunks if not _motif_free(c, motif=motif)]
+    if not held:
+        return None
+    title, _, body = rng.choice(held).partition(b"\n")
+    tail = b"" if content.endswith(b"\n") else b"\n"
+    return content + tail + b">" + title + b" copy\n" + body.rstrip(b"\n") + b"\n"
+
+
 def _motif_reference(name: str, motif: str) -> Reference:
     return Reference(
         solve=partial(_count_motif, name=name, motif=motif),
@@ -231,7 +294,9 @@ def _motif_reference(name: str, motif: str) -> Reference:
         irrelevant={name: partial(_motif_free, motif=motif)},
         mutators={name: aimed(partial(_break_occurrence, motif=motif, strand=0),
                               partial(_break_occurrence, motif=motif, strand=1),
-                              partial(_break_occurrence, motif=motif, strand=0, delete=True))})
+                              partial(_break_occurrence, motif=motif, strand=0, delete=True),
+                              partial(_repeat_record, motif=motif))},
+        controls={name: aimed(renamed_fasta)})
 
 
 def motif_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
@@ -248,6 +313,7 @@ def motif_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     rev = sum(_count_overlapping(s, rc) for _, s in records)
     text = fasta_text(records)
     careless = sum(line.count(motif) for line in text.splitlines() if not line.startswith(">"))
+    one_strand = sum(s.count(motif) for _, s in records)
     if not careless < fwd + rev:
         raise RuntimeError("motif_count: the trap does not bite; generator bug")
     question = (
@@ -258,7 +324,7 @@ def motif_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     n_bases = sum(len(s) for _, s in records)
     return Instance(files={"seqs.fa.gz": gz(text)}, question=question, answer=str(fwd + rev),
                     grader={"kind": "numeric", "abs_tol": 0},
-                    solution=_motif_solution(motif, n_records, n_bases, fwd, rev),
+                    solution=_motif_solution(motif, n_records, n_bases, fwd, rev, one_strand),
                     trap=_motif_trap(motif, careless),
                     tags=("fasta", "motif", "reverse-complement", "overlapping-matches"),
                     reference=_motif_reference("seqs.fa.gz", motif))
@@ -283,40 +349,66 @@ def _add_gaps(rng: np.random.Generator, seq: bytearray) -> None:
 
 
 _SEQ_ONLY = "zcat genome.fa.gz | grep -v '^>'"
-_GC_COUNT = ("zcat genome.fa.gz | awk '!/^>/ { s = toupper($0); n += length(s); "
-             "x += gsub(/N/, \"\", s); g += gsub(/[GC]/, \"\", s) } "
-             "END { printf \"%d %d %d\\n\", g, n - x, x }' > gc_counts.txt\n"
-             "cat gc_counts.txt")
+_CLASSES = ("zcat genome.fa.gz | awk '!/^>/ { s = $0; ug += gsub(/[GC]/, \"\", s); "
+            "lg += gsub(/[gc]/, \"\", s); ua += gsub(/[AT]/, \"\", s); "
+            "la += gsub(/[at]/, \"\", s); n += gsub(/[Nn]/, \"\", s) } "
+            "END { printf \"%d %d %d %d %d\\n\", ug, lg, ua, la, n }' > base_classes.txt\n"
+            "cat base_classes.txt")
+_GC_COUNT = ("awk '{ print $1 + $2, $1 + $2 + $3 + $4, $3 + $4 }' base_classes.txt "
+             "> gc_counts.txt\ncat gc_counts.txt")
 
 
-def _gc_solution(n_gc: int, n_called: int, n_bases: int, answer: str) -> tuple[str, ...]:
-    v = {"SEQ": _SEQ_ONLY, "N": n_bases, "C": n_called, "ANS": answer}
+def _gc_values(joined: str, answer: str) -> dict[str, object]:
+    """The base classes the solution's checks pin, counted by the generator."""
+    ug, lg = joined.count("G") + joined.count("C"), joined.count("g") + joined.count("c")
+    ua, la = joined.count("A") + joined.count("T"), joined.count("a") + joined.count("t")
+    return {"SEQ": _SEQ_ONLY, "UG": ug, "LG": lg, "UA": ua, "LA": la, "GC": ug + lg,
+            "AT": ua + la, "C": ug + lg + ua + la, "NN": joined.count("N"), "ANS": answer}
+
+
+def _gc_solution(v: dict[str, object]) -> tuple[str, ...]:
+    """Three nodes, each pinning three base classes that different edits move (masked
+    g/c, uppercase G/C, called A/T turned N, a gap filled): distinct evidence."""
+    def col(path: str, k: int, name: str) -> str:
+        return f"test \"$(cut -d' ' -f{k} {path})\" -eq {v[name]}"
+    classes = [col("base_classes.txt", k, n) for k, n in ((1, "UG"), (2, "LG"), (3, "UA"))]
+    counts = [col("gc_counts.txt", k, n) for k, n in ((1, "GC"), (2, "C"), (3, "AT"))]
     return (
         turn(f"zcat genome.fa.gz | head -3\n{_SEQ_ONLY} | fold -w1 | sort | uniq -c"),
-        turn(_GC_COUNT, node("transform", f"{n_gc} G/C among {n_called} called bases "
-                                          f"({n_bases - n_called} N excluded), soft-masked "
-                                          "lowercase bases included", "gc_counts.txt"), [
-            check("conservation", "called bases plus N are every base", verdict(fill(
-                "test \"$(awk '{ print $2 + $3 }' gc_counts.txt)\" -eq @N@ && "
-                "test \"$(@SEQ@ | tr -d '\\n' | wc -c)\" -eq @N@", **v))),
-            check("range", "N is excluded: called bases are exactly A, C, G, T in any case",
-                  verdict(fill("test \"$(cut -d' ' -f2 gc_counts.txt)\" -eq @C@ && "
-                               "test \"$(@SEQ@ | tr -cd 'ACGTacgt' | wc -c)\" -eq @C@", **v))),
-            check("invariance", "G/C agrees with a case-insensitive tr count", verdict(fill(
-                "test \"$(cut -d' ' -f1 gc_counts.txt)\" -eq "
-                "\"$(@SEQ@ | tr -cd 'GCgc' | wc -c)\"", **v))),
-            check("range", "lowercase G/C are included", verdict(fill(
-                "test \"$(@SEQ@ | tr -cd 'gc' | wc -c)\" -gt 0 && test \"$(cut -d' ' -f1 "
-                "gc_counts.txt)\" -eq $(( $(@SEQ@ | tr -cd 'GC' | wc -c) + $(@SEQ@ | tr -cd "
-                "'gc' | wc -c) ))", **v)))]),
+        turn(_CLASSES, node("transform", f"{v['UG']} G/C and {v['UA']} A/T uppercase, "
+                                         f"{v['LG']} g/c and {v['LA']} a/t soft-masked, "
+                                         f"{v['NN']} N", "base_classes.txt"), [
+            check("invariance", "uppercase G/C agree with a tr count", verdict(
+                classes[0] + fill(" && test \"$(@SEQ@ | tr -cd 'GC' | wc -c)\" -eq @UG@", **v))),
+            check("invariance", "soft-masked g/c agree with a tr count", verdict(
+                classes[1] + fill(" && test \"$(@SEQ@ | tr -cd 'gc' | wc -c)\" -eq @LG@", **v))),
+            check("invariance", "uppercase A/T agree with a tr count", verdict(
+                classes[2] + fill(" && test \"$(@SEQ@ | tr -cd 'AT' | wc -c)\" -eq @UA@", **v)))]),
+        turn(_GC_COUNT, node("transform", f"{v['GC']} G/C among {v['C']} called bases "
+                                          f"({v['NN']} N excluded), soft-masked lowercase "
+                                          "bases included", "gc_counts.txt", "n1"), [
+            check("conservation", "G/C in any case agree with a case-insensitive tr count",
+                  verdict(counts[0] + fill(" && test \"$(@SEQ@ | tr -cd 'GCgc' | wc -c)\" "
+                                           "-eq @GC@", **v))),
+            check("range", "called bases are exactly A, C, G, T in any case", verdict(
+                counts[1] + fill(" && test \"$(@SEQ@ | tr -cd 'ACGTacgt' | wc -c)\" -eq @C@",
+                                 **v))),
+            check("conservation", "A/T are the called bases that are not G/C", verdict(
+                counts[2] + " && awk '{ exit !($3 == $2 - $1) }' gc_counts.txt"))]),
         turn("awk '{ printf \"%.2f\\n\", 100 * $1 / $2 }' gc_counts.txt > gc_percent.txt\n"
              "cat gc_percent.txt",
-             node("interpret", f"GC content {answer}%", "gc_percent.txt", "n1"), [
+             node("interpret", f"GC content {v['ANS']}%", "gc_percent.txt", "n2"), [
                  check("range", "percentage recomputes from the counts", fill(
                      "awk 'NR == FNR { p = $1; next } { d = 100 * $1 / $2 - p; print "
                      "(d < 0.005 && d > -0.005 && p == @ANS@) ? \"True\" : \"False\" }' "
-                     "gc_percent.txt gc_counts.txt", **v))]),
-        final(answer),
+                     "gc_percent.txt gc_counts.txt", **v)),
+                 check("range", "N is left out of the denominator", verdict(fill(
+                     "test \"$(@SEQ@ | tr -cd 'Nn' | wc -c)\" -eq @NN@ && test \"$(cut -d' ' "
+                     "-f5 base_classes.txt)\" -eq @NN@", **v))),
+                 check("range", "soft-masked g/c are counted in the numerator", verdict(fill(
+                     "test $(( $(cut -d' ' -f1 gc_counts.txt) - $(@SEQ@ | tr -cd 'GC' | "
+                     "wc -c) )) -eq @LG@", **v)))]),
+        final(str(v["ANS"])),
     )
 
 
@@ -364,12 +456,18 @@ def _solve_gc(contents: Contents, *, name: str) -> str:
     return _percent(sum(c[0] for c in counts), sum(c[1] for c in counts))
 
 
+_SWAPS = {"masked": (b"gc", b"at"), "upper": (b"GC", b"AT"), "called": (b"AT", b"NN")}
+
+
 def _gc_edit(seq: np.ndarray, rng: random.Random, kind: str) -> tuple[np.ndarray, np.ndarray]:
     """(positions, new letters) in one record: its soft-masked g/c made a/t (``masked``),
-    or one N gap filled with G (``gap``)."""
-    if kind == "masked":
-        at = np.flatnonzero((seq == ord("g")) | (seq == ord("c")))
-        return at, np.where(seq[at] == ord("g"), ord("a"), ord("t")).astype(np.uint8)
+    its uppercase G/C made A/T (``upper``), its uppercase A/T made N (``called``: fewer
+    called bases, the same G/C), or one N gap filled with G (``gap``). Each moves a
+    different base class, so checks of different classes fail on different mutants."""
+    if kind in _SWAPS:
+        old, new = (np.frombuffer(x, dtype=np.uint8) for x in _SWAPS[kind])
+        at = np.flatnonzero(np.isin(seq, old))
+        return at, np.where(seq[at] == old[0], new[0], new[1]).astype(np.uint8)
     gap = np.concatenate(([False], (seq == ord("N")) | (seq == ord("n")), [False]))
     edges = np.flatnonzero(np.diff(gap.astype(np.int8)))
     if not len(edges):
@@ -380,8 +478,10 @@ def _gc_edit(seq: np.ndarray, rng: random.Random, kind: str) -> tuple[np.ndarray
 
 
 def _gc_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | None:
-    """One record edited (see `_gc_edit`), the first whose edit moves the percentage
-    beyond the grader's tolerance."""
+    """One record edited (see `_gc_edit`): the fewest of its edited bases (doubling)
+    that move the percentage beyond the grader's tolerance, so that a loose range on
+    the answer (a plausibility test) does not tell the mutant apart; a gap is filled
+    whole."""
     layout = fasta_layout(content)
     data = np.frombuffer(content, dtype=np.uint8)
     counts = [_gc_counts(data[offsets].tobytes()) for offsets in layout]
@@ -389,13 +489,16 @@ def _gc_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | None
     base = _percent(gc, called)
     for r in rng.sample(range(len(layout)), len(layout)):
         at, letters = _gc_edit(data[layout[r]], rng, kind)
-        if not len(at):
-            continue
-        edited = data[layout[r]].copy()
-        edited[at] = letters
-        g, c = _gc_counts(edited.tobytes())
-        if moved(base, _percent(gc - counts[r][0] + g, called - counts[r][1] + c), _GC_TOL):
-            return with_bases(content, layout[r][at], letters.tobytes())
+        order = np.array(rng.sample(range(len(at)), len(at)), dtype=np.int64)
+        n = len(at) if kind == "gap" else 1
+        while 0 < n <= len(at):
+            pick = order[:n] if kind != "gap" else order
+            edited = data[layout[r]].copy()
+            edited[at[pick]] = letters[pick]
+            g, c = _gc_counts(edited.tobytes())
+            if moved(base, _percent(gc - counts[r][0] + g, called - counts[r][1] + c), _GC_TOL):
+                return with_bases(content, layout[r][at[pick]], letters[pick].tobytes())
+            n = len(at) + 1 if n == len(at) else min(2 * n, len(at))
     return None
 
 
@@ -403,7 +506,9 @@ def _gc_reference(name: str) -> Reference:
     return Reference(
         solve=partial(_solve_gc, name=name),
         preserving={name: ("recompress", "shuffle_records", "rewrap")},
-        mutators={name: aimed(partial(_gc_mutant, kind="masked"), partial(_gc_mutant, kind="gap"))})
+        mutators={name: aimed(*(partial(_gc_mutant, kind=k)
+                                for k in ("masked", "gap", "upper", "called")))},
+        controls={name: aimed(renamed_fasta)})
 
 
 def gc_content(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
@@ -426,6 +531,6 @@ def gc_content(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
                 "count), over all records, that are G or C? Give two decimals.")
     return Instance(files={"genome.fa.gz": gz(fasta_text(records))}, question=question,
                     answer=answer, grader={"kind": "numeric", "abs_tol": _GC_TOL},
-                    solution=_gc_solution(n_gc, n_called, n_bases, answer), trap=_gc_trap(wrong),
+                    solution=_gc_solution(_gc_values(joined, answer)), trap=_gc_trap(wrong),
                     tags=("fasta", "gc-content", "soft-masking", "gaps"),
                     reference=_gc_reference("genome.fa.gz"))

@@ -13,9 +13,10 @@ SNVs; tests recount it by parsing the written VCF.
 Each instance's `Reference` recounts from the decoded VCF (sites in any order, meta
 lines free); indels and multi-allelic sites are never read, so they may be dropped. The
 aimed mutants change the fewest biallelic SNVs that move the ratio past the grader's
-tolerance (one at the easy and medium sizes): transitions made transversions, or
-transversions made indels -- a check of the Ti/Tv split dies on the first, one of which
-sites are SNVs on the second.
+tolerance (one at the easy and medium sizes): transitions made transversions,
+transversions made indels, or transitions made multi-allelic -- the first moves both
+classes but not the SNV count, the second the transversions only, the third the
+transitions only, so checks of the three counts give distinct evidence.
 """
 
 from __future__ import annotations
@@ -113,37 +114,46 @@ _PAIRS = ("zcat variants.vcf.gz | grep -v '^#' | awk -F'\\t' '$5 !~ /,/ && lengt
 
 
 def _solution(n_sites: int, n_snv: int, n_multi: int, ti: int, answer: str) -> tuple[str, ...]:
-    v = {"S": n_sites, "X": n_snv, "ANS": answer}
+    """Three nodes, each over the SNVs, the transitions and the transversions (which the
+    aimed mutants move in different combinations) and the ratio: site totals would die
+    on a control that drops indels or multi-allelic sites."""
+    v = {"S": n_sites, "X": n_snv, "ANS": answer, "TI": ti, "TV": n_snv - ti}
+    snvs = ("zcat variants.vcf.gz | grep -v '^#' | awk -F'\\t' '$5 !~ /,/ && length($4) == 1 "
+            "&& length($5) == 1 { print toupper($4 $5) }'")
     return (
         turn(_CLASSIFY, node("load", f"{n_sites} sites: {n_snv} biallelic SNVs, {n_multi} "
                                      f"multi-allelic, {n_sites - n_snv - n_multi} indels",
                              "site_classes.tsv"), [
-            check("conservation", fill("every site is an SNV, a multi-allelic site or an "
-                                       "indel; @X@ are SNVs", **v), fill(
-                "awk '$1 !~ /^(snv|multiallelic|indel)$/ || $2 < 1 { bad = 1 } $1 == \"snv\" "
-                "{ x = $2 } END { print (!bad && NR == 3 && x == @X@) ? \"True\" : \"False\" }' "
-                "site_classes.tsv", **v)),
             check("range", "biallelic SNVs are the expected number", verdict(fill(
-                "test \"$(awk '$1 == \"snv\" { print $2 }' site_classes.tsv)\" -eq @X@", **v)))]),
+                "test \"$(awk '$1 == \"snv\" { print $2 }' site_classes.tsv)\" -eq @X@", **v))),
+            check("range", fill("@TI@ of the SNVs are A<->G or C<->T", **v), verdict(fill(
+                f"test \"$({snvs} | grep -cxE 'AG|GA|CT|TC')\" -eq @TI@", **v))),
+            check("range", fill("@TV@ of the SNVs are transversions", **v), verdict(fill(
+                f"test \"$({snvs} | grep -cxE 'AC|CA|AT|TA|CG|GC|GT|TG')\" -eq @TV@", **v)))]),
         turn(_PAIRS, node("transform", f"{n_snv} biallelic SNVs: {ti} transitions, "
                                        f"{n_snv - ti} transversions", "titv_counts.txt", "n1"), [
-            check("conservation", "every SNV is a transition or a transversion", verdict(fill(
-                "test \"$(awk '{ print $1 + $2 }' titv_counts.txt)\" -eq "
-                "\"$(wc -l < snv_pairs.txt)\" && test \"$(wc -l < snv_pairs.txt)\" -eq @X@",
-                **v))),
-            check("invariance", "grep finds the same transitions", verdict(
-                "test \"$(zcat variants.vcf.gz | grep -v '^#' | awk -F'\\t' '$5 !~ /,/ && "
-                "length($4) == 1 && length($5) == 1 { print toupper($4 $5) }' | "
-                "grep -cxE 'AG|GA|CT|TC')\" -eq \"$(cut -d' ' -f1 titv_counts.txt)\"")),
-            check("type", "each pair is two different bases", fill(
+            check("type", "each pair is two different bases, one per SNV", fill(
                 "awk '$1 !~ /^[ACGT][ACGT]$/ || substr($1, 1, 1) == substr($1, 2, 1) { bad = 1 } "
-                "END { print (!bad && NR == @X@) ? \"True\" : \"False\" }' snv_pairs.txt", **v))]),
+                "END { print (!bad && NR == @X@) ? \"True\" : \"False\" }' snv_pairs.txt", **v)),
+            check("invariance", "grep finds the same transitions", verdict(fill(
+                "test \"$(grep -cxE 'AG|GA|CT|TC' snv_pairs.txt)\" -eq "
+                "\"$(cut -d' ' -f1 titv_counts.txt)\" && test \"$(cut -d' ' -f1 "
+                "titv_counts.txt)\" -eq @TI@", **v))),
+            check("conservation", "the transversions are the other SNVs", verdict(fill(
+                "test $(( $(wc -l < snv_pairs.txt) - $(cut -d' ' -f1 titv_counts.txt) )) -eq "
+                "\"$(cut -d' ' -f2 titv_counts.txt)\" && test \"$(cut -d' ' -f2 "
+                "titv_counts.txt)\" -eq @TV@", **v)))]),
         turn("awk '{ printf \"%.3f\\n\", $1 / $2 }' titv_counts.txt > titv.txt\ncat titv.txt",
              node("interpret", f"Ti/Tv of the biallelic SNVs is {answer}", "titv.txt", "n2"), [
                  check("range", "the ratio recomputes from the counts", fill(
                      "awk 'NR == FNR { r = $1; next } { d = $1 / $2 - r; print (d < 0.0005 && "
                      "d > -0.0005 && r == @ANS@) ? \"True\" : \"False\" }' titv.txt "
-                     "titv_counts.txt", **v))]),
+                     "titv_counts.txt", **v)),
+                 check("range", "the numerator counts only biallelic SNV transitions", fill(
+                     "awk '{ print ($1 == @TI@) ? \"True\" : \"False\" }' titv_counts.txt", **v)),
+                 check("range", "indels and multi-allelic sites are not in the denominator",
+                       verdict(fill("test \"$(grep -vcxE 'AG|GA|CT|TC' snv_pairs.txt)\" -eq @TV@",
+                                    **v)))]),
         final(answer),
     )
 
@@ -177,26 +187,41 @@ def _not_snv(record: bytes) -> bool:
     return not record.startswith(b"#") and len(fields) > 4 and _snv(fields[3], fields[4]) is None
 
 
+_AFTER = {"tv": lambda ti, tv, k: (ti - k, tv + k), "indel": lambda ti, tv, k: (ti, tv - k),
+          "multi": lambda ti, tv, k: (ti - k, tv)}
+
+
+def _edit_alt(ref: str, alt: str, kind: str, rng: random.Random) -> str:
+    """The new ALT: a transversion (``tv``), an insertion (``indel``), or a second ALT
+    base added (``multi``: no longer a biallelic SNV)."""
+    if kind == "tv":
+        return ("CT" if ref in "AG" else "AG")[rng.randrange(2)]
+    if kind == "indel":
+        return alt + ref
+    return alt + "," + next(b for b in _BASES if b not in (ref, alt.upper()))
+
+
 def _titv_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | None:
-    """The fewest transitions made transversions (``tv``), or transversions made
-    insertions (``indel``), that move the ratio past the tolerance."""
+    """The fewest transitions made transversions (``tv``), transversions made insertions
+    (``indel``), or transitions made multi-allelic (``multi``), that move the ratio past
+    the tolerance: the first moves the SNV classes but not their number, the second the
+    transversions and the SNVs, the third the transitions and the SNVs."""
     lines = lines_of(content)
     fields = {i: line.decode().split("\t") for i, line in enumerate(lines)
               if not line.startswith(b"#") and line.count(b"\t") >= 4}
     pairs = {i: p for i, f in fields.items() if (p := _snv(f[3], f[4])) is not None}
     ti = sum(p in TRANSITIONS for p in pairs.values())
     tv = len(pairs) - ti
-    pool = [i for i, p in pairs.items() if (p in TRANSITIONS) == (kind == "tv")]
+    pool = [i for i, p in pairs.items() if (p in TRANSITIONS) == (kind != "indel")]
     for k in range(1, len(pool) + 1):
-        if moved(_ratio(ti, tv), _ratio(ti - k, tv + k) if kind == "tv" else _ratio(ti, tv - k), _TOL):
+        if moved(_ratio(ti, tv), _ratio(*_AFTER[kind](ti, tv, k)), _TOL):
             break
     else:
         return None
     edits = {}
     for i in rng.sample(pool, k):
         f = fields[i]
-        ref = f[3].upper()
-        f[4] = ("CT" if ref in "AG" else "AG")[rng.randrange(2)] if kind == "tv" else f[4] + ref
+        f[4] = _edit_alt(f[3].upper(), f[4], kind, rng)
         edits[i] = "\t".join(f).encode()
     return edit_lines(content, edits)
 
@@ -206,8 +231,8 @@ _REFERENCE = Reference(
     preserving={"variants.vcf.gz": ("recompress", "shuffle_records", "add_comment",
                                     "drop_irrelevant")},
     irrelevant={"variants.vcf.gz": _not_snv},
-    mutators={"variants.vcf.gz": aimed(partial(_titv_mutant, kind="tv"),
-                                       partial(_titv_mutant, kind="indel"))})
+    mutators={"variants.vcf.gz": aimed(*(partial(_titv_mutant, kind=k)
+                                         for k in ("tv", "indel", "multi")))})
 
 
 def titv(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

@@ -16,7 +16,8 @@ from the CSV with ``fractions.Fraction``.
 Each instance's `Reference` re-estimates the curve from the decoded CSV by column name
 (rows in any order; "cannot be determined" when the curve never reaches 0.5). Arm A is
 never read, so its rows may be dropped. The aimed mutants censor one arm B death at or
-before the median, or delay one past it: the first such edit that moves the median.
+before the median, delay one past it, remove one (the first such edit that moves the
+median), or add the fewest patients censored past it that move the median.
 """
 
 from __future__ import annotations
@@ -109,34 +110,51 @@ _PY_MEDIAN = ("python3 -c \"from collections import Counter; rows = [l.split(','
               "int(open('median.txt').read()) == @ANS@)\"")
 
 
-def _solution(n: int, deaths: int, median: int) -> tuple[str, ...]:
-    v = {"N": n, "D": deaths, "ANS": median}
+def _solution(n: int, deaths: int, median: int, by_median: int, total: int, wrong: str,
+              at_risk: int) -> tuple[str, ...]:
+    """Three nodes over facts the aimed mutants move in different combinations: the
+    patients, the deaths, the deaths by the median, the follow-up total, the censored."""
+    v = {"N": n, "D": deaths, "ANS": median, "DM": by_median, "T": total, "C": n - deaths,
+         "W": wrong, "R": at_risk}
     return (
         turn("head -3 survival.csv\nawk -F, 'NR > 1 && $2 == \"B\" { print $3 \"\\t\" $4 }' "
              "survival.csv | sort -t\"$(printf '\\t')\" -k1,1n > arm_b.tsv\nwc -l < arm_b.tsv\n"
              "cut -f2 arm_b.tsv | sort | uniq -c",
              node("load", fill("arm B: @N@ patients, @D@ deaths, the rest censored", **v),
                   "arm_b.tsv"), [
-                 check("conservation", "every arm B patient kept", verdict(fill(
-                     "test \"$(wc -l < arm_b.tsv)\" -eq @N@ && test \"$(awk -F, '$2 == \"B\"' "
-                     "survival.csv | wc -l)\" -eq @N@", **v))),
-                 check("range", "deaths plus censored are every patient, times sorted", fill(
-                     "awk -F'\\t' '$2 == 1 { d++ } $2 != 0 && $2 != 1 || $1 < p { bad = 1 } "
-                     "{ p = $1 } END { print (!bad && d == @D@ && NR == @N@) ? \"True\" : "
-                     "\"False\" }' arm_b.tsv", **v))]),
+                 check("conservation", "every arm B patient kept, times sorted", verdict(fill(
+                     "test \"$(awk -F, '$2 == \"B\"' survival.csv | wc -l)\" -eq @N@ && "
+                     "sort -c -t\"$(printf '\\t')\" -k1,1n arm_b.tsv && "
+                     "test \"$(wc -l < arm_b.tsv)\" -eq @N@", **v))),
+                 check("range", "deaths are status 1, the rest status 0", fill(
+                     "awk -F'\\t' '$2 == 1 { d++ } $2 != 0 && $2 != 1 { bad = 1 } "
+                     "END { print (!bad && d == @D@) ? \"True\" : \"False\" }' arm_b.tsv", **v)),
+                 check("conservation", fill("@T@ days of follow-up in arm B", **v), verdict(
+                     fill("test \"$(awk -F'\\t' '{ s += $1 } END { print s }' arm_b.tsv)\" -eq "
+                          "@T@ && test \"$(awk -F, '$2 == \"B\" { s += $3 } END { print s }' "
+                          "survival.csv)\" -eq @T@", **v)))]),
         turn(_KM, node("transform", fill("Kaplan-Meier estimate of arm B; median @ANS@ days",
                                          **v), "km.tsv", "n1"), [
-            check("conservation", "every death is on the curve", fill(
-                "awk -F'\\t' '{ d += $3 } NR == 1 { ok = $2 <= @N@ } END { print (ok && d == "
-                "@D@) ? \"True\" : \"False\" }' km.tsv", **v)),
             check("range", "survival falls, within [0, 1], and crosses 0.5 at the median", fill(
                 "awk -F'\\t' '$4 > p && NR > 1 || $4 < 0 || $4 > 1 { bad = 1 } $1 == @ANS@ "
                 "{ hit = $4 <= 0.5 && p > 0.5 } { p = $4 } END { print (!bad && hit) ? \"True\" : "
-                "\"False\" }' km.tsv", **v))]),
+                "\"False\" }' km.tsv", **v)),
+            check("conservation", fill("@DM@ deaths on the curve by the median", **v), fill(
+                "awk -F'\\t' '$1 <= @ANS@ { d += $3 } END { print (d == @DM@) ? \"True\" : "
+                "\"False\" }' km.tsv", **v)),
+            check("range", fill("@R@ patients at risk at the median", **v), verdict(fill(
+                "test \"$(awk -F'\\t' '$1 == @ANS@ { print $2 }' km.tsv)\" -eq @R@", **v)))]),
         turn("cat median.txt", node("test", fill("Kaplan-Meier median survival of arm B: @ANS@ "
                                                  "days", **v), "median.txt", "n2"), [
             check("invariance", "an exact recomputation with fractions agrees",
-                  fill(_PY_MEDIAN, **v))]),
+                  fill(_PY_MEDIAN, **v)),
+            check("range", fill("@C@ censored patients are not counted as deaths", **v),
+                  verdict(fill("test \"$(awk -F'\\t' '$2 == 0' arm_b.tsv | wc -l)\" -eq @C@",
+                               **v))),
+            check("range", fill("the median of observed times, @W@, is not the answer", **v),
+                  verdict(fill("test \"$(cut -f1 arm_b.tsv | awk '{ v[NR] = $1 } END { print "
+                               "(NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')\" "
+                               "= @W@ && test @W@ != \"$(cat median.txt)\"", **v)))]),
         final(str(median)),
     )
 
@@ -167,23 +185,45 @@ def _other_arm(record: bytes) -> bool:
 
 
 def _km_mutant(content: bytes, rng: random.Random, *, kind: str) -> bytes | None:
-    """One arm B death at or before the median censored (``censor``) or moved to twice
-    the median (``delay``); the first candidate that moves the median."""
+    """One arm B patient edited; the first candidate that moves the median. A death at or
+    before the median censored (``censor``: one death fewer), moved to twice the median
+    (``delay``: the same deaths, other times) or removed (``drop``: one patient fewer);
+    or the fewest new patients censored past the median added (``late``: the same
+    deaths, more at risk). Each moves a different set of the patients,
+    deaths, deaths by the median and time total the solution's checks pin."""
     base = _median(content.decode())
     if base == CANNOT_DETERMINE:
         return None
     lines = lines_of(content)
-    deaths = [i for i, line in enumerate(lines[1:], 1) if (f := tsv_fields(line, b","))[1:2]
+    picked = [i for i, line in enumerate(lines[1:], 1) if (f := tsv_fields(line, b","))[1:2]
               == [_ARM.encode()] and f[3:4] == [b"1"] and int(f[2]) <= int(base)]
-    for i in rng.sample(deaths, min(len(deaths), 30)):
+    if kind == "late":
+        return _censor_late(content, base)
+    for i in rng.sample(picked, min(len(picked), 30)):
         fields = tsv_fields(lines[i], b",")
         if kind == "censor":
             fields[3] = b"0"
-        else:
+        elif kind == "delay":
             fields[2] = b"%d" % (2 * int(base) + 1)
-        edited = edit_lines(content, {i: rejoin(fields, lines[i], b",")})
+        edit = b"" if kind == "drop" else rejoin(fields, lines[i], b",")
+        edited = edit_lines(content, {i: edit})
         if _median(edited.decode()) != base:
             return edited
+    return None
+
+
+def _censor_late(content: bytes, base: str) -> bytes | None:
+    """The fewest (1, 2, 4, ...) new arm B patients censored past twice the median, until
+    the median moves: more at risk before it, so every death weighs less."""
+    tail = b"" if content.endswith(b"\n") else b"\n"
+    row = b"X%d,%s,%d,0\n"
+    k, most = 1, 4 * content.count(b"\n") + 4
+    while k <= most:
+        added = b"".join(row % (j, _ARM.encode(), 2 * int(base) + 1) for j in range(k))
+        edited = content + tail + added
+        if _median(edited.decode()) != base:
+            return edited
+        k *= 2
     return None
 
 
@@ -191,8 +231,8 @@ _REFERENCE = Reference(
     solve=_solve,
     preserving={"survival.csv": ("shuffle_records", "drop_irrelevant")},
     irrelevant={"survival.csv": _other_arm},
-    mutators={"survival.csv": aimed(partial(_km_mutant, kind="censor"),
-                                    partial(_km_mutant, kind="delay"))})
+    mutators={"survival.csv": aimed(*(partial(_km_mutant, kind=k)
+                                      for k in ("censor", "delay", "drop", "late")))})
 
 
 def survival_median(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
@@ -231,5 +271,7 @@ def survival_median(rng: np.random.Generator, difficulty: Difficulty) -> Instanc
                 "or lower? Answer with one integer.")
     return Instance(files={"survival.csv": csv.encode()}, question=question,
                     answer=str(median), grader={"kind": "numeric", "abs_tol": 0},
-                    solution=_solution(n, sum(arm_b[1]), median), trap=trap,
+                    solution=_solution(n, sum(arm_b[1]), median, sum(
+                        1 for t, d in zip(*arm_b, strict=True) if d and t <= median),
+                        sum(arm_b[0]), wrong, sum(t >= median for t in arm_b[0])), trap=trap,
                     tags=("csv", "survival", "censoring", "kaplan-meier"), reference=_REFERENCE)

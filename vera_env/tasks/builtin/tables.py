@@ -208,6 +208,32 @@ def _rename_column(content: bytes, rng: random.Random, *, target: str) -> bytes 
     return edit_lines(content, {0: rejoin(renamed, lines[0], b",")})
 
 
+def _renamed_header(content: bytes, rng: random.Random, *, target: str) -> bytes | None:
+    """A column the question never reads renamed in the header (a control): the table is
+    read by column name, so the header's text may change where it is not asked about."""
+    lines = lines_of(content)
+    if not lines:
+        return None
+    names = lines[0].rstrip(b"\r\n").split(b",")
+    free = [i for i, n in enumerate(names) if n in (b"island", b"bill_length_mm", b"sex")
+            and n != target.encode()]
+    if not free:
+        return None
+    i = rng.choice(free)
+    names[i] = rng.choice((b"Island", b"isle", b"location")) if names[i] == b"island" else \
+        rng.choice((b"bill_mm", b"culmen_length_mm")) if names[i] == b"bill_length_mm" else \
+        rng.choice((b"Sex", b"sex_recorded"))
+    return edit_lines(content, {0: b",".join(names) + lines[0][len(lines[0].rstrip(b"\r\n")):]})
+
+
+def _noted_codebook(content: bytes, rng: random.Random) -> bytes | None:
+    """A note added to codebook.txt (a control): how missing values are coded is kept."""
+    notes = (b"\nRows are in no particular order.\n", b"\nCollected 2007-2009.\n",
+             b"\nSee the field protocol for the measurement details.\n")
+    end = b"" if content.endswith(b"\n") or not content else b"\n"
+    return content + end + rng.choice(notes)
+
+
 def _reference(species: str, target: str) -> Reference:
     col = _COLUMNS.index(target)
     return Reference(
@@ -216,7 +242,9 @@ def _reference(species: str, target: str) -> Reference:
         irrelevant={"penguins.csv": partial(_unread, species=species, target=col)},
         mutators={"penguins.csv": aimed(*(partial(_penguin_mutant, kind=kind, species=species,
                                                   target=col) for kind in ("shift", "unmeasure")),
-                                        partial(_rename_column, target=target))})
+                                        partial(_rename_column, target=target))},
+        controls={"penguins.csv": aimed(partial(_renamed_header, target=target)),
+                  "codebook.txt": aimed(_noted_codebook)})
 
 
 def sentinel_mean(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

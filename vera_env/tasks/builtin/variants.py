@@ -14,7 +14,9 @@ by name in the ``#CHROM`` line (sites in any order, meta lines free; "cannot be
 determined" if the sample is gone). Sites where the sample is not heterozygous (hom or
 missing) are never counted, so they may be dropped. The aimed mutants make one phased
 heterozygous call homozygous (a check that counts ``0/1`` misses it), make one
-homozygous call an unphased ``0/1``, or rename the sample in the ``#CHROM`` line.
+homozygous call an unphased ``0/1``, make one homozygote at a multi-allelic site a
+``1/2``, or rename the sample in the ``#CHROM`` line: each moves a different one of the
+phased, ``0/1`` and second-ALT het counts the solution's checks pin.
 """
 
 from __future__ import annotations
@@ -122,9 +124,13 @@ def _sites(rng: np.random.Generator, n_sites: int, samples: list[str]
     return lines, calls, gts
 
 
-def _solution(sample: str, col: int, n_sites: int, answer: int, phased: int) -> tuple[str, ...]:
-    v = {"S": sample, "COL": col, "ANS": answer, "P": phased}
+def _solution(sample: str, col: int, n_sites: int, answer: int, phased: int, careless: int,
+              multi: int) -> tuple[str, ...]:
+    """Three nodes over facts different mutants move: the phased hets, the unphased
+    ``0/1`` calls, the hets with a second ALT allele, the sample's name in the header."""
+    v = {"S": sample, "COL": col, "ANS": answer, "P": phased, "CARE": careless, "MULTI": multi}
     body = "zcat calls.vcf.gz | grep -v '^#'"
+    by_name = fill(f"{body} | cut -f\"$(cat sample_col.txt)\" | cut -d: -f1", **v)
     return (
         turn(fill("zcat calls.vcf.gz | grep '^#CHROM' | tr '\\t' '\\n' | "
                   "awk '$0 == \"@S@\" { print NR }' > sample_col.txt\ncat sample_col.txt\n"
@@ -132,21 +138,28 @@ def _solution(sample: str, col: int, n_sites: int, answer: int, phased: int) -> 
              node("load", f"{sample} is column {col}; {n_sites} sites", "sample_col.txt"), [
                  check("type", f"the column holds {sample}", verdict(fill(
                      "test \"$(zcat calls.vcf.gz | grep '^#CHROM' | "
-                     "cut -f\"$(cat sample_col.txt)\")\" = @S@", **v)))]),
+                     "cut -f\"$(cat sample_col.txt)\")\" = @S@", **v))),
+                 check("range", fill("the column holds @CARE@ unphased 0/1 calls", **v),
+                       verdict(fill(f"test \"$({by_name} | grep -cx '0/1')\" -eq @CARE@", **v))),
+                 check("range", fill("the column holds @ANS@ calls of two different alleles",
+                                     **v), verdict(fill(
+                     f"test \"$({by_name} | awk -F'[|/]' '$1 != \".\" && $2 != \".\" && "
+                     "$1 != $2' | wc -l)\" -eq @ANS@", **v)))]),
         turn(f"{body} | cut -f\"$(cat sample_col.txt)\" | cut -d: -f1 > gt.txt\n"
              "sort gt.txt | uniq -c",
              node("transform", f"{n_sites} genotypes of {sample}, phased (|) and unphased (/)",
                   "gt.txt", "n1"), [
-                 check("conservation", "one genotype per site", verdict(
-                     f"test \"$(wc -l < gt.txt)\" -eq \"$({body} | wc -l)\"")),
                  check("type", f"every genotype is a diploid GT call, {phased} of them phased "
                                "heterozygotes", fill(
                      "awk -F'[|/]' '!/^([0-9]+|[.])[|\\/]([0-9]+|[.])$/ { bad = 1 } "
                      "/[|]/ && $1 != $2 && $1 != \".\" && $2 != \".\" { p++ } "
                      "END { print (p == @P@ && !bad) ? \"True\" : \"False\" }' gt.txt", **v)),
-                 check("invariance", f"genotypes equal column {col} of the VCF", fill(
-                     f"{body} | cut -f@COL@ | cut -d: -f1 | cmp -s - gt.txt && echo True "
-                     "|| echo False", **v))]),
+                 check("range", fill("@MULTI@ heterozygotes carry a second ALT allele", **v),
+                       fill("awk -F'[|/]' '$1 != \".\" && $2 != \".\" && $1 != $2 && ($1 > 1 || "
+                            "$2 > 1) { m++ } END { print (m + 0 == @MULTI@) ? \"True\" : "
+                            "\"False\" }' gt.txt", **v)),
+                 check("range", fill("@CARE@ of them are written 0/1", **v), verdict(fill(
+                     "test \"$(grep -cx '0/1' gt.txt)\" -eq @CARE@", **v)))]),
         turn("awk -F'[|/]' '$1 != \".\" && $2 != \".\" && $1 != $2 { n++ } END { print n + 0 }' "
              "gt.txt > n_het.txt\ncat n_het.txt",
              node("test", f"{sample} is heterozygous at {answer} sites ({phased} of them "
@@ -156,7 +169,11 @@ def _solution(sample: str, col: int, n_sites: int, answer: int, phased: int) -> 
                      "open('gt.txt')]; n = sum(1 for a, b in g if '.' not in (a, b) and a != b); "
                      "print(n == int(open('n_het.txt').read()) == @ANS@)\"", **v)),
                  check("range", "more hets than the unphased 0/1 calls alone", verdict(
-                     "test \"$(cat n_het.txt)\" -gt \"$(grep -cx '0/1' gt.txt)\""))]),
+                     "test \"$(cat n_het.txt)\" -gt \"$(grep -cx '0/1' gt.txt)\"")),
+                 check("range", fill("the unphased hets are the total less the @P@ phased",
+                                     **v), verdict(fill(
+                     "test $(( $(cat n_het.txt) - @P@ )) -eq \"$(awk -F'/' 'NF == 2 && $1 != "
+                     "\".\" && $1 != $2' gt.txt | wc -l)\"", **v)))]),
         final(str(answer)),
     )
 
@@ -216,6 +233,22 @@ def _flip_call(content: bytes, rng: random.Random, *, col: int, kind: str) -> by
     return edit_lines(content, {i: rejoin(fields, lines[i])})
 
 
+def _multi_het(content: bytes, rng: random.Random, *, col: int) -> bytes | None:
+    """One called homozygote at a multi-allelic site made an unphased ``1/2``: one het
+    more, the phased and the ``0/1`` counts kept."""
+    lines = lines_of(content)
+    picked = [i for i, line in enumerate(lines) if (a := _record_alleles(line, col)) is not None
+              and len(a) == 2 and "." not in a and a[0] == a[1]
+              and b"," in tsv_fields(line)[4]]
+    if not picked:
+        return None
+    i = rng.choice(picked)
+    fields = tsv_fields(lines[i])
+    _, sep, rest = fields[col].partition(b":")
+    fields[col] = b"1/2" + sep + rest
+    return edit_lines(content, {i: rejoin(fields, lines[i])})
+
+
 def _rename_sample(content: bytes, rng: random.Random, *, sample: str) -> bytes | None:
     """The asked sample renamed in the ``#CHROM`` line (the question's subject gone: a
     check that finds its column by name dies, one that pins the column does not)."""
@@ -237,6 +270,7 @@ def _reference(sample: str, col: int) -> Reference:
         irrelevant={"calls.vcf.gz": partial(_not_het, col=col)},
         mutators={"calls.vcf.gz": aimed(partial(_flip_call, col=col, kind="hom"),
                                         partial(_flip_call, col=col, kind="het"),
+                                        partial(_multi_het, col=col),
                                         partial(_rename_sample, sample=sample))})
 
 
@@ -269,5 +303,8 @@ def het_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     return Instance(files={"calls.vcf.gz": gz(header + "\n".join(lines) + "\n")},
                     question=question, answer=str(answer),
                     grader={"kind": "numeric", "abs_tol": 0},
-                    solution=_solution(sample, col, n_sites, answer, phased), trap=trap,
+                    solution=_solution(sample, col, n_sites, answer, phased, careless,
+                                       sum(1 for g, h in zip(mine, is_het, strict=True)
+                                           if h and max(map(int, re.split("[|/]", g))) > 1)),
+                    trap=trap,
                     tags=("vcf", "genotypes", "phasing"), reference=_reference(sample, col - 1))

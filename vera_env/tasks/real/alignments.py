@@ -36,7 +36,7 @@ from vera_env.tasks.real.kinds import (
     recounted,
 )
 from vera_env.tasks.undetermined import with_clause
-from vera_env.verification.strength.reference import Reference
+from vera_env.verification.strength.reference import Mutator, Reference
 
 __all__ = ["Alignment", "duplicates", "marked_duplicates", "parse_bam", "read_bam",
            "unique_reads"]
@@ -150,22 +150,24 @@ def _flagged(chrom: str, flag: int) -> str:
     return f"samtools view {_FILE} | awk -F'\\t' '$3 == \"{chrom}\" && $2 == {flag}' | wc -l"
 
 
-def _solution(chrom: str, n: int, reverse: int, distinct: int) -> tuple[str, ...]:
+def _solution(chrom: str, n: int, reverse: int, distinct: int, starts: int
+              ) -> tuple[str, ...]:
     """Pull the chromosome's reads, compute each one's strand and 5' end, count the
     reads left over once one read per (strand, 5' end) is kept.
 
-    The checks recount from the BAM what the count is built from: the reads on each
-    strand, one 5' end per read, the distinct (strand, 5' end) keys, the duplicates.
+    The checks recount from the BAM what the count is built from: the reads, those on
+    the reverse strand, where they start, one 5' end per read, the distinct (strand,
+    5' end) keys, the duplicates.
     """
     v = {"F": _FILE, "C": chrom, "N": n, "R": reverse, "FW": n - reverse, "K": distinct,
-         "ANS": n - distinct}
-
+         "ANS": n - distinct, "P": starts}
     py = python_check(_PY, v)
     return (
         turn(fill("samtools view -H @F@ | head -5\nsamtools view @F@ | awk -F'\\t' '$3 == \"@C@\""
                   "' > reads.sam\nwc -l < reads.sam\ncut -f2 reads.sam | sort | uniq -c\ncut -f6 "
                   "reads.sam | sort | uniq -c | head", **v),
-             node("load", fill("@N@ reads on @C@: @FW@ forward, @R@ reverse, all mapped", **v),
+             node("load", fill("@N@ reads on @C@: @FW@ forward, @R@ reverse, all mapped, "
+                               "starting at @P@ positions", **v),
                   "reads.sam"), [
                  check("conservation", fill("every @C@ read kept: @N@", **v), recounted(
                      "wc -l < reads.sam", fill("samtools view @F@ | cut -f3 | grep -cx @C@", **v),
@@ -173,9 +175,10 @@ def _solution(chrom: str, n: int, reverse: int, distinct: int) -> tuple[str, ...
                  check("type", fill("@R@ reverse-strand reads (FLAG 16)", **v), recounted(
                      "awk -F'\\t' '$2 == 16' reads.sam | wc -l", _flagged(chrom, 16),
                      reverse, "test \"$(awk -F'\\t' '$2 != 0 && $2 != 16' reads.sam | wc -l)\" -eq 0")),
-                 check("type", fill("@FW@ forward-strand reads (FLAG 0)", **v), recounted(
-                     "awk -F'\\t' '$2 == 0' reads.sam | wc -l", _flagged(chrom, 0),
-                     n - reverse))]),
+                 check("range", fill("they start at @P@ distinct leftmost positions (POS)", **v),
+                       recounted("cut -f4 reads.sam | sort -u | wc -l", fill(
+                           "samtools view @F@ | awk -F'\\t' '$3 == \"@C@\" { print $4 }' | sort -u | "
+                           "wc -l", **v), starts))]),
         turn(_ENDS, node("transform", fill("one (strand, 5' end) per read: @N@ ends, @K@ distinct; "
                                            "a reverse read's 5' end is its last aligned base",
                                            **v), "ends.tsv", "n1"), [
@@ -205,9 +208,54 @@ def _answer(reads: list[Alignment], chrom: str) -> int:
 _POS_AT = 8  # after block_size and refID (4 bytes each)
 
 
+def _spans(raw: bytes) -> tuple[int, list[tuple[bytes, Alignment]]] | None:
+    """Where the header of a decoded BAM stream ends, and each record's bytes."""
+    try:
+        _, located = _scan(raw)
+    except ValueError:  # not a BAM stream: nothing to vary
+        return None
+    spans = [(raw[at:at + 4 + struct.unpack_from("<i", raw, at)[0]], r) for at, r in located]
+    return (located[0][0] if located else len(raw)), spans
+
+
+def _controls(chrom: str) -> tuple[Mutator, ...]:
+    """Edits of the decoded stream that keep the answer but change the content, so a
+    fingerprint of the file fails them (`_spans`): reads on other chromosomes dropped (about a
+    tenth), every record in another order, a ``@CO`` line added to the header text."""
+    def drop_others(raw: bytes, rng: random.Random) -> bytes | None:
+        found = _spans(raw)
+        others = [i for i, (_, r) in enumerate(found[1]) if r.chrom != chrom] if found else []
+        if not found or not others:
+            return None
+        gone = set(rng.sample(others, max(1, len(others) // 10)))
+        return raw[:found[0]] + b"".join(b for i, (b, _) in enumerate(found[1]) if i not in gone)
+
+    def shuffle(raw: bytes, rng: random.Random) -> bytes | None:
+        found = _spans(raw)
+        if not found or len(found[1]) < 2:
+            return None
+        order = [b for b, _ in found[1]]
+        rng.shuffle(order)
+        return raw[:found[0]] + b"".join(order)
+
+    def comment(raw: bytes, rng: random.Random) -> bytes | None:
+        if _spans(raw) is None:
+            return None
+        (l_text,) = struct.unpack_from("<i", raw, 4)
+        text = raw[8:8 + l_text]
+        body = text.rstrip(b"\0")
+        note = b"@CO\tvera %012x\n" % rng.getrandbits(48)
+        new = body + (b"\n" if body and not body.endswith(b"\n") else b"") + note
+        new += text[len(body):]
+        return raw[:4] + struct.pack("<i", len(new)) + new + raw[8 + l_text:]
+
+    return drop_others, shuffle, comment
+
+
 def _reference(chrom: str) -> Reference:
     """BAM is binary: no record-level control transform applies (``recompress`` only, a
-    BGZF file being gzip members). The aimed mutants edit the decoded stream with
+    BGZF file being gzip members), so the type brings its own controls (`_controls`).
+    The aimed mutants edit the decoded stream with
     struct: one read on the chromosome copied next to itself (one more duplicate), or
     one duplicate moved 7 bases on (one fewer, unless it lands on another read's end)."""
     def pick(raw: bytes, rng: random.Random, duplicated: bool) -> tuple[int, int] | None:
@@ -243,7 +291,8 @@ def _reference(chrom: str) -> Reference:
     return Reference(
         solve=lambda contents: str(_answer(parse_bam(content_of(contents, _FILE))[1], chrom)),
         preserving={_FILE: ("recompress",)},
-        mutators={_FILE: (copy_read, move_duplicate)})
+        mutators={_FILE: (copy_read, move_duplicate)},
+        controls={_FILE: _controls(chrom)})
 
 
 def duplicates(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:
@@ -263,7 +312,7 @@ def duplicates(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInst
     instance = Instance(files={_FILE: data}, question=_question(chrom), answer=str(answer),
                         grader={"kind": "numeric", "abs_tol": 0},
                         solution=_solution(chrom, len(mine), sum(r.flag & 16 > 0 for r in mine),
-                                           unique_reads(reads, chrom)),
+                                           unique_reads(reads, chrom), len({r.pos for r in mine})),
                         trap=trap, tags=("bam", "duplicates", "strand", "pyranges"),
                         reference=_reference(chrom))
     probe = Probe("chrEBV", _question("chrEBV"),

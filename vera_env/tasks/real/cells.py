@@ -34,7 +34,7 @@ from vera_env.tasks.real.kinds import (
     recounted,
 )
 from vera_env.tasks.undetermined import with_clause
-from vera_env.verification.strength.reference import Reference
+from vera_env.verification.strength.reference import Mutator, Reference
 
 __all__ = ["detected_cells", "read_pbmc"]
 
@@ -98,7 +98,7 @@ def _edit(data: bytes, change: Callable[[Any], bool]) -> bytes | None:
 
 def _reference(gene: str, cell_type: str) -> Reference:
     """HDF5 is binary: no control transform applies (the file is not compressed, has no
-    text records). The aimed mutants write into the HDF5 in memory with h5py: one cell
+    text records), so the type brings its own controls (`_controls`). The aimed mutants write into the HDF5 in memory with h5py: one cell
     of the type loses its non-zero value of the gene in ``raw.X`` (one fewer), or one
     cell of another type where the gene is detected is relabelled (one more)."""
     def undetect(data: bytes, rng: random.Random) -> bytes | None:
@@ -128,7 +128,8 @@ def _reference(gene: str, cell_type: str) -> Reference:
         solve=lambda contents: str(_count(*read_pbmc(content_of(contents, _FILE))[:3], gene,
                                           cell_type)),
         preserving={_FILE: ()},
-        mutators={_FILE: (undetect, relabel)})
+        mutators={_FILE: (undetect, relabel)},
+        controls={_FILE: _controls(gene, cell_type)})
 
 
 def _where(f: Any, gene: str) -> tuple[list[str], list[str], list[tuple[int, int]]]:
@@ -141,6 +142,48 @@ def _where(f: Any, gene: str) -> tuple[list[str], list[str], list[tuple[int, int
     hits = [(i, int(k)) for i in range(len(labels))
             for k in range(indptr[i], indptr[i + 1]) if indices[k] == j and values[k] != 0]
     return labels, genes, hits
+
+
+def _controls(gene: str, cell_type: str) -> tuple[Mutator, ...]:
+    """Edits of the HDF5 (h5py, in memory) that keep the answer but change the content, so
+    a fingerprint of the file fails them: a cell of another type relabelled as a third
+    type, one of the gene's non-zero raw.X values doubled (still detected), one non-zero
+    raw.X value of another gene set to 0."""
+    def relabel_other(data: bytes, rng: random.Random) -> bytes | None:
+        def change(f: Any) -> bool:
+            cats = [c.decode() for c in f["uns/bulk_labels_categories"][:]]
+            codes = f["obs"]["bulk_labels"]
+            others = [i for i, c in enumerate(codes) if cats[c] != cell_type]
+            if not others or len(cats) < 3:
+                return False
+            i = others[rng.randrange(len(others))]
+            row = f["obs"][i]
+            row["bulk_labels"] = rng.choice([k for k, c in enumerate(cats)
+                                             if c != cell_type and k != codes[i]])
+            f["obs"][i] = row
+            return True
+        return _edit(data, change)
+
+    def scale_detected(data: bytes, rng: random.Random) -> bytes | None:
+        def change(f: Any) -> bool:
+            _, _, hits = _where(f, gene)
+            if hits:
+                k = hits[rng.randrange(len(hits))][1]
+                f["raw.X/data"][k] = 2 * f["raw.X/data"][k]
+            return bool(hits)
+        return _edit(data, change)
+
+    def zero_other_gene(data: bytes, rng: random.Random) -> bytes | None:
+        def change(f: Any) -> bool:
+            j = [v.decode() for v in f["raw.var"]["index"]].index(gene)
+            indices, values = f["raw.X/indices"][:], f["raw.X/data"][:]
+            others = np.flatnonzero((indices != j) & (values != 0))
+            if len(others):
+                f["raw.X/data"][int(others[rng.randrange(len(others))])] = 0
+            return bool(len(others))
+        return _edit(data, change)
+
+    return relabel_other, scale_detected, zero_other_gene
 
 
 def _question(gene: str, cell_type: str) -> str:
