@@ -47,11 +47,11 @@ from vera_env.sandbox.disk import DiskWatch, measure
 from vera_env.sandbox.workspace import BaseWorkspace, limits_wrapper
 from vera_env.tasks import Task
 from vera_env.tasks.builtin import builtin_source
-from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_files
 from vera_env.verification.checks import run_checks
-from vera_env.verification.strength.encoding import decode
 from vera_env.verification.rewards import RewardConfig, step_bound_s
 from vera_env.verification.strength import StrengthSession
+from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_files
+from vera_env.verification.strength.encoding import decode
 from vera_env.wire.protocol import CheckSpec
 
 RESULTS = Path(__file__).resolve().parent / "results" / "strength_cost.json"

@@ -7,9 +7,9 @@ import warnings
 import pytest
 
 from vera_env.sandbox import SandboxLimits, make_sandbox
-from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
-from vera_env.verification.strength.bank import TargetBank
 from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.strength.bank import TargetBank
+from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
 

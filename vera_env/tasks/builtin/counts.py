@@ -11,9 +11,9 @@ Cell Ranger writes.
 
 from __future__ import annotations
 
-import numpy as np
-
 import random
+
+import numpy as np
 
 from vera_env.tasks.builtin.columns import int_lines
 from vera_env.tasks.builtin.solvers import edit_lines, lines_of, read_mtx, rejoin, tsv_fields

@@ -117,7 +117,7 @@ _MENDEL = (
 
 
 def _solution(names: dict[str, str], n_sites: int, errors: dict[str, tuple[int, int]],
-              hom_alt: list[int], mc_called: int) -> tuple[str, ...]:
+              hom_alt: list[int], mc_called: int, homs: int) -> tuple[str, ...]:
     """``hom_alt``: each candidate's 1/1 calls where mother and child are both called (a
     fact of the genotype table that no answer-keeping variant changes); ``mc_called``:
     the sites where mother and child are both called (what no control drops). The checks
@@ -132,7 +132,8 @@ def _solution(names: dict[str, str], n_sites: int, errors: dict[str, tuple[int, 
          "I": idx, "ORDER": " ".join([names["mother"], names["child"], *cands]),
          "HX": hom_alt[0], "HY": hom_alt[1], "HZ": hom_alt[2], "MC": mc_called,
          "R2": sorted(errors[c][0] for c in cands)[1],
-         "NX": errors[cands[0]][1], "NY": errors[cands[1]][1], "NZ": errors[cands[2]][1]}
+         "NX": errors[cands[0]][1], "NY": errors[cands[1]][1], "NZ": errors[cands[2]][1],
+         "MEN": " ".join(cands), "HOMS": homs}
     return (
         turn("zcat calls.vcf.gz | grep '^#CHROM' | tr '\\t' '\\n' | awk 'NR > 9 { print NR "
              "\"\\t\" $0 }' > samples.tsv\ncat samples.tsv",
@@ -148,7 +149,14 @@ def _solution(names: dict[str, str], n_sites: int, errors: dict[str, tuple[int, 
                      "zcat calls.vcf.gz | grep '^#CHROM' | tr '\\t' '\\n' | awk -F'\\t' "
                      "'NR == FNR { s[$1] = $2; next } (FNR in s) && s[FNR] == $1 { k++ } "
                      "END { print (k == 5 && NR - FNR == 5) ? \"True\" : \"False\" }' "
-                     "samples.tsv -", **v))]),
+                     "samples.tsv -", **v)),
+                 check("range", fill("the three men hold @HOMS@ homozygous calls in all", **v),
+                       verdict(fill(
+                     "test \"$(zcat calls.vcf.gz | grep -v '^#' | awk -F'\\t' -v k=\"$(for s in "
+                     "@MEN@; do awk -F'\\t' -v s=\"$s\" '$2 == s { print $1 }' samples.tsv; done "
+                     "| tr '\\n' ' ')\" '{ n = split(k, c, \" \"); for (i = 1; i <= n; i++) { "
+                     "split($(c[i]), g, \":\"); h += g[1] == \"0/0\" || g[1] == \"1/1\" } } "
+                     "END { print h + 0 }')\" -eq @HOMS@", **v)))]),
         turn(fill("cols=$(for s in @ORDER@; do awk -F'\\t' -v s=\"$s\" '$2 == s { print $1 }' "
                   "samples.tsv; done | tr '\\n' ' ')\necho \"$cols\"\n"
                   "printf '%s\\n' @ORDER@ | tail -3 > candidates.txt\n"
@@ -428,6 +436,8 @@ def trio_parentage(rng: np.random.Generator, difficulty: Difficulty) -> Instance
                     answer=roles["father"],
                     grader={"kind": "choice", "choices": [names["x"], names["y"], names["z"]]},
                     solution=_solution(names, n_sites, by_name, _hom_alt(gts, men),
-                                       _both_called(gts)), trap=trap,
+                                       _both_called(gts), sum(g in ("0/0", "1/1")
+                                                              for m in men for g in gts[m])),
+                    trap=trap,
                     tags=("vcf", "pedigree", "mendelian-errors", "relatedness"),
                     reference=_reference(roles, men, text))

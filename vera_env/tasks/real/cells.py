@@ -98,9 +98,10 @@ def _edit(data: bytes, change: Callable[[Any], bool]) -> bytes | None:
 
 def _reference(gene: str, cell_type: str) -> Reference:
     """HDF5 is binary: no control transform applies (the file is not compressed, has no
-    text records), so the type brings its own controls (`_controls`). The aimed mutants write into the HDF5 in memory with h5py: one cell
-    of the type loses its non-zero value of the gene in ``raw.X`` (one fewer), or one
-    cell of another type where the gene is detected is relabelled (one more)."""
+    text records), so the type brings its own controls (`_controls`). The aimed mutants
+    write into the HDF5 in memory with h5py: one cell of the type loses its non-zero
+    value of the gene in ``raw.X`` (one fewer), or one cell of another type where the
+    gene is detected is relabelled (one more)."""
     def undetect(data: bytes, rng: random.Random) -> bytes | None:
         def change(f: Any) -> bool:
             labels, genes, where = _where(f, gene)
