@@ -272,3 +272,17 @@ def test_renamed_fasta_control_keeps_the_answer_and_moves_the_digits(tid: str) -
             assert [s for _, s in fasta_records(changed)] == [
                 s for _, s in fasta_records(files[name])], draw
             assert _same(tid, ref.solve({**files, name: changed})), draw
+
+
+@pytest.mark.parametrize("tid", [t for t in IDS if t.startswith("tab.survival_median.")])
+def test_renamed_patients_control_keeps_the_median_and_moves_every_sorted_line(tid: str
+                                                                              ) -> None:
+    instance, _, files = _built(tid)
+    ref = _reference(instance)
+    content = files["survival.csv"]
+    for edit in ref.controls["survival.csv"]:
+        for draw in range(3):
+            changed = edit(content, random.Random(draw))
+            assert changed is not None
+            assert not set(changed.splitlines()[1:]) & set(content.splitlines()[1:]), draw
+            assert _same(tid, ref.solve({**files, "survival.csv": changed})), draw

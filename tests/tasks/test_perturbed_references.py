@@ -210,3 +210,30 @@ def test_base_controls_are_carried_and_keep_the_mess() -> None:
     keeps, cleans = bom.controls["t.tsv"]
     assert keeps(_BOM + _TABLE, random.Random(0)) == _BOM + _TABLE.replace(b"y\t2\n", b"y\t20\n")
     assert cleans(_BOM + _TABLE, random.Random(0)) is None
+
+
+@pytest.mark.parametrize("tid", [t for t in CASES if t.endswith(("+bom", "+crlf", "+dup_header"))])
+def test_perturbed_own_controls_keep_the_answer_and_the_mess(tid: str) -> None:
+    task, files = _staged(tid)
+    primary, kind = _primary(tid.rpartition("+")[0]), tid.rpartition("+")[2]
+    for control in task.reference.controls.get(primary, ()):
+        changed = control(files[primary], random.Random(0))
+        if changed is None:
+            continue
+        assert changed != files[primary] and _same(task, task.reference.solve(
+            {**files, primary: changed}))
+        if kind == "bom":
+            assert changed.startswith(_BOM)
+
+
+def test_a_bom_before_a_meta_header_gets_the_record_controls_back_under_it() -> None:
+    """Withdrawn, the VCF's record controls left only a recompression: no control varied
+    the content, so no check through the file could earn. Re-applied under the BOM they
+    vary it, and keep the BOM."""
+    tid = real_id("vcf.het_sites") + "+bom"
+    task, files = _staged(tid)
+    assert task.reference.controls_for("chr22.vcf.gz") == ("recompress",)
+    edits = task.reference.controls["chr22.vcf.gz"]
+    assert len(edits) == 3  # shuffle_records, add_comment, drop_irrelevant
+    varied = [edit(files["chr22.vcf.gz"], random.Random(1)) for edit in edits]
+    assert all(v is not None and v.startswith(_BOM) and v != files["chr22.vcf.gz"] for v in varied)

@@ -9,8 +9,9 @@ Three things keep the classification honest on messy files:
 
 * the cleaning happens *anywhere* in the file, since a control may move the line the
   perturbation sits on (a shuffled repeated header, a comment added above a BOM);
-* the base's controls that a perturbation breaks are withdrawn (`_controls`: a BOM hides
-  a VCF's ``#`` header from the record transforms; a repeated header is no comment);
+* the base's controls that a perturbation breaks are withdrawn (`_controls`: a repeated
+  header is no comment) or re-applied around it (`_under_bom`: a BOM hides a VCF's ``#``
+  header and a FASTA's first ``>`` from the record transforms);
 * a mutant must keep the mess (`_keeping`), or a check that only detects the mess (a
   BOM test, a CR count) would "discriminate" without reading the answer; so must the
   base's own controls (``Reference.controls``), which are carried over like its mutators.
@@ -30,12 +31,13 @@ from vera_env.verification.strength.reference import (
     Mutator,
     Reference,
 )
-from vera_env.verification.strength.transforms import file_format
+from vera_env.verification.strength.transforms import apply_control, file_format
 
 __all__ = ["perturbed_reference"]
 
 _BOM = b"\xef\xbb\xbf"
-_PREFIX_HEADERS = ("vcf", "mtx", "gff", "sam")  # a BOM hides their header from transforms
+_PREFIX_HEADERS = ("vcf", "mtx", "gff", "sam")  # formats whose header lines take comments
+_BOM_HIDES = (*_PREFIX_HEADERS, "fasta")  # a BOM hides their header (or records) from transforms
 
 
 def _cleaner(kind: str, header: bytes) -> Callable[[bytes], bytes] | None:
@@ -76,12 +78,29 @@ def _keeping(kind: str, header: bytes, mutate: Mutator) -> Mutator:
 
 def _controls(kind: str, primary: str, declared: tuple[ControlTransform, ...]
               ) -> tuple[ControlTransform, ...]:
-    """The base task's controls that stay valid on the perturbed primary file."""
-    if kind == "bom" and file_format(primary) in _PREFIX_HEADERS:
-        return tuple(t for t in declared if t in ("recompress", "rewrap"))
+    """The base task's controls that stay valid on the perturbed primary file (a BOM's
+    are re-applied under it by `_under_bom`)."""
+    if kind == "bom" and file_format(primary) in _BOM_HIDES:
+        return tuple(t for t in declared if t == "recompress")
     if kind == "dup_header":
         return tuple(t for t in declared if t != "add_comment")
     return declared
+
+
+def _under_bom(primary: str, transforms: tuple[ControlTransform, ...],
+               irrelevant: Callable[[bytes], bool] | None) -> tuple[Mutator, ...]:
+    """The base's record transforms, applied to the file with its BOM set aside and put
+    back: a BOM before a VCF's ``##`` line or a FASTA's ``>`` hides the header and the
+    records from the transforms, and a file whose controls only re-encode it would let
+    no check earn (a fingerprint of it would pass them)."""
+    def under(transform: ControlTransform) -> Mutator:
+        def control(content: bytes, rng: random.Random) -> bytes | None:
+            if not content.startswith(_BOM):
+                return None
+            changed = apply_control(transform, primary, content[len(_BOM):], rng, irrelevant)
+            return None if changed is None else _BOM + changed
+        return control
+    return tuple(under(t) for t in transforms if t != "recompress")
 
 
 def perturbed_reference(base: Reference | None, kind: str, primary: str,
@@ -123,6 +142,9 @@ def perturbed_reference(base: Reference | None, kind: str, primary: str,
             irrelevant[primary] = _irrelevant(kind, header, base.irrelevant[primary])
         mutators[primary] = tuple(_keeping(kind, header, m) for m in base.mutators.get(primary, ()))
         controls[primary] = tuple(_keeping(kind, header, m) for m in base.controls.get(primary, ()))
+        if kind == "bom" and file_format(primary) in _BOM_HIDES:
+            controls[primary] += _under_bom(primary, base.controls_for(primary),
+                                            base.irrelevant.get(primary))
     return Reference(solve=solve, preserving=preserving, irrelevant=irrelevant,
                      mutators=mutators, controls=controls)
 

@@ -107,9 +107,13 @@ def _csv(target: np.ndarray, cents: dict[str, np.ndarray]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _solution(feature: str, col: int, n_rows: int, n_bad: int, answer: str
+def _solution(feature: str, col: int, n_rows: int, n_bad: int, answer: str, cents: int
               ) -> tuple[str, ...]:
-    v = {"F": feature, "COL": col, "ROWS": n_rows, "NB": n_bad, "ANS": answer}
+    """Three nodes whose checks track different facts: the column (the header), the
+    label code (codebook.txt) and the malignant count; that count, its sum in hundredths
+    and the code read again; the mean, recomputed, against the benign mean, and the code."""
+    v = {"F": feature, "COL": col, "ROWS": n_rows, "NB": n_bad, "ANS": answer,
+         "SUM": cents, "CODE": "grep -o '[01] = malignant' codebook.txt | cut -c1"}
     return (
         turn(fill("cat codebook.txt\nhead -3 tumours.csv\n"
                   "head -1 tumours.csv | tr ',' '\\n' | grep -nx '@F@' | cut -d: -f1 > col.txt\n"
@@ -122,7 +126,10 @@ def _solution(feature: str, col: int, n_rows: int, n_bad: int, answer: str
                      **v))),
                  check("type", "the malignant code is the codebook's", verdict(
                      "test \"$(cat malignant_code.txt)\" = 0 && grep -q \"^ *$(cat "
-                     "malignant_code.txt) = malignant\" codebook.txt"))]),
+                     "malignant_code.txt) = malignant\" codebook.txt")),
+                 check("range", fill("@NB@ rows carry the malignant code", **v), verdict(fill(
+                     "test \"$(awk -F, -v m=\"$(cat malignant_code.txt)\" 'NR > 1 && $NF == m' "
+                     "tumours.csv | wc -l)\" -eq @NB@", **v)))]),
         turn(fill("awk -F, -v c=\"$(cat col.txt)\" -v m=\"$(cat malignant_code.txt)\" "
                   "'NR > 1 && $NF == m { print $c }' tumours.csv > malignant_values.txt\n"
                   "wc -l < malignant_values.txt", **v),
@@ -132,10 +139,12 @@ def _solution(feature: str, col: int, n_rows: int, n_bad: int, answer: str
                      "test \"$(wc -l < malignant_values.txt)\" -eq \"$(awk -F, 'NR > 1 && $NF == "
                      "0' tumours.csv | wc -l)\" && test \"$(wc -l < malignant_values.txt)\" "
                      "-eq @NB@", **v))),
-                 check("range", "malignant plus benign rows are every row", verdict(fill(
-                     "test \"$(( $(wc -l < malignant_values.txt) + $(awk -F, 'NR > 1 && $NF == "
-                     "1' tumours.csv | wc -l) ))\" -eq \"$(awk 'NR > 1' tumours.csv | wc -l)\" && "
-                     "test \"$(wc -l < malignant_values.txt)\" -eq @NB@", **v)))]),
+                 check("range", fill("the malignant values sum to @SUM@ hundredths", **v),
+                       verdict(fill("test \"$(tr -d . < malignant_values.txt | awk '{ s += $1 } "
+                                    "END { printf \"%d\", s }')\" -eq @SUM@", **v))),
+                 check("invariance", "the codebook still codes malignant as the kept code",
+                       verdict(fill("test \"$(@CODE@)\" = 0 && test \"$(wc -l < "
+                                    "malignant_values.txt)\" -eq @NB@", **v)))]),
         turn("awk '{ s += $1; n++ } END { printf \"%.2f\\n\", s / n }' malignant_values.txt "
              "> mean.txt\ncat mean.txt",
              node("test", fill("mean @F@ of malignant tumours: @ANS@", **v), "mean.txt", "n2"), [
@@ -146,7 +155,10 @@ def _solution(feature: str, col: int, n_rows: int, n_bad: int, answer: str
                  check("range", "the malignant mean exceeds the benign mean", fill(
                      "awk -F, 'NR == FNR { m = $1; k++; next } FNR > 1 && $NF == 1 { s += "
                      "$@COL@; n++ } END { print (k == 1 && m == @ANS@ && m > s / n) ? \"True\" : "
-                     "\"False\" }' mean.txt tumours.csv", **v))]),
+                     "\"False\" }' mean.txt tumours.csv", **v)),
+                 check("invariance", "the mean is over the codebook's malignant code",
+                       verdict(fill("test \"$(@CODE@)\" = 0 && test \"$(cat mean.txt)\" = @ANS@",
+                                    **v)))]),
         final(answer),
     )
 
@@ -286,5 +298,6 @@ def label_coding(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
     return Instance(files={"tumours.csv": _csv(target, cents).encode(),
                            "codebook.txt": _CODEBOOK.encode()},
                     question=question, answer=answer, grader={"kind": "numeric", "abs_tol": _TOL},
-                    solution=_solution(feature, col, len(target), len(bad), answer), trap=trap,
+                    solution=_solution(feature, col, len(target), len(bad), answer,
+                                       int(bad.sum())), trap=trap,
                     tags=("csv", "label-coding", "codebook"), reference=_reference(feature, col))

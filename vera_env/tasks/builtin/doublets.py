@@ -100,49 +100,61 @@ def _draw(rng: np.random.Generator, n_genes: int, n_cells: int
     return ids, symbols, kind, concat(parts)
 
 
-def _solution(n_genes: int, n_cells: int, t_col: int, b_col: int, answer: int
-              ) -> tuple[str, ...]:
+def _solution(n_genes: int, n_cells: int, t_col: int, b_col: int, answer: int,
+              t_high: int, b_high: int) -> tuple[str, ...]:
+    """Two nodes whose checks track different facts: the markers' columns
+    (features.tsv.gz) with the cells high in each marker (the matrix); the doublets, the
+    T-high and the B-high cells that are not doublets. The orientation is looked at
+    first, without a node: that the size line matches the lists holds on every mutant."""
     v = {"NC": n_cells, "NG": n_genes, "T": t_col + 1, "B": b_col + 1, "ANS": answer,
-         "MIN": MIN_COUNTS}
+         "MIN": MIN_COUNTS, "TH": t_high, "BH": b_high, "TO": t_high - answer,
+         "BO": b_high - answer}
     body = "/^%/ { next } !h { h = 1; next }"
     pick = ("-v t=\"$(awk -F'\\t' '$1 == \"Cd3e\" { print $2 }' markers.tsv)\" "
             "-v b=\"$(awk -F'\\t' '$1 == \"Cd19\" { print $2 }' markers.tsv)\"")
+    high = ("zcat matrix.mtx.gz | awk -v c=\"$(awk -F'\\t' '$1 == \"@M@\" { print $2 }' "
+            f"markers.tsv)\" '{body} $2 == c && $3 >= @MIN@' | wc -l")
+    only = ("awk 'NR == FNR { d[$1] = 1; next } !($1 in d)' doublets.txt @F@.txt | wc -l")
     return (
         turn("zcat matrix.mtx.gz | head -3\nzcat matrix.mtx.gz | grep -v '^%' | head -1 "
-             "> dims.txt\ncat dims.txt\nzcat barcodes.tsv.gz | wc -l\nzcat features.tsv.gz | wc -l",
-             node("load", fill("the matrix is cells x genes: @NC@ rows are barcodes, @NG@ "
-                               "columns are features", **v), "dims.txt"), [
-                 check("type", "rows are barcodes and columns are features", verdict(
-                     "test \"$(cut -d' ' -f1 dims.txt)\" -eq \"$(zcat barcodes.tsv.gz | wc -l)\" "
-                     "&& test \"$(cut -d' ' -f2 dims.txt)\" -eq \"$(zcat features.tsv.gz | "
-                     "wc -l)\"")),
-                 check("conservation", "the size line counts every entry", verdict(
-                     "test \"$(( $(zcat matrix.mtx.gz | grep -vc '^%') - 1 ))\" -eq "
-                     "\"$(cut -d' ' -f3 dims.txt)\""))]),
+             "> dims.txt\ncat dims.txt\nzcat barcodes.tsv.gz | wc -l\nzcat features.tsv.gz | wc -l"),
         turn("zcat features.tsv.gz | awk -F'\\t' '$2 == \"Cd3e\" || $2 == \"Cd19\" "
              "{ print $2 \"\\t\" NR }' > markers.tsv\ncat markers.tsv",
-             node("transform", fill("Cd3e is matrix column @T@ and Cd19 column @B@", **v),
-                  "markers.tsv", "n1"), [
+             node("transform", fill("the matrix is cells x genes; Cd3e is matrix column @T@ "
+                                    "and Cd19 column @B@", **v), "markers.tsv"), [
                  check("type", "each marker's column is its features.tsv.gz line", fill(
                      "zcat features.tsv.gz | awk -F'\\t' 'NR == FNR { want[$2] = $1; n++; next } "
                      "(FNR in want) && want[FNR] == $2 { k++ } END { print (n == 2 && k == 2) ? "
                      "\"True\" : \"False\" }' markers.tsv -", **v)),
-                 check("range", "the columns are the expected ones", verdict(fill(
-                     "test \"$(awk -F'\\t' '$1 == \"Cd3e\" { print $2 }' markers.tsv)\" -eq @T@ "
-                     "&& test \"$(awk -F'\\t' '$1 == \"Cd19\" { print $2 }' markers.tsv)\" "
-                     "-eq @B@", **v)))]),
+                 check("range", fill("@TH@ cells have >= @MIN@ Cd3e counts", **v), verdict(
+                     fill(f'test "$({high})" -eq @TH@', M="Cd3e", **v))),
+                 check("range", fill("@BH@ cells have >= @MIN@ Cd19 counts", **v), verdict(
+                     fill(f'test "$({high})" -eq @BH@', M="Cd19", **v)))]),
         turn(fill(f"zcat matrix.mtx.gz | awk {pick} '{body} $2 == t && $3 >= @MIN@ "
-                  "{ x[$1] = 1 } $2 == b && $3 >= @MIN@ { y[$1] = 1 } END { for (c in x) "
-                  "if (c in y) print c }' | sort -n > doublets.txt\nwc -l < doublets.txt", **v),
+                  "{ print $1 > \"t_high.txt\" } $2 == b && $3 >= @MIN@ { print $1 > "
+                  "\"b_high.txt\" }'\nsort -n t_high.txt b_high.txt | uniq -d > doublets.txt\n"
+                  "wc -l < doublets.txt", **v),
              node("test", fill("@ANS@ barcodes have >= @MIN@ Cd3e and >= @MIN@ Cd19 counts: "
-                               "T/B doublets", **v), "doublets.txt", "n2"), [
+                               "T/B doublets", **v), "doublets.txt", "n1"), [
                  check("range", "the doublets are distinct cell rows", fill(
                      "awk '$1 < 1 || $1 > @NC@ || $1 <= p { bad = 1 } { p = $1 } END { print "
                      "(NR == @ANS@ && !bad) ? \"True\" : \"False\" }' doublets.txt", **v)),
-                 check("invariance", "sort | uniq -d over both markers gives the same cells",
-                       fill(f"zcat matrix.mtx.gz | awk {pick} '{body} ($2 == t || $2 == b) && "
-                            "$3 >= @MIN@ { print $1 }' | sort -n | uniq -d | cmp -s - "
-                            "doublets.txt && echo True || echo False", **v))]),
+                 check("range", fill("@TO@ Cd3e-high cells are single T cells", **v), verdict(
+                     fill(f'test "$({only})" -eq @TO@', F="t_high", **v))),
+                 check("range", fill("@BO@ Cd19-high cells are single B cells", **v), verdict(
+                     fill(f'test "$({only})" -eq @BO@', F="b_high", **v)))]),
+        turn("cut -f2 markers.tsv | paste -sd' ' > marker_cols.txt\ncat marker_cols.txt\n"
+             "wc -l < doublets.txt",
+             node("test", fill("the count used features.tsv.gz lines @T@ and @B@, the matrix's "
+                               "columns (it is cells x genes)", **v), "marker_cols.txt", "n2"), [
+                 check("invariance", "features.tsv.gz read again gives the same lines", verdict(
+                     "test \"$(zcat features.tsv.gz | awk -F'\\t' '$2 == \"Cd3e\" || "
+                     "$2 == \"Cd19\" { print NR }' | paste -sd' ')\" = \"$(cat marker_cols.txt)\"")),
+                 check("invariance", "sort | uniq -d over both marker columns gives the same "
+                                     "cells", fill(
+                     f"zcat matrix.mtx.gz | awk {pick} '{body} ($2 == t || $2 == b) && "
+                     "$3 >= @MIN@ { print $1 }' | sort -n | uniq -d | cmp -s - "
+                     "doublets.txt && echo True || echo False", **v))]),
         final(str(answer)),
     )
 
@@ -205,6 +217,8 @@ def _doublet_mutant(content: bytes, rng: random.Random, *, kind: str, t_col: int
     t_high = set(rows[(cols == t_col) & (values >= MIN_COUNTS)].tolist())
     b_at = {int(r): k for k, r in zip(np.flatnonzero(cols == b_col).tolist(),
                                        rows[cols == b_col].tolist(), strict=True)}
+    if kind == "raise_t":  # the same, markers swapped: a B-high cell made a doublet
+        return _doublet_mutant(content, rng, kind="raise", t_col=b_col, b_col=t_col)
     if kind == "lower":
         cells = sorted(c for c in t_high if c in b_at and values[b_at[c]] >= MIN_COUNTS)
     else:
@@ -245,7 +259,7 @@ def _reference(t_col: int, b_col: int, swap: tuple[int, ...]) -> Reference:
         preserving={"matrix.mtx.gz": ("recompress", "shuffle_records", "add_comment"),
                     "features.tsv.gz": ("recompress",), "barcodes.tsv.gz": ("recompress",)},
         mutators={"matrix.mtx.gz": aimed(*(partial(_doublet_mutant, kind=kind, t_col=t_col + 1,
-                                                   b_col=b_col + 1) for kind in ("lower", "raise"))),
+                                                   b_col=b_col + 1) for kind in ("lower", "raise", "raise_t"))),
                   "features.tsv.gz": aimed(partial(_move_marker, b_line=b_col + 1, lines=swap))},
         controls={"matrix.mtx.gz": aimed(partial(split_entry, axis=1,
                                                  avoid=(t_col + 1, b_col + 1))),
@@ -284,7 +298,9 @@ def doublets(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
                 "Answer with one integer.")
     return Instance(files=files, question=question, answer=str(answer),
                     grader={"kind": "numeric", "abs_tol": 0},
-                    solution=_solution(n_genes, n_cells, t_col, b_col, answer),
+                    solution=_solution(n_genes, n_cells, t_col, b_col, answer, *(
+                        len(np.unique(cells[(genes == col) & (values >= MIN_COUNTS)]))
+                        for col in (t_col, b_col))),
                     trap=_careless(wrong),
                     tags=("single-cell", "sparse-matrix", "doublets", "orientation"),
                     reference=_reference(t_col, b_col, _recounting(genes, cells, values, t_col,

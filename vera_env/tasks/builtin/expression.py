@@ -85,10 +85,26 @@ def _stats(milli: np.ndarray, treated: np.ndarray) -> tuple[float, float]:
     return _mean(tpm, t) / _mean(tpm, c), _mean(logs, t) / _mean(logs, c)
 
 
-def _solution(gene: str, n_samples: int, n_treated: int, answer: str, n_genes: int
-              ) -> tuple[str, ...]:
+_LOG_SUM = ("awk -F'\\t' 'NR == FNR { cond[$1] = $3; next } $1 == \"@G@\" { for (i = 2; "
+            "i <= NF; i++) if (cond[i] == \"@K@\") s += $i } END { printf \"%d\", s * 1000 "
+            "+ 0.5 }' columns.tsv expression.tsv")
+_TPM_MEAN = ("python3 -c \"import csv; cond = {int(l.split()[0]) - 1: l.split()[2] for l in "
+             "open('columns.tsv')}; g = [r for r in csv.reader(open('expression.tsv'), "
+             "delimiter='\\t') if r[0] == '@G@']; v = [2 ** float(x) - 1 for i, x in "
+             "enumerate(g[0]) if cond.get(i) == '@K@']; print(len(g) == 1 and "
+             "abs(sum(v) / len(v) - @M@) < 1e-6 * max(1, @M@))\"")
+
+
+def _solution(gene: str, n_samples: int, n_treated: int, answer: str, n_genes: int,
+              milli: np.ndarray, treated: np.ndarray) -> tuple[str, ...]:
+    """Three nodes whose checks track different facts: the groups (samples.tsv) and the
+    gene's log values summed per group (expression.tsv: a treated and a control mutant
+    move one each); the TPM values, with the treated mean apart; the fold change, with
+    each group's mean TPM read again from expression.tsv."""
+    tpm = 2.0 ** (milli / 1000) - 1
     v = {"G": gene, "N": n_samples, "T": n_treated, "C": n_samples - n_treated, "ANS": answer,
-         "ROWS": n_genes + 1}
+         "ROWS": n_genes + 1, "TL": int(milli[treated].sum()), "CL": int(milli[~treated].sum()),
+         "TM": repr(float(tpm[treated].mean())), "CM": repr(float(tpm[~treated].mean()))}
     return (
         turn("cat README.txt\ncat samples.tsv\nhead -1 expression.tsv | tr '\\t' '\\n' | "
              "awk 'NR == FNR { c[$1] = $2; next } FNR > 1 { print FNR \"\\t\" $1 \"\\t\" c[$1] }' "
@@ -99,9 +115,10 @@ def _solution(gene: str, n_samples: int, n_treated: int, answer: str, n_genes: i
                      "test \"$(awk -F'\\t' '$3 == \"treated\"' columns.tsv | wc -l)\" -eq @T@ && "
                      "test \"$(awk -F'\\t' '$3 == \"control\"' columns.tsv | wc -l)\" -eq @C@",
                      **v))),
-                 check("type", "columns.tsv follows the expression header", verdict(
-                     "test \"$(cut -f2 columns.tsv | paste -sd' ' -)\" = \"$(head -1 "
-                     "expression.tsv | cut -f2- | tr '\\t' ' ')\""))]),
+                 check("range", fill("@G@'s treated log values sum to @TL@ thousandths", **v),
+                       verdict(fill(f'test "$({_LOG_SUM})" -eq @TL@', K="treated", **v))),
+                 check("range", fill("@G@'s control log values sum to @CL@ thousandths", **v),
+                       verdict(fill(f'test "$({_LOG_SUM})" -eq @CL@', K="control", **v)))]),
         turn(fill("awk -F'\\t' 'NR == FNR { cond[$1] = $3; next } $1 == \"@G@\" { for (i = 2; "
                   "i <= NF; i++) printf \"%s\\t%.6f\\t%s\\n\", cond[i], 2 ^ $i - 1, $i }' "
                   "columns.tsv expression.tsv > gene_tpm.tsv\ncat gene_tpm.tsv", **v),
@@ -115,7 +132,11 @@ def _solution(gene: str, n_samples: int, n_treated: int, answer: str, n_genes: i
                      "python3 -c \"rows = [l.split() for l in open('gene_tpm.tsv')]; "
                      "g = [l.split() for l in open('expression.tsv') if l.split()[0] == '@G@']"
                      "[0]; print(len(rows) == @N@ and all(abs(2 ** float(x) - 1 - float(r[1])) "
-                     "< 1e-5 and float(r[1]) >= 0 for r, x in zip(rows, g[1:])))\"", **v))]),
+                     "< 1e-5 and float(r[1]) >= 0 for r, x in zip(rows, g[1:])))\"", **v)),
+                 check("range", fill("the treated mean TPM is @TM@", **v), fill(
+                     "awk -F'\\t' '$1 == \"treated\" { s += $2; n++ } END { m = s / n; print "
+                     "(m - @TM@ < 1e-4 * (1 + @TM@) && @TM@ - m < 1e-4 * (1 + @TM@)) ? "
+                     "\"True\" : \"False\" }' gene_tpm.tsv", **v))]),
         turn("awk -F'\\t' '{ s[$1] += $2; n[$1]++ } END { printf \"%.3f\\n\", (s[\"treated\"] / "
              "n[\"treated\"]) / (s[\"control\"] / n[\"control\"]) }' gene_tpm.tsv "
              "> fold_change.txt\ncat fold_change.txt",
@@ -129,7 +150,11 @@ def _solution(gene: str, n_samples: int, n_treated: int, answer: str, n_genes: i
                      "g[0][1:]) if cond.get(s) == k]; f = float(open('fold_change.txt').read()); "
                      "print(len(rows) == @ROWS@ and rows[0][0] == 'gene' and len(g) == 1 and "
                      "abs(sum(m('treated')) / len(m('treated')) / (sum(m('control')) / "
-                     "len(m('control'))) - f) < 0.0006 and f == @ANS@)\"", **v))]),
+                     "len(m('control'))) - f) < 0.0006 and f == @ANS@)\"", **v)),
+                 check("invariance", fill("expression.tsv read again: control mean TPM @CM@",
+                                          **v), fill(_TPM_MEAN, K="control", M=v["CM"], **v)),
+                 check("invariance", fill("expression.tsv read again: treated mean TPM @TM@",
+                                          **v), fill(_TPM_MEAN, K="treated", M=v["TM"], **v))]),
         final(answer),
     )
 
@@ -281,5 +306,6 @@ def fold_change(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
         files={"expression.tsv": ("\n".join(lines) + "\n").encode(),
                "samples.tsv": table.encode(), "README.txt": _README.encode()},
         question=question, answer=answer, grader={"kind": "numeric", "abs_tol": _TOL},
-        solution=_solution(gene, 2 * per_group, per_group, answer, n_genes), trap=trap,
+        solution=_solution(gene, 2 * per_group, per_group, answer, n_genes, milli[0],
+                           treated), trap=trap,
         tags=("tsv", "log-scale", "fold-change"), reference=_reference(gene, samples, treated))

@@ -127,33 +127,45 @@ _MTX_SUM = ("zcat matrix.mtx.gz | awk '/^%/ { next } !h { h = 1; next } { s += $
             "END { printf \"%d\", s }'")
 
 
+_BY_ROWS = ("zcat matrix.mtx.gz | awk 'NR == FNR { m[$1] = 1; next } /^%/ { next } "
+            "!h { h = 1; next } ($1 in m) == @IN@ { s += $3 } END { printf \"%d\", s }' "
+            "mito_rows.txt -")
+
+
 def _solution(n_genes: int, n_cells: int, min_counts: int, max_pct: int, mito: np.ndarray,
-              answer: int, n_dying: int) -> tuple[str, ...]:
+              totals: np.ndarray, answer: int, n_dying: int) -> tuple[str, ...]:
+    """Three nodes, each with checks of different facts (so different mutants kill them):
+    the mt- gene list (genes.tsv.gz) with the mitochondrial and nuclear count sums it
+    splits the matrix into; the per-cell table's total, its cells with enough counts and
+    its dying cells; the answer, the low-count cells and the mt- list read again."""
+    enough = n_dying + answer
     v = {"MIN": min_counts, "PCT": max_pct, "FRAC": max_pct / 100, "CELLS": n_cells,
-         "ANS": answer, "DYING": n_dying, "MITO": int(mito.sum())}
+         "ANS": answer, "DYING": n_dying, "MITO": int(mito.sum()), "ENOUGH": enough,
+         "NUC": int(totals.sum() - mito.sum()), "LOW": n_cells - enough}
     return (
         turn("zcat genes.tsv.gz | head -3\n" + _MITO_ROWS + "\nwc -l < mito_rows.txt\n"
              "zcat genes.tsv.gz | awk -F'\\t' '$2 ~ /^mt-/ { printf \"%s \", $2 } "
              "END { print \"\" }'",
              node("load", f"13 mitochondrially encoded genes (mouse prefix mt-) among {n_genes}",
                   "mito_rows.txt"), [
-                 check("conservation", "13 mt- genes found", verdict(
-                     'test "$(wc -l < mito_rows.txt)" -eq 13')),
-                 check("type", "every listed row is an mt- gene",
-                       "zcat genes.tsv.gz | awk -F'\\t' 'NR == FNR { m[$1] = 1; next } "
-                       "(FNR in m) && $2 !~ /^mt-/ { bad = 1 } END { print bad ? \"False\" : "
-                       "\"True\" }' mito_rows.txt -")]),
+                 check("conservation", "13 rows, each an mt- gene", verdict(
+                     'test "$(wc -l < mito_rows.txt)" -eq 13 && test "$(zcat genes.tsv.gz | '
+                     "awk -F'\\t' 'NR == FNR { m[$1] = 1; next } (FNR in m) && $2 ~ /^mt-/' "
+                     'mito_rows.txt - | wc -l)" -eq 13')),
+                 check("range", fill("the mt- rows hold @MITO@ counts of the matrix", **v),
+                       verdict(fill(f'test "$({_BY_ROWS})" -eq @MITO@', IN=1, **v))),
+                 check("range", fill("the other rows hold @NUC@ counts", **v),
+                       verdict(fill(f'test "$({_BY_ROWS})" -eq @NUC@', IN=0, **v)))]),
         turn(_PER_CELL, node("qc", f"total and mitochondrial counts for {n_cells} cells",
                              "cell_qc.tsv", "n1"), [
-            check("conservation", "one row per barcode", verdict(fill(
-                'test "$(wc -l < cell_qc.tsv)" -eq @CELLS@ && '
-                'test "$(zcat barcodes.tsv.gz | wc -l)" -eq @CELLS@', **v))),
             check("conservation", "every count is kept", verdict(
                 "test \"$(awk '{ s += $2 } END { printf \"%d\", s }' cell_qc.tsv)\" -eq "
                 f"\"$({_MTX_SUM})\"")),
-            check("range", "mitochondrial counts are part of each total", fill(
-                "awk '{ s += $3; if ($3 > $2) bad = 1 } END { print (!bad && s == @MITO@) ? "
-                "\"True\" : \"False\" }' cell_qc.tsv", **v))]),
+            check("range", fill("@ENOUGH@ cells have at least @MIN@ counts", **v), verdict(fill(
+                "test \"$(awk '$2 >= @MIN@' cell_qc.tsv | wc -l)\" -eq @ENOUGH@", **v))),
+            check("range", fill("@DYING@ of them are over @PCT@% mitochondrial", **v),
+                  verdict(fill("test \"$(awk '$2 >= @MIN@ && 100 * $3 >= @PCT@ * $2' "
+                               "cell_qc.tsv | wc -l)\" -eq @DYING@", **v)))]),
         turn(fill("awk -v min=@MIN@ -v pct=@PCT@ '$2 >= min && 100 * $3 < pct * $2 { n++ } "
                   "END { print n + 0 }' cell_qc.tsv > n_pass.txt\ncat n_pass.txt", **v),
              node("test", f"{answer} of {n_cells} cells pass (>= {min_counts} counts, "
@@ -161,9 +173,13 @@ def _solution(n_genes: int, n_cells: int, min_counts: int, max_pct: int, mito: n
                  check("invariance", "a fractional threshold gives the same count", verdict(fill(
                      "test \"$(awk '$2 >= @MIN@ && $3 / $2 < @FRAC@' cell_qc.tsv | wc -l)\" "
                      "-eq \"$(cat n_pass.txt)\" && test \"$(cat n_pass.txt)\" -eq @ANS@", **v))),
-                 check("range", "cells with enough counts still fail on mito fraction",
-                       verdict(fill("test \"$(awk '$2 >= @MIN@ && 100 * $3 >= @PCT@ * $2' "
-                                    "cell_qc.tsv | wc -l)\" -eq @DYING@", **v)))]),
+                 check("range", fill("@LOW@ cells fail on counts alone", **v), verdict(fill(
+                     "test \"$(awk '$2 < @MIN@' cell_qc.tsv | wc -l)\" -eq @LOW@ && "
+                     "test \"$(cat n_pass.txt)\" -le @ENOUGH@", **v))),
+                 check("invariance", "genes.tsv.gz read again gives the same mt- rows",
+                       verdict("test \"$(zcat genes.tsv.gz | awk -F'\\t' '$2 ~ /^mt-/ "
+                               "{ print NR }' | paste -sd,)\" = \"$(paste -sd, mito_rows.txt)\" "
+                               "&& test -s n_pass.txt"))]),
         final(str(answer)),
     )
 
@@ -323,7 +339,8 @@ def qc_cells(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
                     'test "$(wc -l < mito_rows.txt)" -ge 0'))]),
             final(str(careless))),
         wrong_answer=str(careless))
-    solution = _solution(n_genes, n_cells, min_counts, max_pct, mito, answer, careless - answer)
+    solution = _solution(n_genes, n_cells, min_counts, max_pct, mito, totals, answer,
+                         careless - answer)
     return Instance(files=files, question=question, answer=str(answer),
                     grader={"kind": "numeric", "abs_tol": 0}, solution=solution, trap=trap,
                     tags=("single-cell", "sparse-matrix", "qc", "mitochondrial", "mouse"),

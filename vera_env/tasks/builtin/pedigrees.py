@@ -150,11 +150,12 @@ def _solution(names: dict[str, str], n_sites: int, errors: dict[str, tuple[int, 
                      "'NR == FNR { s[$1] = $2; next } (FNR in s) && s[FNR] == $1 { k++ } "
                      "END { print (k == 5 && NR - FNR == 5) ? \"True\" : \"False\" }' "
                      "samples.tsv -", **v)),
-                 check("range", fill("the three men hold @HOMS@ homozygous calls in all", **v),
-                       verdict(fill(
+                 check("range", fill("where mother and child are called, the three men hold "
+                                     "@HOMS@ homozygous calls", **v), verdict(fill(
                      "test \"$(zcat calls.vcf.gz | grep -v '^#' | awk -F'\\t' -v k=\"$(for s in "
-                     "@MEN@; do awk -F'\\t' -v s=\"$s\" '$2 == s { print $1 }' samples.tsv; done "
-                     "| tr '\\n' ' ')\" '{ n = split(k, c, \" \"); for (i = 1; i <= n; i++) { "
+                     "@M@ @C@ @MEN@; do awk -F'\\t' -v s=\"$s\" '$2 == s { print $1 }' "
+                     "samples.tsv; done | tr '\\n' ' ')\" '{ n = split(k, c, \" \"); if "
+                     "($(c[1]) ~ /^[.]/ || $(c[2]) ~ /^[.]/) next; for (i = 3; i <= n; i++) { "
                      "split($(c[i]), g, \":\"); h += g[1] == \"0/0\" || g[1] == \"1/1\" } } "
                      "END { print h + 0 }')\" -eq @HOMS@", **v)))]),
         turn(fill("cols=$(for s in @ORDER@; do awk -F'\\t' -v s=\"$s\" '$2 == s { print $1 }' "
@@ -236,6 +237,13 @@ def _hom_alt(gts: dict[str, list[str]], men: list[str]) -> list[int]:
     called = ["." not in m + c for m, c in zip(gts["mother"], gts["child"], strict=True)]
     return [sum(1 for ok, g in zip(called, gts[man], strict=True) if ok and g == "1/1")
             for man in men]
+
+
+def _homs(gts: dict[str, list[str]], men: list[str]) -> int:
+    """The men's 0/0 and 1/1 calls at the sites where mother and child are both called."""
+    called = ["." not in m + c for m, c in zip(gts["mother"], gts["child"], strict=True)]
+    return sum(ok and gts[man][i] in ("0/0", "1/1") for man in men
+               for i, ok in enumerate(called))
 
 
 def _both_called(gts: dict[str, list[str]]) -> int:
@@ -436,8 +444,7 @@ def trio_parentage(rng: np.random.Generator, difficulty: Difficulty) -> Instance
                     answer=roles["father"],
                     grader={"kind": "choice", "choices": [names["x"], names["y"], names["z"]]},
                     solution=_solution(names, n_sites, by_name, _hom_alt(gts, men),
-                                       _both_called(gts), sum(g in ("0/0", "1/1")
-                                                              for m in men for g in gts[m])),
+                                       _both_called(gts), _homs(gts, men)),
                     trap=trap,
                     tags=("vcf", "pedigree", "mendelian-errors", "relatedness"),
                     reference=_reference(roles, men, text))

@@ -123,39 +123,52 @@ _PER_GENE = fill(
 
 
 def _solution(d: _Draw, n_genes: int) -> tuple[str, ...]:
+    """Three nodes whose checks track different facts: the groups (cells.tsv) and the
+    counts the matrix holds in each; the gene table's totals, the knockout's treated
+    count and its control detection apart; the gene's symbol (genes.tsv.gz) and its
+    detecting cells' groups (cells.tsv)."""
     n_cells, n_treated = len(d.treated), int(d.treated.sum())
+    in_treated = d.treated[d.cols]
     v = {"N": n_cells, "C": n_cells - n_treated, "T": n_treated, "G": n_genes,
          "NG": int(np.count_nonzero(np.bincount(d.rows, minlength=n_genes))),
-         "R": d.ko + 1, "SYM": d.symbols[d.ko], "K": int(d.detected[d.ko])}
+         "R": d.ko + 1, "SYM": d.symbols[d.ko], "K": int(d.detected[d.ko]),
+         "CS": int(d.values[~in_treated].sum()), "TS": int(d.values[in_treated].sum())}
     total = f"zcat matrix.mtx.gz | awk '{_BODY} {{ s += $3 }} END {{ printf \"%d\", s }}'"
+    by_group = ("zcat matrix.mtx.gz | awk 'NR == FNR { grp[$1] = $3; next } @BODY@ "
+                "grp[$2] == \"@GRP@\" { s += $3 } END { printf \"%d\", s }' columns.tsv -")
     return (
         turn("head -3 cells.tsv\nzcat barcodes.tsv.gz | awk 'NR == FNR { g[$1] = $2; next } "
              "{ print FNR \"\\t\" $1 \"\\t\" g[$1] }' cells.tsv - > columns.tsv\n"
              "cut -f3 columns.tsv | sort | uniq -c",
              node("load", fill("matrix column j is line j of barcodes.tsv.gz: @C@ control and "
                                "@T@ treated cells", **v), "columns.tsv"), [
-                 check("conservation", fill("one row per barcode, @C@ of them control", **v),
-                       verdict(fill(
+                 check("conservation", fill("one row per barcode, @C@ control, @T@ treated",
+                                            **v), verdict(fill(
                      "test \"$(wc -l < columns.tsv)\" -eq @N@ && "
-                     "test \"$(zcat barcodes.tsv.gz | wc -l)\" -eq @N@ && "
-                     "test \"$(cut -f3 columns.tsv | grep -cx control)\" -eq @C@", **v))),
-                 check("conservation", "every barcode has a group", verdict(fill(
                      "test \"$(awk '$3 == \"control\"' columns.tsv | wc -l)\" -eq @C@ && "
-                     "test \"$(awk '$3 == \"treated\"' columns.tsv | wc -l)\" -eq @T@", **v)))]),
+                     "test \"$(awk '$3 == \"treated\"' columns.tsv | wc -l)\" -eq @T@", **v))),
+                 check("range", fill("the control columns hold @CS@ counts", **v), verdict(
+                     fill(f"test \"$({by_group})\" -eq @CS@", GRP="control", BODY=_BODY, **v))),
+                 check("range", fill("the treated columns hold @TS@ counts", **v), verdict(
+                     fill(f"test \"$({by_group})\" -eq @TS@", GRP="treated", BODY=_BODY, **v)))]),
         turn(_PER_GENE, node("transform", fill("control detection and treated counts for the "
                                               "@NG@ genes with any count", **v),
                             "gene_stats.tsv", "n1"), [
             check("conservation", "control plus treated counts are every count", verdict(
                 "test \"$(awk '{ s += $3 + $4 } END { printf \"%d\", s }' gene_stats.tsv)\" "
                 f"-eq \"$({total})\"")),
-            check("range", fill("gene rows are 1-based lines of genes.tsv.gz; row @R@ has no "
-                                "treated count", **v), fill(
-                "awk '$1 < 1 || $1 > @G@ { bad = 1 } $1 == @R@ { t = $4 } END { print (!bad && "
-                "NR == @NG@ && t == 0) ? \"True\" : \"False\" }' gene_stats.tsv", **v))]),
+            check("range", fill("row @R@ has no treated count", **v), fill(
+                "awk '$1 < 1 || $1 > @G@ { bad = 1 } $1 == @R@ { t = $4; n++ } END { print (!bad "
+                "&& n == 1 && t == 0) ? \"True\" : \"False\" }' gene_stats.tsv", **v)),
+            check("range", fill("row @R@ is detected in @K@ control cells", **v), verdict(fill(
+                "test \"$(awk '$1 == @R@ { print $2 }' gene_stats.tsv)\" -eq @K@", **v)))]),
         turn(fill("awk '2 * $2 >= @C@ && $4 == 0 { print $1 }' gene_stats.tsv > ko_rows.txt\n"
                   "zcat genes.tsv.gz | awk -F'\\t' 'NR == FNR { want[$1] = 1; next } "
                   "FNR in want { print FNR \"\\t\" $2 }' ko_rows.txt - > ko_gene.tsv\n"
-                  "cat ko_gene.tsv\ncut -f2 ko_gene.tsv", **v),
+                  "zcat matrix.mtx.gz | awk -v r=\"$(cat ko_rows.txt)\" 'NR == FNR { b[FNR] = $1; "
+                  "next } @BODY@ $1 == r && $3 > 0 { print b[$2] }' <(zcat barcodes.tsv.gz) - "
+                  "| sort -u > ko_cells.txt\ncat ko_gene.tsv\nwc -l < ko_cells.txt\n"
+                  "cut -f2 ko_gene.tsv", BODY=_BODY, **v),
              node("test", fill("@SYM@ (row @R@, 1-based) is detected in @K@ of @C@ control "
                                "cells and has no count in any treated cell", **v),
                   "ko_gene.tsv", "n2"), [
@@ -165,13 +178,10 @@ def _solution(d: _Draw, n_genes: int) -> tuple[str, ...]:
                  check("invariance", "the row names the same gene when read with sed", verdict(
                      "test \"$(zcat genes.tsv.gz | sed -n \"$(cat ko_rows.txt)p\" | cut -f2)\" "
                      "= \"$(cut -f2 ko_gene.tsv)\"")),
-                 check("invariance", "straight from the matrix: detected in controls, absent "
-                                     "in treated", fill(
-                     "zcat matrix.mtx.gz | awk -v r=\"$(cat ko_rows.txt)\" 'NR == FNR { grp[$1] "
-                     f"= $3; next }} {_BODY} $1 == r {{ if (grp[$2] == \"control\") n++; "
-                     "else t++ } "
-                     "END { print (2 * n >= @C@ && t == 0 && n == @K@) ? \"True\" : \"False\" }' "
-                     "columns.tsv -", **v))]),
+                 check("invariance", fill("cells.tsv calls all @K@ cells detecting it control",
+                                          **v), verdict(fill(
+                     "test \"$(awk -F'\\t' 'NR == FNR { w[$1] = 1; next } ($1 in w) && "
+                     "$2 == \"control\"' ko_cells.txt cells.tsv | wc -l)\" -eq @K@", **v)))]),
         final(d.symbols[d.ko]),
     )
 
@@ -235,6 +245,25 @@ def _leak(content: bytes, rng: random.Random, *, row: int, treated: tuple[int, .
     return read_mtx(content).edited({}, (b"%d %d 1\n" % (row, rng.choice(treated)),))
 
 
+def _undetect(content: bytes, rng: random.Random, *, row: int, control: tuple[int, ...]
+              ) -> bytes | None:
+    """The gene's entries removed from enough control cells that it is detected in fewer
+    than half of them (the size line follows): its control detection, not its treated
+    count, moves the answer."""
+    mtx = read_mtx(content)
+    rows, cols = mtx.entries[:, 0], mtx.entries[:, 1]
+    hits = np.flatnonzero((rows == row) & np.isin(cols, control) & (mtx.entries[:, 2] > 0))
+    n_ctrl = len(control)
+    drop = len(hits) - (n_ctrl - 1) // 2
+    if drop <= 0:
+        return None
+    gone = rng.sample(hits.tolist(), drop)
+    out = mtx.edited({int(k): b"" for k in gone})
+    n_rows, n_cols = mtx.shape
+    size = b"%d %d %d\n" % (n_rows, n_cols, len(mtx.entries) - drop)
+    return mtx.head + size + out[len(mtx.head) + len(mtx.size):]
+
+
 def _relabel(content: bytes, rng: random.Random, *, expressing: frozenset[str]) -> bytes | None:
     """One control cell that detects the gene relabelled treated (cells.tsv)."""
     lines = lines_of(content)
@@ -292,7 +321,9 @@ def _reference(draw: _Draw, cells: list[str]) -> Reference:
         preserving={"matrix.mtx.gz": ("recompress", "shuffle_records", "add_comment"),
                     "genes.tsv.gz": ("recompress",), "barcodes.tsv.gz": ("recompress",),
                     "cells.tsv": ("shuffle_records",)},
-        mutators={"matrix.mtx.gz": aimed(partial(_leak, row=row, treated=treated)),
+        mutators={"matrix.mtx.gz": aimed(partial(_leak, row=row, treated=treated),
+                                         partial(_undetect, row=row, control=tuple(
+                                             int(c) + 1 for c in np.flatnonzero(~draw.treated)))),
                   "cells.tsv": aimed(partial(_relabel, expressing=frozenset(
                       cells[int(c)] for c in control))),
                   "genes.tsv.gz": aimed(partial(_swap_symbol, row=row))},
@@ -337,7 +368,7 @@ def knockout_gene(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
         careless_solution=(
             turn(_CARELESS, node("test", f"the knocked-out gene is {wrong}", "ko_gene.txt"), [
                 check("type", "a gene symbol was found", verdict(
-                    "test \"$(zcat genes.tsv.gz | cut -f2 | grep -cxF -f ko_gene.txt)\" -eq 1"))]),
+                    "test \"$(wc -l < ko_gene.txt)\" -ge 0"))]),
             final(wrong)),
         wrong_answer=wrong)
     return Instance(files=files, question=question, answer=answer,

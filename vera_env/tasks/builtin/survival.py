@@ -227,12 +227,30 @@ def _censor_late(content: bytes, base: str) -> bytes | None:
     return None
 
 
+def _renamed_patients(content: bytes, rng: random.Random) -> bytes | None:
+    """Every patient_id replaced (another prefix, width and numbering): a control, since
+    the question never reads the identifiers. Pins of the sorted lines, their first or
+    last bytes or their digits die here; checks of arm, time and status hold."""
+    lines = lines_of(content)
+    if len(lines) < 2:
+        return None
+    prefix = rng.choice((b"PT", b"S", b"ID", b"pat"))
+    width, start = rng.randint(6, 9), rng.randrange(1, 10**5)
+    out = [lines[0]]
+    for k, line in enumerate(lines[1:]):
+        fields = tsv_fields(line, b",")
+        fields[0] = prefix + b"%0*d" % (width, start + 7 * k)
+        out.append(rejoin(fields, line, b","))
+    return b"".join(out)
+
+
 _REFERENCE = Reference(
     solve=_solve,
     preserving={"survival.csv": ("shuffle_records", "drop_irrelevant")},
     irrelevant={"survival.csv": _other_arm},
     mutators={"survival.csv": aimed(*(partial(_km_mutant, kind=k)
-                                      for k in ("censor", "delay", "drop", "late")))})
+                                      for k in ("censor", "delay", "drop", "late")))},
+    controls={"survival.csv": aimed(_renamed_patients)})
 
 
 def survival_median(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

@@ -105,9 +105,16 @@ def _rows(rng: np.random.Generator, n_rows: int, species: str, target: str
     return rows
 
 
-def _solution(species: str, target: str, idx: int, n: int, k: int, answer: str
-              ) -> tuple[str, ...]:
-    v = {"SP": species, "COL": target, "IDX": idx, "N": n, "ANS": answer}
+_CODE_OF = "grep -o 'coded as -*[0-9]*' codebook.txt | grep -o -- '-*[0-9]*$'"
+
+
+def _solution(species: str, target: str, idx: int, n: int, k: int, answer: str,
+              total: int) -> tuple[str, ...]:
+    """Three nodes whose checks track different facts: the column (the header), the
+    missing-value code (codebook.txt) and the sentinels of the species; the kept
+    values' count and sum; the mean, recomputed and bounded, with the code read again."""
+    v = {"SP": species, "COL": target, "IDX": idx, "N": n, "K": k, "ANS": answer,
+         "SUM": total, "CODE": _CODE_OF}
     return (
         turn(fill("head -3 penguins.csv\ncat codebook.txt\n"
                   "head -1 penguins.csv | tr ',' '\\n' | grep -nx '@COL@' | cut -d: -f1 > col.txt\n"
@@ -116,7 +123,12 @@ def _solution(species: str, target: str, idx: int, n: int, k: int, answer: str
                   "col.txt"), [
                  check("type", f"col.txt points at {target}", verdict(fill(
                      "test \"$(head -1 penguins.csv | cut -d, -f\"$(cat col.txt)\")\" = @COL@",
-                     **v)))]),
+                     **v))),
+                 check("type", "the codebook codes missing measurements as -999", verdict(
+                     fill("test \"$(@CODE@)\" = -999 && test -s col.txt", **v))),
+                 check("range", f"{n} {species} rows have {target} measured", verdict(fill(
+                     "test \"$(awk -F, -v c=\"$(cat col.txt)\" '$2 == \"@SP@\" && $c != -999 "
+                     "&& $c != \"NA\" && $c != \"\"' penguins.csv | wc -l)\" -eq @N@", **v)))]),
         turn(fill("awk -F, -v c=\"$(cat col.txt)\" 'NR > 1 && $2 == \"@SP@\" && $c != -999 "
                   "{ print $c }' penguins.csv > values.txt\nwc -l < values.txt", **v),
              node("qc", f"{n} {species} measurements kept, {k} coded -999 dropped",
@@ -124,10 +136,12 @@ def _solution(species: str, target: str, idx: int, n: int, k: int, answer: str
                  check("range", "no sentinel left", fill(
                      "awk '$1 == -999 || $1 <= 0 { bad = 1 } END { print (NR == @N@ && !bad) ? "
                      "\"True\" : \"False\" }' values.txt", **v)),
-                 check("conservation", f"kept plus dropped equals all {species} rows", verdict(fill(
-                     "test \"$(( $(wc -l < values.txt) + $(awk -F, '$2 == \"@SP@\" && $@IDX@ == "
-                     "-999' penguins.csv | wc -l) ))\" -eq \"$(awk -F, '$2 == \"@SP@\"' "
-                     "penguins.csv | wc -l)\"", **v)))]),
+                 check("conservation", fill("the kept values sum to @SUM@", **v), verdict(fill(
+                     "test \"$(awk '{ s += $1 } END { printf \"%d\", s }' values.txt)\" -eq "
+                     "@SUM@", **v))),
+                 check("invariance", "no kept value is the codebook's code", verdict(fill(
+                     "test \"$(@CODE@)\" = -999 && ! grep -qx -- \"$(@CODE@)\" values.txt",
+                     **v)))]),
         turn("awk '{ s += $1; n++ } END { printf \"%.2f\\n\", s / n }' values.txt > mean.txt\n"
              "cat mean.txt",
              node("test", f"mean {target} of {species}: {answer} (n={n})", "mean.txt", "n2"), [
@@ -139,9 +153,19 @@ def _solution(species: str, target: str, idx: int, n: int, k: int, answer: str
                        "awk 'NR == FNR { m = $1; next } FNR == 1 { lo = hi = $1 } "
                        "{ if ($1 < lo) lo = $1; if ($1 > hi) hi = $1 } "
                        "END { print (m > lo && m < hi && m == @ANS@) ? \"True\" : \"False\" }' "
-                       "mean.txt values.txt", **v))]),
+                       "mean.txt values.txt", **v)),
+                 check("invariance", "the mean excludes exactly the codebook's code", verdict(
+                     fill("test \"$(@CODE@)\" = -999 && test \"$(cat mean.txt)\" = @ANS@",
+                          **v)))]),
         final(answer),
     )
+
+
+def _recode(content: bytes, rng: random.Random) -> bytes | None:
+    """The codebook's missing-value code changed (-999 to -99): the -999 values become
+    measurements, so the mean moves -- what a check of the code must see."""
+    changed = content.replace(b"coded as -999", b"coded as -99")
+    return changed if changed != content else None
 
 
 # ----- the reference -----
@@ -242,7 +266,8 @@ def _reference(species: str, target: str) -> Reference:
         irrelevant={"penguins.csv": partial(_unread, species=species, target=col)},
         mutators={"penguins.csv": aimed(*(partial(_penguin_mutant, kind=kind, species=species,
                                                   target=col) for kind in ("shift", "unmeasure")),
-                                        partial(_rename_column, target=target))},
+                                        partial(_rename_column, target=target)),
+                  "codebook.txt": aimed(_recode)},
         controls={"penguins.csv": aimed(partial(_renamed_header, target=target)),
                   "codebook.txt": aimed(_noted_codebook)})
 
@@ -276,6 +301,7 @@ def sentinel_mean(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
         wrong_answer=wrong)
     return Instance(files={"penguins.csv": csv.encode(), "codebook.txt": _CODEBOOK.encode()},
                     question=question, answer=answer, grader={"kind": "numeric", "abs_tol": _TOL},
-                    solution=_solution(species, target, idx, len(measured), n_missing, answer),
+                    solution=_solution(species, target, idx, len(measured), n_missing, answer,
+                                       sum(measured)),
                     trap=trap, tags=("csv", "missing-values", "sentinel"),
                     reference=_reference(species, target))
