@@ -82,7 +82,8 @@ def test_validate_builtin_sample_passes_with_strength(capsys: pytest.CaptureFixt
     assert "2 ok, 0 failed, 0 skipped, of 2 tasks" in out
     rows = {line.split()[0]: line.split() for line in out.splitlines()
             if line.startswith(("seq.motif_count.", "tab.sentinel_mean."))}
-    assert rows["seq.motif_count.easy.s0"][1:3] == ["ok", "5/5"]
+    status, passed = rows["seq.motif_count.easy.s0"][1:3]
+    assert status == "ok" and passed.split("/")[0] == passed.split("/")[1]
     assert "seqs.fa.gz" in rows["seq.motif_count.easy.s0"][4]  # its variants, by file
     assert "(wrong)" in " ".join(rows["tab.sentinel_mean.easy.s0"])
     families = out.split("\n\n")[1].splitlines()  # controls and mutants per family
@@ -139,7 +140,9 @@ def test_export_builtin_round_trips_through_a_folder_suite(
     assert len(loaded) == 4
     for task in loaded:
         original = make_task(task.id)
-        assert task == original.model_copy(update={"data_dir": task.data_dir})
+        # The reference (the family's solver) is code, not data: a folder suite has none.
+        assert task.model_dump() == original.model_copy(
+            update={"data_dir": task.data_dir}).model_dump()
         assert {n: p.read_bytes() for n, p in task.data_files().items()} == {
             n: p.read_bytes() for n, p in original.data_files().items()}
     assert main(["tasks", "export", "builtin", str(out_dir), "--types", "seq.longest_orf",
