@@ -140,7 +140,8 @@ def _solution(species: str, target: str, idx: int, n: int, k: int, answer: str,
                      "test \"$(awk '{ s += $1 } END { printf \"%d\", s }' values.txt)\" -eq "
                      "@SUM@", **v))),
                  check("invariance", "no kept value is the codebook's code", verdict(fill(
-                     "test \"$(@CODE@)\" = -999 && ! grep -qx -- \"$(@CODE@)\" values.txt",
+                     "test \"$(@CODE@)\" = -999 && ! grep -qx -- \"$(@CODE@)\" values.txt && "
+                     "test \"$(wc -l < values.txt)\" -eq @N@",
                      **v)))]),
         turn("awk '{ s += $1; n++ } END { printf \"%.2f\\n\", s / n }' values.txt > mean.txt\n"
              "cat mean.txt",
