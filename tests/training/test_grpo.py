@@ -56,7 +56,7 @@ def run(tokenizer, judged_task, tmp_path_factory):
         samplers.append(ScriptedTurns(trainer_sampler(trainer), tokenizer, plans))
         return samplers[-1]
 
-    rollout = VeraRollout(tasks, max_steps=3, wrappers=(), max_turn_tokens=256,
+    rollout = VeraRollout(tasks, max_steps=3, wrappers=(), max_turn_tokens=384,
                           env_workers=4, sampler=sampler)
     args = Args(tiny=True, layout="episode", output_dir=str(tmp_path_factory.mktemp("grpo")),
                 num_generations=GROUP, per_device_train_batch_size=4,
