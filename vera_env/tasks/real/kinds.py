@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn, verdict
+from vera_env.tasks.builtin.solvers import content_of
 from vera_env.tasks.model import Trap
 from vera_env.verification.strength.reference import Mutator
 
@@ -143,18 +144,6 @@ def recounted(shell: str, recount: str, value: object, also: str = "") -> str:
     ``value`` (and that the shell test ``also`` holds): True or False, never silent."""
     extra = f" && {also}" if also else ""
     return verdict(f'test "$({shell})" -eq {value} && test "$({recount})" -eq {value}{extra}')
-
-
-def content_of(contents: Mapping[str, bytes], name: str) -> bytes:
-    """The decoded content of ``name`` (a reference's solver reads its files through this).
-
-    Raises:
-        ValueError: ``name`` is not among the contents.
-    """
-    try:
-        return contents[name]
-    except KeyError:
-        raise ValueError(f"{name} is not among the task's files ({sorted(contents)})") from None
 
 
 def edit_line(content: bytes, rng: random.Random, pick: Callable[[bytes], bool],
