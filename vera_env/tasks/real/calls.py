@@ -13,12 +13,14 @@ Python vs ``tr`` in shell).
 from __future__ import annotations
 
 import gzip
+import random
 import re
 from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, fill, final, node, turn
+from vera_env.tasks.builtin.solvers import aimed, edit_lines, lines_of, rejoin, tsv_fields
 from vera_env.tasks.real.kinds import (
     Census,
     Probe,
@@ -186,7 +188,36 @@ def _reference(sample: str, col: int) -> Reference:
             content_of(contents, _FILE), sample)[1]))),
         preserving={_FILE: ("recompress", "shuffle_records", "add_comment", "drop_irrelevant")},
         irrelevant={_FILE: not_het},
-        mutators={_FILE: (set_gt(b"0|0", het), set_gt(b"1|0", hom_ref))})
+        mutators={_FILE: (set_gt(b"0|0", het), set_gt(b"1|0", hom_ref))},
+        controls={_FILE: aimed(_requalified)})
+
+
+def _requalified(content: bytes, rng: random.Random) -> bytes | None:
+    """Every site's QUAL re-scored and every call's genotype likelihoods (the FORMAT
+    fields after GT and DS) moved by 0.01: no genotype question reads them, and every
+    record changes from its start to its end, so a fingerprint of any slice of the
+    sites fails this control."""
+    edits = {}
+    for i, line in enumerate(lines_of(content)):
+        fields = tsv_fields(line)
+        if line.startswith(b"#") or len(fields) < 8:
+            continue
+        fields[5] = b"%d" % rng.randint(10, 9_999)
+        fields[9:] = [_moved_likelihoods(call, rng) for call in fields[9:]]
+        edits[i] = rejoin(fields, line)
+    return edit_lines(content, edits) if edits else None
+
+
+def _moved_likelihoods(call: bytes, rng: random.Random) -> bytes:
+    parts = call.split(b":")
+    if len(parts) < 3:
+        return call
+    try:
+        values = [float(x) + rng.choice((-0.01, 0.01)) for x in parts[-1].split(b",")]
+    except ValueError:
+        return call
+    parts[-1] = b",".join(b"%.2f" % v for v in values)
+    return b":".join(parts)
 
 
 def het_sites(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:

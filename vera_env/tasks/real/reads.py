@@ -19,6 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from vera_env.tasks.builtin.instance import Instance, check, final, node, turn
+from vera_env.tasks.builtin.solvers import aimed
 from vera_env.tasks.real.kinds import (
     Census,
     Probe,
@@ -82,7 +83,28 @@ def _reference(name: str) -> Reference:
         preserving=preserving,
         irrelevant={f: (lambda record: True) for f in FASTQS if f != name},
         mutators={name: (lambda c, rng: _edit_record(c, rng, copy=False),
-                         lambda c, rng: _edit_record(c, rng, copy=True))})
+                         lambda c, rng: _edit_record(c, rng, copy=True))},
+        controls={name: aimed(_rewritten_reads)})
+
+
+_COMPLEMENT = bytes.maketrans(b"ACGTacgt", b"TGCAtgca")
+
+
+def _rewritten_reads(content: bytes, rng: random.Random) -> bytes | None:
+    """Every read's bases complemented and its qualities shifted (the first quality
+    character kept, so which quality lines start with ``@`` does not change): a count
+    of reads does not read them, and every record's bytes change."""
+    lines = content.splitlines(keepends=True)
+    if len(lines) < 4 or len(lines) % 4:
+        return None
+    shift = rng.randint(1, 40)
+    for i in range(1, len(lines), 4):
+        lines[i] = lines[i].translate(_COMPLEMENT)
+        qual = lines[i + 2]
+        body = qual.rstrip(b"\r\n")
+        lines[i + 2] = body[:1] + bytes(33 + (q - 33 + shift) % 41 for q in body[1:]) \
+            + qual[len(body):]
+    return b"".join(lines)
 
 
 def _question(name: str) -> str:
