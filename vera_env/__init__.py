@@ -23,6 +23,8 @@ __all__ = [
     "ENV_ID", "GraderError", "PolicyError", "REMOTE_ENV_ID", "ResetNeeded", "RewardConfig",
     "SandboxError", "Task", "TaskFileError", "VeraEnv", "VeraError", "load_tasks",
 ]
+# The one source of the version: pyproject.toml reads it ([tool.setuptools.dynamic]) and
+# `vera-env --version` prints it. A literal, so the build parses it without importing.
 __version__ = "0.1.0"
 
 ENV_ID = "vera_env/Vera-v0"

@@ -32,3 +32,27 @@ def test_serve_cli_bad_setup_exits_2_with_the_reason(args, message):
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("vera-env serve:") and message in done.stderr
+
+
+@pytest.mark.parametrize("variant", ["full", "compact"])
+def test_serve_observation_variant_reaches_the_served_env(variant, monkeypatch):
+    import vera_env.serve as serve_module
+
+    served = {}
+    monkeypatch.setattr(serve_module, "serve",
+                        lambda spec, config, splits: served.setdefault("spec", spec))
+    args = build_parser().parse_args(["serve", "--observation-variant", variant,
+                                      "--wrappers", "none"])
+    assert args.func(args) == 0
+    env = served["spec"].build()
+    try:
+        obs, _ = env.reset(seed=0)
+    finally:
+        env.close()
+    # The compact rules are the short layout without placeholders (NODE kind=<kind> ...).
+    assert env.unwrapped.observation_variant == variant
+    assert ("<kind>" in obs) is (variant == "full")
+
+
+def test_serve_observation_variant_default_is_full():
+    assert build_parser().parse_args(["serve"]).observation_variant == "full"

@@ -10,10 +10,14 @@ import argparse
 import importlib
 from collections.abc import Sequence
 
+from vera_env import __version__
+
 __all__ = ["build_parser", "main"]
 
 # Subcommand modules, in the order `--help` lists them.
 _COMMANDS = (
+    "vera_env.cli.setup",
+    "vera_env.cli.doctor",
     "vera_env.cli.demo",
     "vera_env.cli.eval",
     "vera_env.cli.play",
@@ -29,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vera-env",
         description="Verification-executed reward as a Gymnasium environment for LLM agents.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in _COMMANDS:
         importlib.import_module(name).add_parser(sub)

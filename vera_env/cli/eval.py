@@ -9,7 +9,13 @@ Each attempt is appended to ``results.jsonl`` the moment it finishes, so a crash
 nothing and ``--resume`` runs only what is missing (and refuses a folder made with
 other settings). Before any episode a one-token request checks the endpoint, so a wrong
 URL or model name fails in a second instead of turning every attempt into a
-``provider`` exclusion after minutes of retries.
+``provider`` exclusion after minutes of retries; and a run whose tasks cannot be built
+(real-data sources not fetched) is refused before the run folder is made.
+
+For a small local model on CPU::
+
+    vera-env eval --preset cpu-small --base-url http://127.0.0.1:8080/v1 --model local \\
+        --tasks builtin --task-ids ID,ID --out runs/small
 """
 
 from __future__ import annotations
@@ -22,16 +28,20 @@ from pathlib import Path
 from typing import Any
 
 from vera_env.cli.policy_loader import POLICY_NAMES, add_model_arguments, make_policy
+from vera_env.cli.presets import PRESETS, DefaultsHelpFormatter, preset_help, resolve_preset
 from vera_env.errors import PolicyError, TaskFileError
 from vera_env.evaluation.metrics import format_summary, is_excluded, latest_attempts, summarise
+from vera_env.evaluation.preflight import FETCH_COMMAND, missing_sources
 from vera_env.evaluation.progress import Progress
 from vera_env.evaluation.rundir import RunDir, RunSettings, RunSettingsMismatch, append
 from vera_env.rollout import Attempt, arun_many
 from vera_env.spec import SANDBOX_NAMES, EnvSpec, JudgeEndpoint
 from vera_env.tasks import TaskSource
+from vera_env.tasks.named import SOURCE_NAMES
+from vera_env.tasks.real.sources import MissingSourceError
 from vera_env.wrappers import DEFAULT_WRAPPERS, parse_wrapper_names
 
-__all__ = ["add_parser", "cmd_eval", "env_spec", "parse_wrappers"]
+__all__ = ["add_parser", "cmd_eval", "env_spec", "parse_task_ids", "parse_wrappers"]
 
 POLICIES = tuple(name for name in POLICY_NAMES if name != "human")
 EXIT_SETUP = 2            # bad arguments, unreachable endpoint, mismatched --resume
@@ -50,6 +60,35 @@ def parse_wrappers(text: str) -> tuple[str, ...]:
         return parse_wrapper_names(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def parse_task_ids(text: str) -> tuple[str, ...]:
+    """``"a,b"`` -> ``("a", "b")``: the ``--task-ids`` list (blanks dropped).
+
+    Raises:
+        argparse.ArgumentTypeError: No id, or an id given twice.
+    """
+    ids = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not ids:
+        raise argparse.ArgumentTypeError("--task-ids needs at least one task id")
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"--task-ids repeats {repeated}")
+    return ids
+
+
+def _select(args: argparse.Namespace, source: TaskSource) -> tuple[list[str], str]:
+    """The run's task ids (``--task-ids`` then ``--limit``), or an error message."""
+    ids = list(source.ids())
+    if args.task_ids:
+        known = set(ids)
+        unknown = [t for t in args.task_ids if t not in known]
+        if unknown:
+            return [], (f"--task-ids: {len(unknown)} id(s) not in --tasks {args.tasks}: "
+                        f"{', '.join(unknown[:10])}; `vera-env tasks list` shows the ids "
+                        f"(e.g. {', '.join(ids[:3])})")
+        ids = list(args.task_ids)
+    return ids[: args.limit], ""
 
 
 def env_spec(args: argparse.Namespace) -> EnvSpec:
@@ -146,20 +185,41 @@ async def _run(args: argparse.Namespace, run: RunDir, spec: EnvSpec, source: Tas
     return finished
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    """Run the evaluation; print the summary table."""
+def _load(args: argparse.Namespace) -> tuple[TaskSource, list[str]] | str:
+    """The task source and the run's task ids, or why the run cannot start.
+
+    Every task must be buildable before the first episode: a missing real-data source
+    would otherwise turn each attempt into a harness error after the run's whole time
+    (`vera_env.evaluation.preflight`).
+    """
     from vera_env.tasks import load_tasks  # noqa: PLC0415
 
+    try:
+        source = load_tasks(args.tasks)
+    except TaskFileError as exc:
+        return str(exc)
+    except MissingSourceError as exc:  # canary ids depend on the real files' columns
+        return (f"--tasks {args.tasks} cannot be listed: {exc}. Fix: `{FETCH_COMMAND}` "
+                "fetches every real-data source")
+    task_ids, problem = _select(args, source)
+    if problem:
+        return problem
+    missing = missing_sources(task_ids)
+    return missing.message() if missing else (source, task_ids)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Run the evaluation; print the summary table."""
+    args = resolve_preset(args)
     problem = _check_args(args)
     if problem:
         print(f"vera-env eval: {problem}", file=sys.stderr)
         return EXIT_SETUP
-    try:
-        source = load_tasks(args.tasks)
-    except TaskFileError as exc:
-        print(f"vera-env eval: {exc}", file=sys.stderr)
+    loaded = _load(args)
+    if isinstance(loaded, str):
+        print(f"vera-env eval: {loaded}", file=sys.stderr)
         return EXIT_SETUP
-    task_ids = list(source.ids())[: args.limit]
+    source, task_ids = loaded
     spec = env_spec(args)
     run = RunDir(args.out)
     try:
@@ -229,18 +289,35 @@ def _write_summary(run: RunDir, args: argparse.Namespace, task_ids: list[str],
     return summary
 
 
+def _tasks_help() -> str:
+    named = "; ".join(f"{name}: {what}" for name, what in SOURCE_NAMES.items())
+    return (f"the task source: a named source ({named}); a suite folder "
+            "(<id>/task.json + <id>/data/); a .jsonl file (one task per line); or a "
+            "BioMysteryBench folder (problems.csv or .parquet + data/)")
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``eval`` on the ``vera-env`` parser."""
     p = sub.add_parser("eval", help="evaluate a model endpoint on a task suite",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, formatter_class=DefaultsHelpFormatter)
     add_model_arguments(p)
+    # Preset-able flags have no parser default: `resolve_preset` tells "unset" from "typed".
+    p.set_defaults(max_tokens=None)
+    for action in p._actions:
+        if action.dest == "temperature":
+            action.help = "sampling temperature (0: greedy)"
+        elif action.dest == "timeout_s":
+            action.help = "seconds per request"
+    p.add_argument("--preset", choices=sorted(PRESETS), help=preset_help())
     p.add_argument("--policy", choices=POLICIES, default="openai",
                    help="openai: the endpoint; oracle: replay reference solutions (no "
                         "model); transformers: a local checkpoint")
-    p.add_argument("--tasks", default="builtin", help="builtin, a suite folder or a .jsonl")
+    p.add_argument("--tasks", default="builtin", help=_tasks_help())
+    p.add_argument("--task-ids", type=parse_task_ids, metavar="ID[,ID...]",
+                   help="run only these tasks of --tasks (before --limit)")
     p.add_argument("--attempts", type=int, default=1, help="attempts per task (K of pass@k)")
-    p.add_argument("--concurrency", type=int, default=4, help="episodes in flight at once")
-    p.add_argument("--max-steps", type=int, default=30, help="step budget per episode")
+    p.add_argument("--concurrency", type=int, help="episodes in flight at once")
+    p.add_argument("--max-steps", type=int, help="step budget per episode")
     p.add_argument("--out", required=True, type=Path, help="run folder")
     p.add_argument("--resume", action="store_true",
                    help="continue the run in --out: skip attempts already recorded")
@@ -248,20 +325,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="with --resume: rerun attempts excluded by provider or sandbox faults")
     p.add_argument("--wrappers", type=parse_wrappers, default=DEFAULT_WRAPPERS,
                    help="comma list of forced,gate (innermost first); 'none' for the bare "
-                        "environment (default forced,gate)")
+                        "environment")
     p.add_argument("--reserve", type=int, default=3,
                    help="steps at the end of the budget that demand an answer (forced)")
-    p.add_argument("--limit", type=int, help="only the first N tasks of the source")
+    p.add_argument("--limit", type=int, help="only the first N tasks (default: all)")
     p.add_argument("--seed", type=int, default=0, help="attempt k of a task resets with seed+k")
     p.add_argument("--no-preflight", dest="preflight", action="store_false",
                    help="skip the one-token endpoint check before the run")
     p.add_argument("--judge-base-url", help="endpoint of the LLM judge for llm-graded tasks "
                                              "(without one they are unscorable)")
     p.add_argument("--judge-model", help="the judge's served model id")
-    p.add_argument("--judge-api-key-env", default="OPENAI_API_KEY")
-    p.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto")
-    p.add_argument("--observation-variant", choices=["full", "compact"], default="full",
+    p.add_argument("--judge-api-key-env", default="OPENAI_API_KEY",
+                   help="environment variable holding the judge's API key")
+    p.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto",
+                   help="how commands are isolated (auto: bubblewrap if it runs here, "
+                        "else unisolated with a warning)")
+    p.add_argument("--observation-variant", choices=["full", "compact"],
                    help="how observations tell the rules: full, or compact (short, no "
                         "placeholders; what a model trained with it expects)")
     p.set_defaults(func=cmd_eval)
-

@@ -3,7 +3,9 @@
 The HTML is self-contained: the summary table, every task's attempts, and the analysis
 graphs of chosen episodes (``--episode TASK:K`` to pick, otherwise one per task, plus a
 contrasting attempt where attempts disagree). ``--png`` also renders it with headless
-Chromium (``apt-get install chromium``), for places that show pictures, not pages.
+Chromium (``apt-get install chromium``), for places that show pictures, not pages;
+``--markdown`` writes the summary and task tables as Markdown, for places that show
+neither (a pull request comment, a CI job summary).
 """
 
 from __future__ import annotations
@@ -66,7 +68,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Write the report; print where."""
     from vera_env.errors import TaskFileError  # noqa: PLC0415
     from vera_env.evaluation.metrics import latest_attempts  # noqa: PLC0415
-    from vera_env.evaluation.report import build_report, choose_episodes  # noqa: PLC0415
+    from vera_env.evaluation.report import (  # noqa: PLC0415
+        build_markdown,
+        build_report,
+        choose_episodes,
+    )
     from vera_env.evaluation.rundir import RunDir, write_atomic  # noqa: PLC0415
     from vera_env.tasks import load_tasks  # noqa: PLC0415
 
@@ -97,6 +103,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = args.out or run.path / "report.html"
     write_atomic(out, html)
     print(f"report: {out}")
+    if args.markdown:
+        write_atomic(args.markdown, build_markdown(settings, attempts, truths=truths))
+        print(f"markdown: {args.markdown}")
     if args.png:
         try:
             screenshot(out, args.png, height=args.png_height)
@@ -126,6 +135,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="draw this attempt's graph, TASK:K (repeatable)")
     p.add_argument("--episodes", type=int, default=12,
                    help="how many episodes to draw when none is named (default %(default)s)")
+    p.add_argument("--markdown", type=Path, metavar="FILE",
+                   help="also write the summary and task tables as Markdown to FILE")
     p.add_argument("--png", type=Path, help="also render the report to this PNG (Chromium)")
     p.add_argument("--png-height", type=int, default=2400, help="picture height in pixels")
     p.set_defaults(func=cmd_report)

@@ -2,6 +2,7 @@
 
     vera-env serve --protocol openenv --tasks builtin --port 8000 --max-sessions 64
     vera-env serve --protocol ors --tasks suites/train --test-tasks suites/test
+    vera-env serve --observation-variant compact   # for a policy trained on compact
 
 Binds 127.0.0.1 unless ``--host`` says otherwise; set ``VERA_SERVE_TOKEN`` to require a
 bearer token. Stops on SIGTERM or Ctrl-C, killing every sandbox.
@@ -13,6 +14,7 @@ import argparse
 import os
 import sys
 
+from vera_env.observation.prompts import OBSERVATION_VARIANTS
 from vera_env.spec import SANDBOX_NAMES
 from vera_env.wrappers import DEFAULT_WRAPPERS
 
@@ -32,7 +34,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         limits = SandboxLimits(timeout_s=args.command_timeout_s,
                                check_timeout_s=args.check_timeout_s)
         spec = EnvSpec(tasks=str(args.tasks), max_steps=args.max_steps, wrappers=args.wrappers,
-                       reserve=args.reserve, sandbox=args.sandbox, limits=limits)
+                       reserve=args.reserve, sandbox=args.sandbox, limits=limits,
+                       observation_variant=args.observation_variant)
         config = ServeConfig(
             protocol=args.protocol, host=args.host, port=args.port,
             max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout_s,
@@ -76,6 +79,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--command-timeout-s", type=float, default=60.0)
     p.add_argument("--check-timeout-s", type=float, default=30.0)
     p.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto")
+    p.add_argument("--observation-variant", choices=OBSERVATION_VARIANTS, default="full",
+                   help="how observations tell the rules: full, or compact (the layout a "
+                        "policy trained or evaluated with --observation-variant compact "
+                        "expects)")
     p.add_argument("--shutdown-grace-s", type=float, default=10.0,
                    help="on SIGTERM, how long running steps may finish before sandboxes "
                         "are killed")

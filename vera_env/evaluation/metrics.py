@@ -40,7 +40,16 @@ The canary rate is reported apart from accuracy: of the scored attempts on canar
 value instead of "cannot be determined". Accuracy folds canaries in with everything
 else; a policy that learns to guess can hold its accuracy while this rate climbs. Its
 mirror, the share of answerable tasks answered "cannot be determined", shows a policy
-that learned to abstain to collect the canaries.
+that learned to abstain to collect the canaries. Beside it, the share of canary attempts
+answered right ("cannot be determined"), shown as "—" when the run holds no canary, so
+a table without canaries says so instead of dropping the row.
+
+What a trainer watches besides accuracy (``turn_metrics``): the format-error rate, the
+share of turns the environment rejected (``info["error"]`` set: no parseable block, an
+unknown tag...) over every turn played, and the mean return, the mean over the scored
+episodes of the summed environment reward (``Attempt.score``), the number an RL run
+optimises. Turns are counted on every attempt that played them, exclusions included: a
+rejected turn is the model's doing whatever ended the episode later.
 """
 
 from __future__ import annotations
@@ -51,11 +60,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from vera_env.rollout import STATUSES, Attempt
-from vera_env.tasks.canary import abstention_rate, canary_rate
+from vera_env.tasks.canary import abstention_rate, canary_rate, is_canary
 
 __all__ = ["CONSISTENCY_SHARE", "EXCLUDED_STATUSES", "HARNESS_ERRORS_KEPT", "abstention_rate",
            "canary_rate", "format_summary", "harness_errors", "is_excluded", "latest_attempts",
-           "outcome", "pass_at_k", "per_task", "summarise", "summary_rows", "wilson_interval"]
+           "outcome", "pass_at_k", "per_task", "summarise", "summary_rows", "turn_metrics",
+           "wilson_interval"]
 
 EXCLUDED_STATUSES = frozenset({"provider", "sandbox", "error"})
 CONSISTENCY_SHARE = 0.8   # right in at least 4 of 5
@@ -202,11 +212,32 @@ def summarise(attempts: Sequence[Attempt], k: int) -> dict[str, Any]:
         **_answers_by_phase(scored),
         "canary_rate": canaries,
         "canary_attempts": n_canaries,
+        **turn_metrics(attempts),
         "abstention_rate": abstained,
         "tokens_in": sum(tokens_in) if tokens_in else None,
         "tokens_out": sum(tokens_out) if tokens_out else None,
         "episode_wall_s": round(sum(a.wall_s for a in attempts), 3),
         "per_task": tasks,
+    }
+
+
+def turn_metrics(attempts: Sequence[Attempt]) -> dict[str, Any]:
+    """Format-error rate, mean return and the canaries answered right.
+
+    Returns:
+        ``turns`` and ``rejected_turns`` over every attempt; ``format_error_rate``
+        (None without turns); ``mean_return`` over the attempts with a score (None
+        without); ``canary_right_rate`` over the scored canary attempts (None without).
+    """
+    turns = [step for a in attempts for step in a.steps]
+    rejected = sum(bool(step.get("error")) for step in turns)
+    canaries = [a for a in attempts if is_canary(a.task_id) and not is_excluded(a)]
+    return {
+        "turns": len(turns), "rejected_turns": rejected,
+        "format_error_rate": rejected / len(turns) if turns else None,
+        "mean_return": _mean(a.score for a in attempts if a.score is not None),
+        "canary_right_rate": (sum(bool(a.correct) for a in canaries) / len(canaries)
+                              if canaries else None),
     }
 
 
@@ -223,9 +254,9 @@ def _mean(values: Iterable[float]) -> float | None:
     return sum(items) / len(items) if items else None
 
 
-def _fmt(value: Any, kind: str = "rate") -> str:
+def _fmt(value: Any, kind: str = "rate", missing: str = "-") -> str:
     if value is None:
-        return "-"
+        return missing
     if kind == "rate":
         return f"{100 * value:.1f}%"
     if kind == "float":
@@ -270,6 +301,7 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
           if summary.get("canary_attempts") else []),
         *([("answerable tasks abstained on", _fmt(summary["abstention_rate"]))]
           if summary.get("canary_attempts") or summary.get("abstention_rate") else []),
+        *_watch_rows(summary),
         ("status", statuses or "-"),
         ("mean verification reward", _fmt(summary["mean_verification_reward"], "float")),
         ("mean discriminating checks", _fmt(summary["mean_discriminating_checks"], "float")),
@@ -279,6 +311,21 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
                             f"{_fmt(summary['tokens_out'], 'int')}"),
     ]
     return rows
+
+
+def _watch_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The rows a trainer watches (`turn_metrics`); a summary written before them shows
+    "-" (the keys are read with ``get``)."""
+    canaries = summary.get("canary_attempts")
+    return [
+        ("canaries answered undetermined",
+         _fmt(summary.get("canary_right_rate"), missing="—")
+         + (f" of {canaries} canary attempts" if canaries else "")),
+        ("format errors (rejected turns)",
+         f"{_fmt(summary.get('format_error_rate'))} ({summary.get('rejected_turns', '-')} of "
+         f"{summary.get('turns', '-')} turns)"),
+        ("mean return (episode reward)", _fmt(summary.get("mean_return"), "float")),
+    ]
 
 
 def format_summary(summary: dict[str, Any]) -> str:

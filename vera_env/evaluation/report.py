@@ -6,6 +6,8 @@ episodes, what it established and which of its checks held. The report is built 
 the run folder alone (``results.jsonl`` and ``run.json``), so it works on an
 interrupted run and on a re-scored one, and it is one file with inline CSS and SVG —
 nothing to serve, nothing fetched — that can be attached to an issue or a CI artifact.
+``build_markdown`` writes the same summary and task tables as Markdown, for a pull
+request comment or a job summary, where HTML is not rendered.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from vera_env.evaluation.rundir import RunSettings
 from vera_env.rollout import Attempt
 from vera_env.wire.protocol import parse_emission
 
-__all__ = ["build_report", "choose_episodes"]
+__all__ = ["build_markdown", "build_report", "choose_episodes"]
 
 _OUTPUT_CHARS = 2000
 _CSS = f"""
@@ -91,6 +93,35 @@ def build_report(settings: RunSettings, attempts: Sequence[Attempt], *,
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{escape(title or settings.model)} — vera_env eval</title>"
             f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def build_markdown(settings: RunSettings, attempts: Sequence[Attempt], *,
+                   truths: dict[str, str] | None = None, title: str = "") -> str:
+    """The summary and the per-task table as one Markdown document (no episodes).
+
+    Args:
+        settings: The run's settings.
+        attempts: The run's attempts (latest per task and index).
+        truths: Ground-truth answers by task id (optional).
+        title: Heading (default: the model name).
+    """
+    attempts = latest_attempts(attempts)
+    summary = summarise(attempts, settings.attempts)
+    truths = truths or {}
+    lines = [f"# {_md(title or f'vera_env eval: {settings.model}')}", "",
+             _md(_settings_line(settings)), "", "| metric | value |", "|---|---|"]
+    lines += [f"| {_md(name)} | {_md(value)} |" for name, value in summary_rows(summary)]
+    lines += ["", "| task | expected | outcomes | right | pass@1 |", "|---|---|---|---:|---:|"]
+    for task_id, t in summary["per_task"].items():
+        p1 = "-" if t["pass@1"] is None else f"{100 * t['pass@1']:.0f}%"
+        lines.append(f"| {_md(task_id)} | {_md(truths.get(task_id, '-'))} | "
+                     f"{_md(' '.join(t['outcomes']))} | {t['correct']}/{t['scored']} | {p1} |")
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    """Text safe inside a Markdown table cell: one line, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def _settings_line(s: RunSettings) -> str:
