@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vera_env.sandbox import CappedArea
+from vera_env.verification.strength.inodes import discard_pool
 from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
 from vera_env.verification.strength.shadows import DEADLINE, ShadowGroup
 from vera_env.verification.strength.variants import (
@@ -202,6 +203,8 @@ class TargetBank:
             self._closed = True
             for name in list(self._targets):
                 self._drop(name)
+            if self._scratch is not None:
+                discard_pool(self._scratch)
             if self._area is not None:
                 self._area.close()
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vera_env.verification.strength.encoding import Decoded, decode
+from vera_env.verification.strength.inodes import fresh_file
 from vera_env.verification.strength.mutants import mutant_candidates, window
 from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.reference import FORMAT_TRANSFORMS, Contents, Reference
@@ -345,8 +345,8 @@ def _encode(decoded: Decoded, content: bytes, recompress: bool) -> bytes:
 
 
 def _write(directory: Path, content: bytes, mtime_ns: int, mode: int) -> Path:
-    path = directory / secrets.token_hex(8)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    path = fresh_file(directory)  # an inode drawn at random: see ``inodes``
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
     try:
         view = memoryview(content)
         while view:
