@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import time
 import warnings
 
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
-from serve_helpers import eventually, running
+from serve_helpers import NODE, eventually, running
 
 import vera_env
 from policies import OraclePolicy
@@ -26,15 +28,18 @@ from vera_env.tasks.source import UnknownTaskError
 BUILTIN = load_tasks("builtin")
 
 
+def timeless(value):
+    """``value`` without its timings (``wall_s``, ``duration_s``), at any depth."""
+    if isinstance(value, dict):
+        return {k: timeless(v) for k, v in value.items() if k not in ("wall_s", "duration_s")}
+    if isinstance(value, (list, tuple)):
+        return [timeless(v) for v in value]
+    return value
+
+
 def comparable(attempt) -> dict:
     """The Attempt without its timings."""
-    def strip(value):
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in ("wall_s", "duration_s")}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
-    return strip(attempt.to_dict())
+    return timeless(attempt.to_dict())
 
 
 def test_remote_episodes_are_the_local_episodes(suite):
@@ -147,16 +152,17 @@ def test_remote_env_bearer_token_from_argument():
         env.close()
 
 
-@pytest.mark.parametrize("text,kind,message", [
-    ("Server error: ResetNeeded: call reset (code: EXECUTION_ERROR)", ResetNeeded, "call reset"),
-    ("Server error: SandboxError: bwrap died (code: EXECUTION_ERROR)", SandboxError, "bwrap"),
-    ("Server error: Server at capacity: 2/2 sessions active. (code: CAPACITY_REACHED)",
-     RemoteEnvError, "Server at capacity"),
-    ("something else entirely", RemoteEnvError, "something else"),
+@pytest.mark.parametrize("text,code,kind,message", [
+    ("ResetNeeded: call reset", "EXECUTION_ERROR", ResetNeeded, "call reset"),
+    ("SandboxError: bwrap died", "EXECUTION_ERROR", SandboxError, "bwrap"),
+    ("Server at capacity: 2/2 sessions active.", "CAPACITY_REACHED", RemoteEnvError,
+     "Server at capacity"),
+    ("something else entirely", "UNKNOWN", RemoteEnvError, "something else"),
 ])
-def test_translate_server_error_frames_to_local_exceptions(text, kind, message):
-    exc = _translate(text)
+def test_translate_server_error_frames_to_local_exceptions(text, code, kind, message):
+    exc = _translate(text, code)
     assert type(exc) is kind and message in str(exc)
+    assert not isinstance(exc, RemoteEnvError) or exc.code == code
 
 
 def test_training_collection_runs_unchanged_on_remote_envs():
@@ -180,3 +186,37 @@ def test_openenv_observation_carries_every_info_key():
     from vera_env.serve.openenv_app import VeraObservation
 
     assert set(keys.INFO_KEYS) <= set(VeraObservation.model_fields)
+
+
+def test_constructing_remote_env_imports_neither_gradio_nor_openenv():
+    """Issue 21: building one env took 18.8 s because OpenEnv's client imports gradio."""
+    code = ("import sys\n"
+            "from vera_env.serve import VeraRemoteEnv\n"
+            "env = VeraRemoteEnv('http://127.0.0.1:9')\n"  # constructing opens no socket
+            "env.close()\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'gradio', 'openenv', 'fastmcp', 'IPython', 'fastapi'}))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_remote_step_rewards_equal_in_process_rewards_turn_by_turn(suite):
+    """The same actions (a malformed turn, the reference solution, an unscorable answer)
+    give the same observation, reward, flags and info remotely as in process."""
+    tasks = load_tasks(suite)
+    spec = EnvSpec(tasks=str(suite), max_steps=6, wrappers=())
+    script = {"drinks-mean": ["no tags at all", NODE, "FINAL ANSWER: 5.0"],
+              "drinks-judged": ["FINAL ANSWER: 5.0"]}
+    local = spec.build(tasks=tasks)
+    with running(create_app(spec)) as url:
+        remote = VeraRemoteEnv(url)
+        for task_id, actions in script.items():
+            assert remote.reset(options={"task_id": task_id}) == \
+                local.reset(options={"task_id": task_id})
+            for action in actions:
+                there, here = remote.step(action), local.step(action)
+                assert there[0] == here[0] and timeless(there[2:]) == timeless(here[2:])
+                assert there[1] == here[1] or (math.isnan(there[1]) and here[4][keys.UNSCORABLE])
+        remote.close()
+    local.close()

@@ -4,9 +4,12 @@ Trainers mostly run on other machines than environments, and the field has settl
 wire protocols for the gap: OpenEnv (WebSocket sessions; prime-rl/verifiers train on
 any OpenEnv server whose action is one string, TRL wraps one in a small class) and ORS,
 the Open Reward Standard (HTTP + server-sent events; TRL, SkyRL and ROLL consume it).
-This package serves a ``vera_env.spec.EnvSpec`` over either, built on the protocols'
-own packages (``openenv``, ``ors-sdk``; the ``serve`` extra) rather than on a copy of
-their wire formats, and adds what users of environment services report missing:
+This package serves a ``vera_env.spec.EnvSpec`` over either, its servers built on the
+protocols' own packages (``openenv``, ``ors-sdk``; the ``serve`` extra) rather than on a
+copy of their wire formats; the client, ``VeraRemoteEnv``, speaks OpenEnv's WebSocket
+messages itself (``openenv_socket``), because importing OpenEnv's client loads gradio
+(about 4 s before the first reset); the conformance tests hold both to the package.
+It adds what users of environment services report missing:
 a session cap that answers "busy", idle expiry, a sandbox creation rate, shutdown that
 kills every sandbox, reaping after ``kill -9``, ``/metrics``, a bearer token, and an
 unscorable step reported as ``null``, never as 0.

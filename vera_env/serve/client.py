@@ -6,11 +6,13 @@ observation is the same text, ``info`` has the same keys with the same values (e
 flag travels as an observation field of the OpenEnv wire), and errors are raised as
 the same types (``ResetNeeded``, ``UnknownTaskError``, ``ValueError``, ...).
 
-The transport is OpenEnv's own client (``openenv``'s ``GenericEnvClient``, one
-WebSocket per environment): the protocol's package speaks its wire, including its
-keepalive pings and its rule that a timed-out request drops the socket rather than
-reading a stale reply. (So this module needs the ``serve`` extra and imports no
-httpx: the one-HTTP-client rule of ``vera_env.llm`` holds.)
+The transport is OpenEnv's wire (one WebSocket per environment) spoken directly by
+``vera_env.serve.openenv_socket``, not through ``openenv``'s client: that client's import
+loads gradio, and building one env took 18.8 s on a loaded machine (issue 21); this one
+imports ``websockets`` only (the ``serve`` extra), so a trainer's fresh worker has its env
+in well under a second. The server side, and the conformance tests that drive it with
+OpenEnv's own client, still use the ``openenv`` package. (No httpx either: the
+one-HTTP-client rule of ``vera_env.llm`` holds.)
 
 Two things cannot look local, and are explicit instead:
 
@@ -27,7 +29,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from typing import Any
 
 import gymnasium as gym
@@ -36,12 +37,13 @@ from websockets.exceptions import WebSocketException
 from vera_env import info as keys
 from vera_env.errors import ResetNeeded, SandboxError, TaskFileError
 from vera_env.observation.spaces import FreeText
+from vera_env.serve.openenv_socket import ErrorFrame, OpenEnvSocket
 from vera_env.tasks.source import UnknownTaskError
 
 __all__ = ["TOKEN_ENV_VAR", "RemoteEnvError", "VeraRemoteEnv"]
 
 TOKEN_ENV_VAR = "VERA_SERVE_TOKEN"
-_SERVER_ERROR = re.compile(r"Server error: (?:(\w+): )?(.*) \(code: (\w+)\)\s*$", re.S)
+_TYPED_MESSAGE_SEP = ": "  # the server names the exception's type: "ResetNeeded: call reset"
 _TYPES: dict[str, type[Exception]] = {
     "ResetNeeded": ResetNeeded, "UnknownTaskError": UnknownTaskError,
     "SandboxError": SandboxError, "ValueError": ValueError, "IndexError": IndexError,
@@ -89,8 +91,6 @@ class VeraRemoteEnv(gym.Env[str, str]):
                  message_timeout_s: float = 900.0, connect_timeout_s: float = 30.0,
                  max_observation_chars: int = 100_000, max_action_chars: int = 50_000,
                  render_mode: str | None = None) -> None:
-        from openenv.core.generic_client import GenericEnvClient  # noqa: PLC0415 - serve extra
-
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         token = token if token is not None else os.environ.get(TOKEN_ENV_VAR)
@@ -99,9 +99,9 @@ class VeraRemoteEnv(gym.Env[str, str]):
         self.observation_space = FreeText(max_observation_chars)
         self.action_space = FreeText(max_action_chars)
         headers = {"Authorization": f"Bearer {token}"} if token else None
-        self._client = GenericEnvClient(base_url=base_url, message_timeout_s=message_timeout_s,
-                                        connect_timeout_s=connect_timeout_s,
-                                        headers=headers).sync()
+        # Nothing is opened here: the socket (a server session) opens on the first reset.
+        self._socket = OpenEnvSocket(base_url, headers=headers, connect_timeout_s=connect_timeout_s,
+                                     message_timeout_s=message_timeout_s)
         self._last_obs = ""
         self._running = False
 
@@ -124,7 +124,7 @@ class VeraRemoteEnv(gym.Env[str, str]):
         if seed is not None:
             sent["seed"] = seed
         self._running = False
-        fields = self._call(self._client.reset, **sent).observation
+        fields = self._call({"type": "reset", "data": sent})["observation"]
         self._running = True
         return self._unpack(fields)
 
@@ -139,21 +139,21 @@ class VeraRemoteEnv(gym.Env[str, str]):
         if not isinstance(action, str):
             raise TypeError(f"action must be str (the model's turn), got {type(action).__name__}")
         try:
-            result = self._call(self._client.step, {"text": action})
+            result = self._call({"type": "step", "data": {"text": action}})
         except ResetNeeded as exc:
             if not self._running:
                 raise
-            # OpenEnv's client reconnects after the server closed the socket, and a new
-            # socket is a new session: the episode this env was playing is gone.
+            # The socket reconnects after the server closed it, and a new socket is a
+            # new session: the episode this env was playing is gone.
             self._running = False
             raise RemoteEnvError(f"the session at {self.base_url} was lost mid-episode: the "
                                  "server closed it (idle longer than its --idle-timeout-s, a "
                                  "restart, or a dropped connection); reset to start "
                                  "again") from exc
-        obs, info = self._unpack(result.observation)
-        reward = math.nan if result.reward is None else float(result.reward)
-        fields = result.observation
-        self._running = not result.done
+        fields = result["observation"]
+        obs, info = self._unpack(fields)
+        reward = math.nan if result.get("reward") is None else float(result["reward"])
+        self._running = not result.get("done", False)
         return obs, reward, bool(fields["terminated"]), bool(fields["truncated"]), info
 
     def render(self) -> str | None:
@@ -163,7 +163,7 @@ class VeraRemoteEnv(gym.Env[str, str]):
     def close(self) -> None:
         """Close the session (the server kills its sandbox). Idempotent."""
         try:
-            self._client.close()
+            self._socket.close()
         except Exception:  # noqa: BLE001 - a dead server has nothing left to close
             pass
         super().close()
@@ -178,25 +178,27 @@ class VeraRemoteEnv(gym.Env[str, str]):
         self._last_obs = fields["text"]
         return fields["text"], {k: fields[k] for k in keys.INFO_KEYS}
 
-    def _call(self, method: Any, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, message: dict[str, Any]) -> dict[str, Any]:
         try:
-            return method(*args, **kwargs)
-        except RuntimeError as exc:
-            raise _translate(str(exc)) from exc
+            return self._socket.request(message)
+        except ErrorFrame as exc:
+            raise _translate(exc.message, exc.code) from exc
         except (ConnectionError, OSError, TimeoutError, WebSocketException) as exc:
             self._running = False
             raise RemoteEnvError(f"the environment server at {self.base_url} went away or "
                                  f"closed the session: {type(exc).__name__}: {exc}") from exc
 
 
-def _translate(text: str) -> Exception:
-    """The local exception for an OpenEnv error frame ("Server error: T: msg (code: C)")."""
-    match = _SERVER_ERROR.match(text)
-    if match is None:
-        return RemoteEnvError(text, code="UNKNOWN")
-    kind, message, code = match.groups()
-    if kind in _TYPES:
-        return _TYPES[kind](message)
-    if kind == "TaskFileError":
-        return TaskFileError("<server>", "<task>", message)
-    return RemoteEnvError(f"{kind + ': ' if kind else ''}{message}", code=code)
+def _translate(message: str, code: str) -> Exception:
+    """The local exception for an error frame.
+
+    The server prefixes the message with the exception's type (``"ResetNeeded: call
+    reset"``, ``openenv_app._typed_errors``); a frame from OpenEnv itself ("Server at
+    capacity: ...") names none, and so becomes a ``RemoteEnvError`` with its code.
+    """
+    kind, sep, rest = message.partition(_TYPED_MESSAGE_SEP)
+    if sep and kind in _TYPES:
+        return _TYPES[kind](rest)
+    if sep and kind == "TaskFileError":
+        return TaskFileError("<server>", "<task>", rest)
+    return RemoteEnvError(message, code=code)
