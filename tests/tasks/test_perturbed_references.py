@@ -229,6 +229,6 @@ def test_a_bom_before_a_meta_header_gets_the_record_controls_back_under_it() -> 
     task, files = _staged(tid)
     assert task.reference.controls_for("chr22.vcf.gz") == ("recompress",)
     edits = task.reference.controls["chr22.vcf.gz"]
-    assert len(edits) == 3  # shuffle_records, add_comment, drop_irrelevant
+    assert len(edits) == 4  # the family's re-scoring, shuffle_records, add_comment, drop_irrelevant
     varied = [edit(files["chr22.vcf.gz"], random.Random(1)) for edit in edits]
     assert all(v is not None and v.startswith(_BOM) and v != files["chr22.vcf.gz"] for v in varied)
