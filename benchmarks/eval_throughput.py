@@ -36,10 +36,10 @@ sys.path.insert(0, str(ROOT / "tests" / "cli"))
 
 from openai_stub import OracleServer  # noqa: E402
 
-import vera_env.cli.eval as eval_cli  # noqa: E402
 from vera_env.cli import main  # noqa: E402
 from vera_env.evaluation.rundir import RunDir  # noqa: E402
 from vera_env.llm import ChatClient  # noqa: E402
+from vera_env.spec import EnvSpec  # noqa: E402
 from vera_env.tasks import load_tasks  # noqa: E402
 
 MAX_STEPS = 8
@@ -85,10 +85,10 @@ class TimedEnv(gym.Wrapper):
 def run_once(concurrency: int, attempts: int, clock: Clock, latency_s: float = 0.0
              ) -> dict[str, Any]:
     tasks = load_tasks("builtin")
-    build_env, achat = eval_cli.build_env, ChatClient.achat
+    build_env, achat = EnvSpec.build, ChatClient.achat
 
-    def timed_build(*args: Any, **kw: Any) -> Any:
-        return TimedEnv(build_env(*args, **kw), clock)
+    def timed_build(self: EnvSpec, *args: Any, **kw: Any) -> Any:
+        return TimedEnv(build_env(self, *args, **kw), clock)
 
     async def timed_achat(self: ChatClient, *args: Any, **kw: Any) -> Any:
         started = time.perf_counter()
@@ -97,7 +97,7 @@ def run_once(concurrency: int, attempts: int, clock: Clock, latency_s: float = 0
         finally:
             clock.add("model", time.perf_counter() - started)
 
-    eval_cli.build_env, ChatClient.achat = timed_build, timed_achat
+    EnvSpec.build, ChatClient.achat = timed_build, timed_achat  # type: ignore[method-assign]
     try:
         with OracleServer(tasks, max_steps=MAX_STEPS, delay_s=latency_s) as server, \
                 tempfile.TemporaryDirectory() as tmp:
@@ -110,7 +110,7 @@ def run_once(concurrency: int, attempts: int, clock: Clock, latency_s: float = 0
             summary = json.loads((out / "summary.json").read_text())
             episode_s = sum(a.wall_s for a in RunDir(out).attempts())
     finally:
-        eval_cli.build_env, ChatClient.achat = build_env, achat
+        EnvSpec.build, ChatClient.achat = build_env, achat  # type: ignore[method-assign]
     assert code == 0 and summary["accuracy"] == 1.0, summary["statuses"]
     turns = clock.counts.get("turns", 0)
     env_s, model_s = clock.totals.get("env", 0.0), clock.totals.get("model", 0.0)
