@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from vera_env.tasks.real import REAL_TYPES, parse_real_id
+from vera_env.tasks.real import source_name
 from vera_env.tasks.real.sources import SOURCES, source_available, sources_dir
-from vera_env.tasks.source import UnknownTaskError
 
 __all__ = ["FETCH_COMMAND", "MissingSources", "missing_sources"]
 
@@ -52,22 +51,11 @@ class MissingSources:
                 "rerun; or choose other --tasks / --task-ids")
 
 
-def _source_of(task_id: str) -> str | None:
-    base = task_id.split("+", 1)[0]
-    if not base.startswith("real."):
-        return None
-    try:
-        task_type, _ = parse_real_id(base)
-    except UnknownTaskError:
-        return None  # not a real id after all; its source reports it when the task is built
-    return REAL_TYPES[task_type].source
-
-
 def missing_sources(task_ids: Iterable[str]) -> MissingSources:
     """The real-data sources that ``task_ids`` need and that are not readable now."""
     needed: dict[str, list[str]] = {}
     for task_id in task_ids:
-        name = _source_of(task_id)
+        name = source_name(task_id)
         if name is not None:
             needed.setdefault(name, []).append(task_id)
     missing = {name: tuple(ids) for name, ids in needed.items() if not source_available(name)}

@@ -46,7 +46,7 @@ from vera_env.tasks.real.sources import SOURCES, Source, member_bytes
 from vera_env.tasks.source import TaskSource, UnknownTaskError
 
 __all__ = ["FORMATS", "REAL_TYPES", "SOURCES", "data_source", "make_real_task", "parse_real_id",
-           "real_id", "real_ids", "real_instance", "real_source", "source_licences"]
+           "real_id", "real_ids", "real_instance", "real_source", "source_licences", "source_name"]
 
 
 def _t(name: str, source: str, members: tuple[str, ...], build: object, trap: str) -> RealType:
@@ -145,9 +145,10 @@ def real_source(seeds: Sequence[int] = (0,), types: Sequence[str] | None = None)
     return TaskSource(name="real", ids=real_ids(seeds, types), factory=make_real_task)
 
 
-def data_source(task_id: str) -> Source | None:
-    """The registry package whose data a real task (or a perturbed or canary variant of
-    one, ``<real id>+<kind>``) is built from; None for any other task."""
+def source_name(task_id: str) -> str | None:
+    """The name (a key of ``SOURCES``) of the registry package whose data a real task
+    (or a perturbed or canary variant of one, ``<real id>+<kind>``) is built from; None
+    for any other task."""
     base = task_id.split("+", 1)[0]
     if not base.startswith("real."):
         return None
@@ -155,7 +156,13 @@ def data_source(task_id: str) -> Source | None:
         task_type, _ = parse_real_id(base)
     except UnknownTaskError:
         return None
-    return SOURCES[REAL_TYPES[task_type].source]
+    return REAL_TYPES[task_type].source
+
+
+def data_source(task_id: str) -> Source | None:
+    """The registry package ``source_name`` names; None for a task not built from one."""
+    name = source_name(task_id)
+    return SOURCES[name] if name else None
 
 
 def source_licences() -> list[tuple[str, str, str, str, str]]:
