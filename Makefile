@@ -3,7 +3,7 @@
 PYTHON ?= python3
 EXTRAS ?= dev
 
-.PHONY: install demo test lint bench mutation
+.PHONY: install demo test lint docs bench mutation
 
 install:
 	PYTHON=$(PYTHON) VERA_EXTRAS=$(EXTRAS) bash scripts/install.sh
@@ -11,7 +11,7 @@ install:
 demo: install
 	vera-env demo
 
-test: EXTRAS = dev,training,ray,serve
+test: EXTRAS = dev,training,ray,serve,docs
 test: install
 	$(MAKE) --no-print-directory lint PYTHON=$(PYTHON)
 	$(PYTHON) -m pytest -q
@@ -23,6 +23,11 @@ lint:
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m mypy
 	lint-imports
+
+# The documentation site (docs/, mkdocs.yml) into site/, warnings as errors; the test
+# suite builds it too (tests/docs/test_docs_build.py) and runs its code blocks.
+docs:
+	$(PYTHON) -m mkdocs build --strict
 
 bench: EXTRAS = dev,ray,serve
 bench: install

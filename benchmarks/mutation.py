@@ -95,7 +95,7 @@ OWN_TESTS = {
     "vera_env/phase.py": ["tests/test_phase.py"],
 }
 # Copied next to the package: what the selected tests import or read.
-ALSO_COPY = ["policies", "tests", "README.md"]
+ALSO_COPY = ["policies", "tests", "README.md", "docs"]
 
 PLUGIN = "mutation_guard"
 PLUGIN_SOURCE = '''"""pytest plugin for benchmarks/mutation.py (generated; see its docstring)."""

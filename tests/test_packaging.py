@@ -4,8 +4,9 @@ Every other test imports ``vera_env`` from the clone, so a file the wheel leaves
 console script that does not resolve, or a dependency only the dev extra brings in
 would pass them all. ``test_wheel_in_fresh_venv_sets_up_and_plays_outside_the_clone``
 is the one that sees the package as ``pip install vera-env`` delivers it: the slow test
-of this file (about a minute: a build, a fresh venv whose dependencies come from the
-package index, one episode). It runs in CI, never skipped.
+of this file (three to four minutes: a build, a fresh venv whose dependencies come from
+the package index, ``vera-env setup``, ``vera-env demo`` and one eval episode). It runs in
+CI, never skipped.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import pytest
 from vera_env import __version__
 from vera_env.cli import main
 from vera_env.cli.machine import run_checks
+from vera_env.tasks.builtin import TASK_TYPES
+from vera_env.tasks.real import REAL_TYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -95,7 +98,7 @@ def _doctor(venv: Path, cwd: Path, env: dict[str, str]) -> tuple[int, dict[str, 
     return done.returncode, {c["name"]: c["ok"] for c in report["checks"]}
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_wheel_in_fresh_venv_sets_up_and_plays_outside_the_clone(tmp_path: Path) -> None:
     # The machine must already be set up (CI's `make test` runs scripts/install.sh), so
     # the wheel's `setup` has only its own interpreter to complete and never runs apt-get.
@@ -122,6 +125,16 @@ def test_wheel_in_fresh_venv_sets_up_and_plays_outside_the_clone(tmp_path: Path)
         k: c.ok for k, c in clone.items() if k != "this python: h5py"}
     _run([venv / "bin" / "vera-env", "setup"], away, env)
     assert _doctor(venv, away, env) == (0, dict.fromkeys(before, True))
+
+    # The main job, as the README's wheel route runs it: every builtin and real type,
+    # oracle and careless policy, through the installed sandbox and data.
+    demo = _run([venv / "bin" / "vera-env", "demo"], away, env, timeout_s=420)
+    assert ("oracle correct on every task: yes; careless policy wrong on every trap: yes"
+            in demo.stdout), demo.stdout[-3000:]
+    rows = [line.split() for line in demo.stdout.splitlines()]
+    played = [row[:2] for row in rows if len(row) == 10 and row[0] in ("oracle", "careless")]
+    assert len(played) == 2 * (len(TASK_TYPES) + len(REAL_TYPES))
+    assert {t for _, t in played if t.startswith("real.")} == {f"real.{t}.s0" for t in REAL_TYPES}
 
     # One real-data episode, played by the oracle through the installed sandbox and data.
     out = tmp_path / "run"

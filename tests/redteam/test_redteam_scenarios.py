@@ -1,8 +1,8 @@
 """Every red-team scenario (tests/redteam/scenarios/*.json) earns nothing and harms nothing.
 
 A new hack is a new JSON file here; ``redteam_runner`` states the invariants every
-scenario must meet on top of its own expectations, and the README's red-team table must
-list it.
+scenario must meet on top of its own expectations, and the red-team table of the docs
+(docs/redteam.md) must list it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from vera_env.evaluation.golden import GoldenError
 
 FILES = sorted(SCENARIO_DIR.glob("*.json"))
 SCENARIOS = [load(path) for path in FILES]
-README = Path(__file__).resolve().parents[2] / "README.md"
+REDTEAM_PAGE = Path(__file__).resolve().parents[2] / "docs" / "redteam.md"
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
@@ -34,8 +34,8 @@ def test_redteam_corpus_covers_hacks_and_controls():
                if "duplicate" not in s["name"] and "data-pinning" not in s["name"])
 
 
-def test_readme_redteam_table_lists_every_scenario():
-    text = README.read_text(encoding="utf-8")
+def test_docs_redteam_table_lists_every_scenario():
+    text = REDTEAM_PAGE.read_text(encoding="utf-8")
     section = text.split("<!-- section: redteam -->")[1].split("<!-- end section: redteam -->")[0]
     missing = [s["name"] for s in SCENARIOS if f"`{s['name']}`" not in section]
     assert missing == []

@@ -11,8 +11,10 @@ policy's answers are plausible and wrong, and its checks earn less.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from vera_env.evaluation.progress import Progress
@@ -70,15 +72,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     plan += [("careless", careless, t.id) for t in tasks if t.trap]
     spec = EnvSpec(tasks="builtin", max_steps=args.max_steps, sandbox=args.sandbox,
                    wrappers=())
-    rows: list[tuple[str, Attempt]] = []
     with EnvPool(lambda: spec.build(tasks=tasks)) as pool:
         with pool.lease() as env:
             print(f"sandbox backend: {vera_base(env).sandbox.name}", file=sys.stderr)
         with Progress(len(plan), unit="episode") as progress:
-            for name, policy, task_id in plan:
-                attempt = play_job(pool, policy, (task_id, 0), on_step=progress.step)
+
+            def play(step: tuple[str, Policy, str]) -> tuple[str, Attempt]:
+                attempt = play_job(pool, step[1], (step[2], 0), on_step=progress.step)
                 progress.update(attempt)
-                rows.append((name, attempt))
+                return step[0], attempt
+
+            # Episodes are independent; the table keeps the plan's order.
+            with ThreadPoolExecutor(max_workers=args.concurrency) as executor:
+                rows = list(executor.map(play, plan))
     print(format_table(rows))
     oracle_ok = all(a.correct for n, a in rows if n == "oracle")
     careless_wrong = all(a.correct is False for n, a in rows if n == "careless")
@@ -87,9 +93,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if oracle_ok and careless_wrong else 1
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``demo`` on the ``vera-env`` parser."""
     demo = sub.add_parser("demo", help="oracle vs careless policy on the builtin and real tasks")
-    demo.add_argument("--max-steps", type=int, default=20)
-    demo.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto")
+    demo.add_argument("--max-steps", type=int, default=20, help="turns per episode (default: 20)")
+    demo.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto",
+                      help="sandbox backend (default: auto, the best this machine has)")
+    demo.add_argument("--concurrency", type=_positive, default=min(4, os.cpu_count() or 1),
+                      help="episodes in flight at once (default: this machine's cores, at most 4)")
     demo.set_defaults(func=cmd_demo)
