@@ -11,7 +11,7 @@ install:
 demo: install
 	vera-env demo
 
-test: EXTRAS = dev,training,ray,serve,docs
+test: EXTRAS = dev,training,ray,serve,docs,skyrl
 test: install
 	$(MAKE) --no-print-directory lint PYTHON=$(PYTHON)
 	$(PYTHON) -m pytest -q
