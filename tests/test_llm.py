@@ -101,6 +101,8 @@ def test_retries_exhausted_raise_policy_error_with_cause():
     with pytest.raises(PolicyError, match=r"HTTP 502.*gave up after 3 tries") as info:
         client(transport, max_retries=2).chat(USER)
     assert isinstance(info.value.__cause__, httpx.HTTPStatusError) and len(seen) == 3
+    assert info.value.status == 502
+    assert info.value.endpoint == str(seen[0].url)
 
 
 def test_connection_error_retried_then_raised():
@@ -109,22 +111,24 @@ def test_connection_error_retried_then_raised():
     with pytest.raises(PolicyError, match="ConnectError") as info:
         client(transport, max_retries=1).chat(USER)
     assert info.value.__cause__ is error and len(seen) == 2
+    assert info.value.status is None  # no answer, so no status
 
 
 @pytest.mark.parametrize("body", [b"<html>gateway</html>", b'{"choices": []}',
                                   b'{"choices": [{"text": "legacy"}]}'])
 def test_malformed_body_is_policy_error_not_retried(body):
     transport, seen = scripted(httpx.Response(200, content=body))
-    with pytest.raises(PolicyError, match="malformed chat completion"):
+    with pytest.raises(PolicyError, match="malformed chat completion") as info:
         client(transport).chat(USER)
-    assert len(seen) == 1
+    assert len(seen) == 1 and info.value.status == 200
 
 
 def test_client_error_not_retried_and_404_hints_at_v1():
     transport, seen = scripted(httpx.Response(404, text="not found"))
-    with pytest.raises(PolicyError, match=r"HTTP 404 \(does base_url end with /v1\?\)"):
+    with pytest.raises(PolicyError, match=r"HTTP 404 \(does base_url end with /v1\?\)") as info:
         client(transport).chat(USER)
-    assert len(seen) == 1
+    assert len(seen) == 1 and info.value.status == 404
+    assert info.value.endpoint == str(seen[0].url)
 
 
 def test_null_content_and_missing_usage_are_tolerated():

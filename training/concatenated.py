@@ -7,7 +7,7 @@ its own env, sampled turn by turn and returned as token ids with ``env_mask`` (1
 sampled tokens, 0 on observations; see ``training.episodes``). Every observation is
 appended to one growing sequence, so the context grows by an observation (1–3k
 tokens) per turn and the model trains on contexts an evaluation policy never shows it
-(issue 12) — which is why it is no longer the default.
+— which is why it is not the default.
 """
 
 from __future__ import annotations

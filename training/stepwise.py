@@ -7,7 +7,7 @@ honours it: ``OpenAIChatPolicy`` and ``TransformersPolicy`` show one observation
 turn. The first GRPO layout did not: it concatenated every observation into one
 sequence, so each turn added 1–3k tokens, ``--max-completion-length 8192`` ended
 episodes after 4–6 turns, and the model was trained on contexts it never sees at
-evaluation (issue 12). Here each turn's prompt is built by ``policies.chat.prompt_ids``
+evaluation. Here each turn's prompt is built by ``policies.chat.prompt_ids``
 — the function ``TransformersPolicy`` generates from — from that turn's observation
 and prefill, so a sample's context is bounded by the observation budget whatever the
 turn index, and a 30-step episode trains like a 3-step one. Peers do the same: SkyRL's

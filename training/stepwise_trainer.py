@@ -2,7 +2,7 @@
 
 Why a subclass. TRL's public seam for multi-turn work, ``rollout_func``, must return
 exactly one sample per prompt element, and TRL then groups consecutive rows by
-``num_generations`` (TRL issue 4543 meets the same wall). A step-wise batch has a
+``num_generations`` (https://github.com/huggingface/trl/issues/4543 meets the same wall). A step-wise batch has a
 variable number of samples per episode, so this class overrides one method,
 ``_generate_and_score_completions``: it plays the episodes (``training.stepwise``),
 scores each *episode* with the trainer's own reward functions and weights

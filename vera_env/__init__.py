@@ -20,8 +20,9 @@ from typing import Any
 from gymnasium.envs.registration import register, registry
 
 __all__ = [
-    "ENV_ID", "GraderError", "PolicyError", "REMOTE_ENV_ID", "ResetNeeded", "RewardConfig",
-    "SandboxError", "Task", "TaskFileError", "VeraEnv", "VeraError", "load_tasks",
+    "ENV_ID", "FaultError", "GraderError", "PolicyError", "REMOTE_ENV_ID", "ResetNeeded",
+    "RewardConfig", "SandboxError", "Task", "TaskFileError", "UsageError", "VeraEnv",
+    "VeraError", "load_tasks",
 ]
 # The one source of the version: pyproject.toml reads it ([tool.setuptools.dynamic]) and
 # `vera-env --version` prints it. A literal, so the build parses it without importing.
@@ -35,11 +36,13 @@ _LAZY = {
     "RewardConfig": "vera_env.verification.rewards",
     "Task": "vera_env.tasks",
     "load_tasks": "vera_env.tasks",
+    "FaultError": "vera_env.errors",
     "GraderError": "vera_env.errors",
     "PolicyError": "vera_env.errors",
     "ResetNeeded": "vera_env.errors",
     "SandboxError": "vera_env.errors",
     "TaskFileError": "vera_env.errors",
+    "UsageError": "vera_env.errors",
     "VeraError": "vera_env.errors",
 }
 

@@ -290,12 +290,14 @@ class ChatClient:
         except httpx.HTTPStatusError as exc:
             hint = " (does base_url end with /v1?)" if response.status_code == 404 else ""
             raise PolicyError(f"POST {self._url}: HTTP {response.status_code}{hint}: "
-                              f"{_snippet(response)}") from exc
+                              f"{_snippet(response)}", status=response.status_code,
+                              endpoint=self._url) from exc
         try:
             body = _Completion.model_validate_json(response.content)
         except ValidationError as exc:
             raise PolicyError(f"POST {self._url}: malformed chat completion: "
-                              f"{_snippet(response)}") from exc
+                              f"{_snippet(response)}", status=response.status_code,
+                              endpoint=self._url) from exc
         choice = body.choices[0]
         usage = body.usage or _Usage()
         content = _content_text(choice.message.content)
@@ -311,8 +313,11 @@ class ChatClient:
 
     def _give_up_if_last(self, attempt: int, retry: _Retry) -> None:
         if attempt >= self.max_retries:
+            status = (retry.cause.response.status_code
+                      if isinstance(retry.cause, httpx.HTTPStatusError) else None)
             raise PolicyError(f"POST {self._url}: {retry.reason} "
-                              f"(gave up after {attempt + 1} tries)") from retry.cause
+                              f"(gave up after {attempt + 1} tries)", status=status,
+                              endpoint=self._url) from retry.cause
         with self._lock:
             self.retries += 1
 

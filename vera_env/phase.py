@@ -1,13 +1,12 @@
 """The phases of an episode, and the one function that moves between them.
 
-Forcing an answer used to be steered by a string mode on the episode (``""``,
-``"forced"``, ``"extra"``) consumed by the next step, a ``done`` flag that the extra
-ask set back to False (a step that re-opened an ended episode), and ``count`` /
-``count_penalty`` flags passed down the step. Each rule was right, but no place said
-which turns exist and what each may do, so deleting one reset left 58 tests passing.
-Here the turns are named, each with what it allows, and every change of phase goes
-through ``advance``; a change the table does not list raises, so a wrapper that asks
-for an impossible turn fails loudly instead of bending the episode.
+The turns an episode can take are named here, each with what it allows, and every
+change of phase goes through ``advance``; a change the table does not list raises, so a
+wrapper that asks for an impossible turn fails loudly instead of bending the episode.
+Steered by flags instead (a string mode consumed by the next step, a ``done`` flag the
+extra ask set back to False, counting flags passed down the step), each rule can be
+right while no place says which turns exist: deleting one reset that way left 58 tests
+passing.
 
 ::
 

@@ -4,8 +4,9 @@ The CLI, training scripts, Ray workers and ``vera-env serve`` all need "a VeraEn
 these tasks, with these wrappers, limits and reward": written once as a frozen pydantic
 model it is validated once, compared (``--resume`` refuses a run made with another
 spec), serialised (sent to a Ray worker or a server) and built the same way everywhere.
-Before it, env-plus-wrappers was built in three places with two tables of wrapper names,
-and ``--resume`` compared a hand-picked subset of the settings.
+Built in several places, an environment and its wrappers drift apart (two tables of
+wrapper names), and a ``--resume`` that compares a hand-picked subset of the settings
+resumes a run under a setup it never had.
 
 Example:
     >>> from vera_env.spec import EnvSpec
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from vera_env.env import VeraEnv
 from vera_env.observation.prompts import ObservationVariant
 from vera_env.sandbox import SandboxLimits
 from vera_env.sandbox.config import SandboxConfig
@@ -152,8 +154,6 @@ class EnvSpec(BaseModel):
                 None builds one from ``self.judge`` when set. Pass one to share a judge
                 (and its connection pool) between environments.
         """
-        from vera_env.env import VeraEnv  # noqa: PLC0415 - the spec is data first
-
         if judge is None and self.judge is not None:
             judge = self.judge.build()
         env = VeraEnv(self.tasks if tasks is None else tasks, judge=judge,

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from vera_env.sandbox import ExecResult
+from vera_env.sandbox.disk import MAX_DEPTH
 from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.replay import CommandLog, walk_tree
 
@@ -148,3 +149,11 @@ def test_sources_behind_a_command_that_may_have_written_anything_nearest_order(t
     assert log.entries[-1].changed_unknown
     assert log.sources_behind(["a.txt"], ["data.tsv", "calls.vcf.gz"]) == [
         "calls.vcf.gz", "data.tsv"]
+
+
+def test_walk_tree_uses_the_sandbox_walkers_depth_bound(tmp_path: Path):
+    inside, past = tmp_path / "inside", tmp_path / "past"
+    inside.joinpath(*["d"] * (MAX_DEPTH - 1)).mkdir(parents=True)
+    past.joinpath(*["d"] * MAX_DEPTH).mkdir(parents=True)
+    assert walk_tree(inside).complete
+    assert not walk_tree(past).complete

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import os
+import types
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from vera_env.errors import SandboxError
 from vera_env.sandbox import CappedArea, ExecResult, SandboxLimits, make_sandbox
+from vera_env.sandbox.disk import MAX_DEPTH
 from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.replay import CommandLog
 from vera_env.verification.strength.shadows import (
     DEADLINE,
     OUT_OF_SPACE,
+    UNWALKABLE,
+    Shadow,
     ShadowBudgetSpent,
     ShadowGroup,
+    walk_inodes,
 )
 from vera_env.verification.strength.variants import build_variants
 
@@ -188,3 +194,45 @@ def test_group_on_a_full_area_raises_budget_spent(group, area, tmp_path):
     with pytest.raises(ShadowBudgetSpent, match="no room left"):
         ShadowGroup(group.variants, area, {"t.tsv": tmp_path / "t.tsv"}, tmp_path / "scratch")
     assert issubclass(ShadowBudgetSpent, StrengthDeadline)  # caught as one: fails closed
+
+
+def _deep_shadow(tmp_path: Path, levels: int) -> Shadow:
+    root = tmp_path / "shadow"
+    root.joinpath(*["d"] * levels).mkdir(parents=True)
+    (root / "out.txt").write_text("1")
+    workspace = types.SimpleNamespace(path=root)
+    return Shadow(variant=None, workspace=workspace, staged=frozenset())  # type: ignore[arg-type]
+
+
+def test_walk_inodes_of_a_staged_tree_past_the_depth_bound_raises(tmp_path: Path):
+    tmp_path.joinpath(*["d"] * MAX_DEPTH).mkdir(parents=True)
+    with pytest.raises(SandboxError, match="levels deep"):
+        walk_inodes(tmp_path)
+
+
+def test_walk_inodes_inside_the_depth_bound_lists_every_entry(tmp_path: Path):
+    tmp_path.joinpath(*["d"] * (MAX_DEPTH - 1)).mkdir(parents=True)
+    assert len(walk_inodes(tmp_path)) == MAX_DEPTH - 1
+
+
+def test_settle_of_a_replay_tree_past_the_depth_bound_breaks_the_shadow(tmp_path: Path):
+    shadow = _deep_shadow(tmp_path, MAX_DEPTH)
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "out.txt").write_text("1")
+    os.utime(real / "out.txt", ns=(10**18, 10**18))
+    shadow.settle(real)
+    assert shadow.broken == UNWALKABLE
+    assert os.stat(shadow.workspace.path / "out.txt").st_mtime_ns == 10**18
+
+
+def test_settle_inside_the_depth_bound_keeps_the_shadow(tmp_path: Path):
+    shadow = _deep_shadow(tmp_path, MAX_DEPTH - 1)
+    shadow.settle(tmp_path)
+    assert shadow.broken == ""
+
+
+def test_measure_of_a_replay_tree_past_the_depth_bound_breaks_the_shadow(tmp_path: Path):
+    shadow = _deep_shadow(tmp_path, MAX_DEPTH)
+    shadow.measure()
+    assert shadow.broken == UNWALKABLE and shadow.bytes > 0

@@ -13,6 +13,8 @@ import vera_env
 from vera_env import info as keys
 from vera_env.env import VeraEnv
 from vera_env.wrappers import (
+    DEFAULT_WRAPPERS,
+    WRAPPERS_HELP,
     EmissionGate,
     ForcedAnswer,
     RecordEpisode,
@@ -68,3 +70,12 @@ def test_parse_wrapper_names_reads_a_comma_list_in_order(text, names):
 def test_parse_wrapper_names_refuses_unknown_and_repeated_names(text, message):
     with pytest.raises(ValueError, match=message):
         parse_wrapper_names(text)
+
+
+def test_default_wrappers_put_forced_answer_outside_the_gate_as_the_help_says(alcohol_task):
+    env = apply_wrappers(VeraEnv([alcohol_task], max_steps=4), DEFAULT_WRAPPERS)
+    assert isinstance(env, ForcedAnswer) and isinstance(env.env, EmissionGate)
+    assert "innermost first" in WRAPPERS_HELP
+    assert "gate,forced is ForcedAnswer around EmissionGate" in WRAPPERS_HELP
+    assert f"(default: {','.join(DEFAULT_WRAPPERS)})" in WRAPPERS_HELP
+    env.close()

@@ -1,6 +1,6 @@
 """``vera-env doctor``: what this machine lacks for the environment, and the command that fixes it.
 
-A wheel cannot install bubblewrap or fetch data (issue 21), so the first thing a user of
+A wheel cannot install bubblewrap or fetch data, so the first thing a user of
 ``pip install vera-env`` needs is a list of what is missing, each with its fix, before an
 eval run spends its budget discovering it one harness error at a time. The checks live in
 `vera_env.cli.machine`; ``vera-env setup`` acts on the same list.

@@ -39,7 +39,7 @@ from vera_env.spec import SANDBOX_NAMES, EnvSpec, JudgeEndpoint
 from vera_env.tasks import TaskSource
 from vera_env.tasks.named import SOURCE_NAMES
 from vera_env.tasks.real.sources import MissingSourceError
-from vera_env.wrappers import DEFAULT_WRAPPERS, parse_wrapper_names
+from vera_env.wrappers import DEFAULT_WRAPPERS, WRAPPERS_HELP, parse_wrapper_names
 
 __all__ = ["add_parser", "cmd_eval", "env_spec", "parse_task_ids", "parse_wrappers"]
 
@@ -324,8 +324,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--retry-exclusions", action="store_true",
                    help="with --resume: rerun attempts excluded by provider or sandbox faults")
     p.add_argument("--wrappers", type=parse_wrappers, default=DEFAULT_WRAPPERS,
-                   help="comma list of forced,gate (innermost first); 'none' for the bare "
-                        "environment")
+                   help=WRAPPERS_HELP)
     p.add_argument("--reserve", type=int, default=3,
                    help="steps at the end of the budget that demand an answer (forced)")
     p.add_argument("--limit", type=int, help="only the first N tasks (default: all)")

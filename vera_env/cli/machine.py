@@ -5,8 +5,9 @@ bubblewrap that can open user namespaces (the sandbox), gawk, and numpy for the
 sandbox's ``/usr/bin/python3``; samtools and h5py so real-data tasks' BAM and h5ad
 files are readable inside; h5py for the harness too (it builds the h5ad tasks; an
 extra, so a plain wheel install lacks it); and the real-data sources, package archives fetched once into
-`vera_env.tasks.real.sources.sources_dir`. Issue 21: installed from a wheel, nothing set
-these up, and an eval run found out only when every attempt reported a harness error.
+`vera_env.tasks.real.sources.sources_dir`. Installed from a wheel, nothing sets
+these up, and without these checks an eval run finds out only when every attempt
+reports a harness error.
 
 Each `Check` carries the command that fixes it and, where a Debian package does, that
 package: ``doctor`` prints the checks, ``setup`` installs the packages of the failed

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from vera_env.spec import SANDBOX_NAMES
-from vera_env.wrappers import DEFAULT_WRAPPERS
+from vera_env.wrappers import DEFAULT_WRAPPERS, WRAPPERS_HELP
 
 __all__ = ["add_parser", "cmd_play"]
 
@@ -70,7 +70,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-steps", type=int, default=20)
     p.add_argument("--wrappers", type=parse_wrappers, default=DEFAULT_WRAPPERS,
-                   help="comma list of forced,gate; 'none' for the bare environment")
+                   help=WRAPPERS_HELP)
     p.add_argument("--reserve", type=int, default=3)
     p.add_argument("--record", type=Path, help="also write the episode to this folder")
     p.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto")

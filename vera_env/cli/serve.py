@@ -16,7 +16,7 @@ import sys
 
 from vera_env.observation.prompts import OBSERVATION_VARIANTS
 from vera_env.spec import SANDBOX_NAMES
-from vera_env.wrappers import DEFAULT_WRAPPERS
+from vera_env.wrappers import DEFAULT_WRAPPERS, WRAPPERS_HELP
 
 __all__ = ["TOKEN_ENV_VAR", "add_parser", "cmd_serve"]
 
@@ -74,7 +74,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--sandbox-burst", type=int, default=16)
     p.add_argument("--max-steps", type=int, default=30, help="step budget per episode")
     p.add_argument("--wrappers", type=parse_wrappers, default=DEFAULT_WRAPPERS,
-                   help="comma list of forced,gate; 'none' for the bare environment")
+                   help=WRAPPERS_HELP)
     p.add_argument("--reserve", type=int, default=3, help="forced-answer steps at the end")
     p.add_argument("--command-timeout-s", type=float, default=60.0)
     p.add_argument("--check-timeout-s", type=float, default=30.0)

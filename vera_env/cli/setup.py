@@ -1,6 +1,6 @@
 """``vera-env setup``: install what the machine lacks (Debian packages, real-data sources).
 
-The step a wheel cannot do (issue 21): ``pip install vera-env && vera-env setup &&
+The step a wheel cannot do: ``pip install vera-env && vera-env setup &&
 vera-env demo`` on a fresh Debian machine. It installs the Debian packages of the failed
 `vera_env.cli.machine` checks (apt-get as root, through sudo otherwise), h5py into this
 interpreter if it lacks it (the h5ad tasks need it; a wheel installed without the

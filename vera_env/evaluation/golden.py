@@ -30,7 +30,7 @@ from typing import Any
 import gymnasium as gym
 
 from vera_env import info as keys
-from vera_env.errors import VeraError
+from vera_env.errors import GoldenError
 from vera_env.rollout import Attempt, run_episode
 from vera_env.spec import EnvSpec, SandboxName
 from vera_env.verification.grading import Judge
@@ -53,10 +53,6 @@ _FINAL_KEYS = {
     "verification_total_max", "n_nodes", "unscorable", "answer_forced", "gated",
     "steps_taken",
 }
-
-
-class GoldenError(VeraError, ValueError):
-    """A malformed scenario. Raised loudly: a broken fixture is not a skip."""
 
 
 def validate(scenario: dict[str, Any], source: str = "<memory>") -> None:

@@ -1,11 +1,10 @@
 """The progress bar of long runs (``vera-env eval``, ``tasks validate``), drawn by tqdm.
 
-It used to be a hand-written line: a dozen lines of ANSI codes and ETA arithmetic that
-a well-kept library already does (terminal width, rates, non-terminal output). And it
-moved only when an episode ended: on a CPU model, where one turn takes minutes, an eval
-sat for ten minutes at "0 recorded" looking dead. So the bar also counts turns
-(``step``) and names the latest one, and the tally of right / wrong / excluded moves as
-attempts finish.
+tqdm, because terminal width, rates and non-terminal output are what a well-kept
+library already does. The bar counts turns (``step``) and names the latest one, not only
+episodes: on a CPU model, where one turn takes minutes, a bar that moves when an episode
+ends sits for ten minutes at "0 recorded" looking dead. The tally of right / wrong /
+excluded moves as attempts finish.
 
 On a terminal it redraws in place; in a log file it writes a whole line (tqdm's text)
 at most every ``log_interval_s`` seconds and at the end, so a thousand attempts do not

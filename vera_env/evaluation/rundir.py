@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
+from vera_env.errors import RunSettingsMismatch
 from vera_env.rollout import Attempt
 from vera_env.spec import EnvSpec
 
@@ -38,10 +39,6 @@ RESULTS = "results.jsonl"
 SETTINGS = "run.json"
 SUMMARY = "summary.json"
 TRANSCRIPTS = "transcripts"
-
-
-class RunSettingsMismatch(ValueError):
-    """``--resume`` on a folder made with different settings."""
 
 
 @dataclass(frozen=True, slots=True)

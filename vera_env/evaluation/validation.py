@@ -9,9 +9,8 @@ turns would be, and the task fails unless the answer grades correct, every check
 and -- with strength testing -- every check discriminates (fails on some mutant of its
 data); the trap's careless solution is played too and must be graded wrong.
 
-It lived in the CLI module (``vera-env tasks validate``) and tests imported it from
-there; it is evaluation, so it lives here and the CLI only prints it. Episodes are
-played through the same lifecycle and env pools as every runner
+It is evaluation, so it lives here and the CLI (``vera-env tasks validate``) only
+prints it. Episodes are played through the same lifecycle and env pools as every runner
 (``vera_env.rollout``): a replay that raises is that task's ``FAIL``, not a crash.
 """
 

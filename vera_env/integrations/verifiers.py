@@ -2,7 +2,7 @@
 # (verifiers ships no type information, so its base classes are `Any` to mypy here.)
 """A verifiers (0.4, ``verifiers.v1``) environment that plays vera in-process.
 
-Measured against verifiers' own OpenEnv taskset over ``vera-env serve`` (issue 21): the
+Measured against verifiers' own OpenEnv taskset over ``vera-env serve``: the
 model saw a JSON dump of the whole observation plus an action schema, the transcript
 grew every turn (4.4k -> 11.4k -> 21.8k characters over three turns), and
 ``reward or 0.0`` counted an unscorable step as 0. This adapter fixes all three:

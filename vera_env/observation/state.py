@@ -15,9 +15,9 @@ token budget, for any number of nodes.
 
 A node tells the model the harness's whole verdict on its checks. A check that passed
 but also passed on mutated data (``discriminating`` False) earns nothing and cannot open
-the emission gate; it used to render as "(checks 2/2 passed)" next to a gate nudge
-saying no leaf had a passing check, so the model was told two contradictory things.
-Such checks are now counted apart and named (``NOT DISCRIMINATING``) with the fix.
+the emission gate. Rendered as "(checks 2/2 passed)" next to a gate nudge saying no leaf
+has a passing check, it would tell the model two contradictory things; so such checks
+are counted apart and named (``NOT DISCRIMINATING``) with the fix.
 """
 
 from __future__ import annotations
@@ -63,7 +63,10 @@ class Node:
 
     @property
     def rho(self) -> float:
-        """Pass fraction of this node's checks (the emission gate reads it)."""
+        """Pass fraction of this node's checks, for the record (``to_dict``, a run's
+        ``mean_rho``). The emission gate does not read it: a passing check that does not
+        discriminate counts here, and the gate asks for a check that earns
+        (``vera_env.wrappers.emission_gate.leaf_verified``)."""
         return rho(self.checks)
 
     @property

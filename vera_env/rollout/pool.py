@@ -1,9 +1,9 @@
 """Environments for many episodes: built from one spec, reused, always closed.
 
-Env pools used to be built in five places (``run_many``, ``arun_many``, Ray workers,
-training, task validation), each with its own idle list, its own lock and its own idea
-of when to close; a fault in one of them leaked workspaces or killed the batch. Here is
-the one pool every runner leases from:
+Every runner (``run_many``, ``arun_many``, Ray workers, training, task validation)
+leases from this one pool: a pool per runner, each with its own idle list, its own lock
+and its own idea of when to close, leaks workspaces or kills the batch on a fault in
+one of them. The pool's rules:
 
 * built from an ``EnvSpec`` (validated data, the same everywhere) or any factory;
 * an environment is built on first need and reused by later episodes, at most as many

@@ -32,7 +32,7 @@ What to know about text envs in a vector env, found while building this:
 * **Info batching.** Gymnasium batches a dict-valued info key recursively and any
   other value into an array. ``info["node"]`` is always a dict (``{}`` when the turn
   recorded no node), so it batches like any dict: a sub-env that recorded no node just
-  leaves the nested keys' masks False. (It used to be ``None`` there, which crashed
+  leaves the nested keys' masks False. (``None`` there would crash
   ``SyncVectorEnv.step``; nothing in the package patches Gymnasium.)
 * **Info batching changes values.** An array is typed by the first sub-env's value,
   so ``correct=None`` (not graded, or unscorable) in one sub-env reads ``False`` when

@@ -10,7 +10,7 @@ its commands in one long-lived sandbox, with the same guarantees as a sandbox pe
 command (limits, the tree killed, nothing surviving a command; checks keep a fresh
 sandbox each). Measured (``benchmarks/sandbox_latency.py``): a command costs 1.1-1.9x
 a bare subprocess there against ~7.5x per command, and a workspace that runs 4 or more
-commands is cheaper from start to close; strength replays multiply commands (issue 11).
+commands is cheaper from start to close; strength replays multiply commands.
 ``"bwrap"`` names the sandbox-per-command backend.
 
     >>> from pathlib import Path

@@ -28,7 +28,7 @@ Why each piece:
 * **Commands and checks get constant entropy** (``entropy``): strength testing
   replays commands on variants of the data, and a check may be shown a file in place
   of one workspace file (``overlay``, a read-only bind over that name).
-* **Nothing survives a run** (issue 11). A seccomp filter (``seccomp``) fails the
+* **Nothing survives a run.** A seccomp filter (``seccomp``) fails the
   keyring and POSIX message-queue calls, the kernel state the namespaces leave shared;
   the IPC, network and mount namespaces, ``/tmp`` and ``/dev/shm`` are new for every
   run; the rest of ``/dev`` is read-only (a writable ``/dev`` held 2.7 GB).

@@ -4,8 +4,8 @@ Strength testing replays the episode's commands in a shadow workspace per varian
 the task's data (``vera_env.verification.strength.shadows``), many at once. Each
 workspace's own limit (``disk``) is enforced by measuring and killing, and the shadows'
 shared budget (``strength_max_shadow_mb``) was checked only between commands, so both
-overshoot by whatever the running commands write before anyone looks. Measured in
-issue 19: one command writing 2 GB peaked at 13 GB of host disk for one episode (about
+overshoot by whatever the running commands write before anyone looks. Measured:
+one command writing 2 GB peaked at 13 GB of host disk for one episode (about
 28 GB at the limits).
 
 So a root harness stages every shadow workspace of an episode on one tmpfs it mounts

@@ -1,6 +1,6 @@
 """Memory for a command's whole process tree: one memory cgroup per running command.
 
-``ulimit -v`` bounds one process. Measured (issue 11): three processes of one command
+``ulimit -v`` bounds one process. Measured: three processes of one command
 held 4.5 GB under ``memory_mb=2048``, and ``max_processes`` of them could hold 256
 times the limit. So where the harness can make cgroups, each command (and each check,
 and each long-lived ``server`` sandbox) runs in a leaf memory cgroup of its own, limited

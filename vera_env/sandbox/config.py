@@ -74,7 +74,7 @@ class SandboxConfig(BaseModel):
     """Size of the private /tmp (a tmpfs, so it is host memory)."""
     shm_mb: int = Field(default=64, ge=1)
     """Size of the private /dev/shm (a tmpfs; Docker's default size). The rest of
-    /dev is read-only: an uncapped /dev held 2.7 GB parked by one command (issue 11)."""
+    /dev is read-only: an uncapped /dev held 2.7 GB parked by one command."""
     memory_cgroup: bool = True
     """Limit each command's whole process tree to ``memory_mb`` with a memory cgroup
     where the harness can make one (see ``vera_env.sandbox.cgroup``). False, or no

@@ -16,13 +16,13 @@ file in place makes a new inode, which counts. The entries themselves are limite
 (``max_workspace_inodes``): a million empty files cost inodes, and every measurement
 walks them.
 
-The walk goes by directory handle (``openat`` relative to the parent's descriptor,
-``O_NOFOLLOW``), never by path, and **fails closed**: what it cannot scan counts as
-over the limit. Measured before (issue 11): the path-based walk skipped directories
-whose path passed PATH_MAX, so 20 nested 250-character names, then 400 MB written
-beneath them under a 50 MB limit, went unseen. A tree nested deeper than
-``MAX_DEPTH`` (one descriptor per level is held) or a directory the harness may not
-read is now a ``disk_limit`` until it is removed. A walk stops as soon as it knows the
+The walk (``walk``, the package's one filesystem walker) goes by directory handle
+(``openat`` relative to the parent's descriptor, ``O_NOFOLLOW``), never by path, and
+**fails closed**: what it cannot scan counts as over the limit. A walk by path skips
+directories whose path passes PATH_MAX: 20 nested 250-character names, then 400 MB
+written beneath them under a 50 MB limit, went unseen that way. A tree nested deeper
+than ``MAX_DEPTH`` (one descriptor per level is held) or a directory the harness may
+not read is a ``disk_limit`` until it is removed. A walk stops as soon as it knows the
 answer (past the limit), so a poll costs at most ``limit`` entries.
 
 Only a command that *grows* the workspace past the limit is stopped: once over it,
@@ -35,14 +35,16 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MAX_DEPTH", "DiskWatch", "Usage", "inodes_under", "measure"]
+__all__ = ["MAX_DEPTH", "DiskWatch", "Usage", "inodes_under", "measure", "walk"]
 
 MAX_DEPTH = 128
-"""Directory levels the walk descends (it holds one descriptor per level)."""
+"""Directory levels ``walk`` descends, ``root`` included (it holds one descriptor per
+level); a directory below them is marked unscanned."""
 _MIN_ENTRY_BYTES = 4096
 # A poll never costs more than this share of the command's wall time.
 _MAX_POLL_SHARE = 0.1
@@ -107,47 +109,82 @@ def measure(root: Path, exclude: frozenset[tuple[int, int]] = frozenset(), *,
     return Usage(totals[0], totals[1], complete, stopped)
 
 
-def _walk(root: Path, visit: Callable[[os.stat_result], bool]) -> tuple[bool, bool]:
-    """Call ``visit`` on every entry under ``root``; returns (complete, stopped)."""
+def walk(root: Path, *, sort: bool = False
+         ) -> Generator[tuple[str, os.stat_result | None], None, None]:
+    """Every entry under ``root`` as (path relative to ``root``, its lstat); fails closed.
+
+    The one walker of the package: the workspace's disk watch, strength's replay log and
+    its shadows all walk trees a model may have shaped, so they share one depth bound
+    and one answer for what cannot be seen. It goes by directory handle (``openat``
+    relative to the parent's descriptor, ``O_NOFOLLOW``), never by path, so no path
+    length hides a directory, and it never follows a link.
+
+    What it cannot scan is *marked*, never skipped: it yields ``(path, None)`` for an
+    entry it cannot stat, a directory it cannot open or list (``""`` for ``root``
+    itself), and a directory more than ``MAX_DEPTH`` levels down (after that
+    directory's own entry). The caller decides what blindness means for it (over the
+    disk limit, a change to replay, a broken shadow). A missing ``root`` yields nothing
+    (nothing of it takes disk), and an entry removed during the walk is left out.
+
+    Args:
+        root: The directory to walk.
+        sort: Visit each directory's entries in name order (a walk that is hashed
+            must not depend on the order the file system lists them in).
+
+    Yields:
+        ``(relative POSIX path, os.stat_result)``, or ``(path, None)`` where blind.
+    """
     try:
         top = os.open(root, _DIR_FLAGS)
     except _RACED:
-        return True, False  # the workspace is gone: nothing of it takes disk
+        return
     except OSError:
-        return False, False
-    stack: list[tuple[int, list[os.DirEntry[str]]]] = []
-    complete = True
+        yield "", None
+        return
+    listing = _listing(top, sort)
+    if listing is None:
+        os.close(top)
+        yield "", None
+        return
+    stack: list[tuple[int, str, list[os.DirEntry[str]]]] = [(top, "", listing)]
     try:
-        listing = _listing(top)
-        if listing is None:
-            os.close(top)
-            return False, False
-        stack.append((top, listing))
         while stack:
-            fd, entries = stack[-1]
+            fd, prefix, entries = stack[-1]
             if not entries:
                 os.close(fd)
                 stack.pop()
                 continue
             entry = entries.pop()
+            path = prefix + entry.name
             try:
                 st = os.stat(entry.name, dir_fd=fd, follow_symlinks=False)
             except _RACED:
                 continue  # removed meanwhile
             except OSError:
-                complete = False
+                yield path, None
                 continue
-            if visit(st):
-                return complete, True
-            if stat.S_ISDIR(st.st_mode):
-                complete = _descend(stack, fd, entry.name) and complete
-        return complete, False
+            yield path, st
+            if stat.S_ISDIR(st.st_mode) and not _descend(stack, fd, entry.name, path, sort):
+                yield path, None
     finally:
-        for fd, _ in stack:
+        for fd, _, _ in stack:
             os.close(fd)
 
 
-def _descend(stack: list[tuple[int, list[os.DirEntry[str]]]], parent: int, name: str) -> bool:
+def _walk(root: Path, visit: Callable[[os.stat_result], bool]) -> tuple[bool, bool]:
+    """Call ``visit`` on every entry under ``root``; returns (complete, stopped)."""
+    complete = True
+    with closing(walk(root)) as found:
+        for _, st in found:
+            if st is None:
+                complete = False
+            elif visit(st):
+                return complete, True
+    return complete, False
+
+
+def _descend(stack: list[tuple[int, str, list[os.DirEntry[str]]]], parent: int, name: str,
+             path: str, sort: bool) -> bool:
     """Push directory ``name`` of ``parent`` onto the walk; False where it cannot be."""
     if len(stack) >= MAX_DEPTH:
         return False
@@ -157,20 +194,24 @@ def _descend(stack: list[tuple[int, list[os.DirEntry[str]]]], parent: int, name:
         return True
     except OSError as exc:  # ELOOP: swapped for a link meanwhile; EACCES, EMFILE: fail closed
         return exc.errno == errno.ELOOP
-    listing = _listing(child)
+    listing = _listing(child, sort)
     if listing is None:
         os.close(child)
         return False
-    stack.append((child, listing))
+    stack.append((child, path + "/", listing))
     return True
 
 
-def _listing(fd: int) -> list[os.DirEntry[str]] | None:
+def _listing(fd: int, sort: bool) -> list[os.DirEntry[str]] | None:
+    """A directory's entries, last to visit first (the walk pops from the end)."""
     try:
         with os.scandir(fd) as entries:
-            return list(entries)
+            found = list(entries)
     except OSError:
         return None
+    if sort:
+        found.sort(key=lambda e: e.name, reverse=True)
+    return found
 
 
 class DiskWatch:

@@ -5,7 +5,7 @@ the data and says False on a mutant. A check that flips a coin —
 ``test $((RANDOM % 2)) -eq 0``, ``python3 -c "import random; print(random.random() <
 .7)"`` — would sometimes look like that by luck, and a policy would learn to farm the
 luck. And strength *replays* the episode's file-writing commands on each variant of
-the data (issue 11: ``echo 42 > a.txt`` must replay to the same file, ``awk ... >
+the data (``echo 42 > a.txt`` must replay to the same file, ``awk ... >
 het.txt`` to a different count): a command that drew random numbers must draw the same
 ones in the replay, or every file it wrote would look like data. So the bwrap backend
 runs every command and every check with its randomness sources made constant:
@@ -20,8 +20,8 @@ runs every command and every check with its randomness sources made constant:
   (bwrap, or the command itself for the local backend) is started with the
   ``ADDR_NO_RANDOMIZE`` personality, which every process under it inherits across
   exec, so the stack, heap, libraries and vDSO sit at the same addresses on every run.
-  Issue 19 measured a node of coin checks reading the stack's address from
-  ``/proc/self/maps`` earning by chance.
+  Measured: a node of coin checks reading the stack's address from
+  ``/proc/self/maps`` earned by chance while it moved.
 
 ``shuf`` and ``sort -R`` insist on ``getrandom``; shims (``shims``) hand them a fixed
 pseudo-random ``--random-source`` instead, so they shuffle, the same way every time.

@@ -2,7 +2,7 @@
 
 bwrap's namespaces give every command its own mounts, pids, network, IPC and hostname,
 but not everything the kernel keeps is namespaced. Measured on this project's harness
-machine (issue 11): with the harness in a session keyring, as under a systemd service,
+machine: with the harness in a session keyring, as under a systemd service,
 a PAM login or a runc/Kubernetes container, a check ran ``add_key("user", "vera-note",
 "hash123", @s)`` in one sandbox, and a check in *another episode's* sandbox found the
 key and read ``hash123`` back. A check that stores a file's hash on its first run and
@@ -20,8 +20,8 @@ under a seccomp filter that fails:
 They fail with ENOSYS, "this kernel does not have it", which tools handle as a missing
 feature. A filter that matches only the native system-call numbers is not a filter:
 a 64-bit process can enter the kernel through the i386 ABI (``int $0x80``; measured:
-i386 ``keyctl`` #288 returned a key id through the getrandom-only filter this module
-replaces) or, where the kernel has it, the x32 ABI (numbers with bit 30 set). Both
+i386 ``keyctl``, system call 288 there, returned a key id through the getrandom-only
+filter this module replaces) or, where the kernel has it, the x32 ABI (numbers with bit 30 set). Both
 reach the same kernel functions under other numbers, so a call through a foreign ABI
 kills the process (SIGSYS): nothing in a data analysis issues one.
 """

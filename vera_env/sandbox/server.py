@@ -30,7 +30,7 @@ workspace; ``close()`` (or ``abort()``) kills it. A server started from a thread
 then exits dies with it (bwrap's ``--die-with-parent`` follows the spawning thread);
 the next command starts another.
 
-Nothing survives a command here either (issue 11): the zygote also removes every SysV
+Nothing survives a command here either: the zygote also removes every SysV
 IPC object (this sandbox's IPC namespace outlives commands), the keyring and POSIX
 message-queue calls fail (``seccomp``), ``/dev`` is read-only and ``/dev/shm`` capped,
 and a listener on an abstract socket dies with its command. The server's memory cgroup
@@ -44,7 +44,7 @@ server cannot start (no ``python3`` inside): those fall back to the per-command 
 The workspace reaches the server through ``BaseWorkspace``'s extension points
 (``_run_outcome``, ``_on_close``), not by wrapping another workspace.
 
-It is the default (``make_sandbox("auto")``) since issue 11: strength replays the
+It is the default (``make_sandbox("auto")``) because strength replays the
 episode's file-writing commands in workspaces of their own, which multiplies command
 runs, and a workspace that runs four or more commands is cheaper here from start to
 close (``benchmarks/sandbox_latency.py``).

@@ -25,8 +25,8 @@ writable commands to a long-lived sandbox and leaves the rest to this default) a
 checks around it — the closed workspace, model text that cannot run, the workspace's
 own mode, the disk watch, the result — stay here, the same for every backend.
 
-Before every command the workspace directory gets its mode back (0700): measured
-(issue 11), ``chmod 000 /work`` made every later command and check fail to start,
+Before every command the workspace directory gets its mode back (0700): measured:
+``chmod 000 /work`` made every later command and check fail to start,
 ``SandboxError`` from model text, so an episode the model was losing became
 unscorable, an opt-out of a wrong answer.
 """

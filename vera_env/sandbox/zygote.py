@@ -17,7 +17,7 @@ write ends of its stdout and stderr pipes as SCM_RIGHTS) it:
    daemons never outlive their command — as when the command was pid 1 itself;
 3. reaps everything, removes what the command left in ``/tmp`` and ``/dev/shm`` and
    every SysV IPC object (shared memory, semaphores, message queues: the IPC namespace
-   is this sandbox's, so they would outlive the command; issue 11), so each command
+   is this sandbox's, so they would outlive the command), so each command
    starts as in a fresh sandbox, and reports the wait status. If anything else it can
    see differs from how it started (a mode changed on ``/tmp``, a ``/dev`` entry
    replaced, an IPC object it could not remove), or the cleaning fails, it asks to be

@@ -8,7 +8,7 @@ the same types (``ResetNeeded``, ``UnknownTaskError``, ``ValueError``, ...).
 
 The transport is OpenEnv's wire (one WebSocket per environment) spoken directly by
 ``vera_env.serve.openenv_socket``, not through ``openenv``'s client: that client's import
-loads gradio, and building one env took 18.8 s on a loaded machine (issue 21); this one
+loads gradio, and building one env took 18.8 s on a loaded machine; this one
 imports ``websockets`` only (the ``serve`` extra), so a trainer's fresh worker has its env
 in well under a second. The server side, and the conformance tests that drive it with
 OpenEnv's own client, still use the ``openenv`` package. (No httpx either: the
@@ -35,10 +35,15 @@ import gymnasium as gym
 from websockets.exceptions import WebSocketException
 
 from vera_env import info as keys
-from vera_env.errors import ResetNeeded, SandboxError, TaskFileError
+from vera_env.errors import (
+    RemoteEnvError,
+    ResetNeeded,
+    SandboxError,
+    TaskFileError,
+    UnknownTaskError,
+)
 from vera_env.observation.spaces import FreeText
 from vera_env.serve.openenv_socket import ErrorFrame, OpenEnvSocket
-from vera_env.tasks.source import UnknownTaskError
 
 __all__ = ["TOKEN_ENV_VAR", "RemoteEnvError", "VeraRemoteEnv"]
 
@@ -49,18 +54,6 @@ _TYPES: dict[str, type[Exception]] = {
     "SandboxError": SandboxError, "ValueError": ValueError, "IndexError": IndexError,
     "TypeError": TypeError, "KeyError": KeyError,
 }
-
-
-class RemoteEnvError(SandboxError):
-    """The environment server refused or lost the session (busy, expired, unreachable).
-
-    Attributes:
-        code: The protocol's error code (``CAPACITY_REACHED``, ...) or ``DISCONNECTED``.
-    """
-
-    def __init__(self, message: str, code: str = "DISCONNECTED") -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class VeraRemoteEnv(gym.Env[str, str]):

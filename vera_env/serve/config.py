@@ -1,14 +1,14 @@
 """How a served environment behaves as a service: limits, expiry, binding, auth.
 
 Every number here answers a failure users of environment services report. Orphaned
-sandboxes after a trainer crash (TRL #6427/#6430) are why sessions expire when idle
-and why the server reaps a dead predecessor's workspaces at start. Silent zeros under
-load (NeMo Gym's "silent rollout zeroing at concurrency 300-1500") are why a full
-server answers "busy" instead of accepting work it cannot do, and why sandbox
-creation is rate limited rather than allowed to stampede. The idle timeout defaults
-to 30 minutes because trainers pause between generations (weight sync, a long
-vLLM batch, evaluation) and a session must survive that pause; only a session nobody
-touched for longer than any such pause is a leak.
+sandboxes after a trainer crash (huggingface/trl#6427, huggingface/trl#6430) are why
+sessions expire when idle and why the server reaps a dead predecessor's workspaces at
+start. Silent zeros under load (NeMo Gym's "silent rollout zeroing at concurrency
+300-1500") are why a full server answers "busy" instead of accepting work it cannot do,
+and why sandbox creation is rate limited rather than allowed to stampede. The idle
+timeout defaults to 30 minutes because trainers pause between generations (weight sync,
+a long vLLM batch, evaluation) and a session must survive that pause; only a session
+nobody touched for longer than any such pause is a leak.
 """
 
 from __future__ import annotations

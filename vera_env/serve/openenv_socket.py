@@ -36,26 +36,14 @@ from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 from websockets.sync.client import ClientConnection, connect
 
+from vera_env.errors import ErrorFrame
+
 __all__ = ["ErrorFrame", "OpenEnvSocket", "ws_url"]
 
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _MAX_MESSAGE_BYTES = 100 * 1024 * 1024  # OpenEnv's client default (observations can be large)
 _PING_INTERVAL_S = 20.0
 _PING_TIMEOUT_S = 20.0
-
-
-class ErrorFrame(Exception):
-    """The server answered a request with an error frame (a reply, not a lost socket).
-
-    Attributes:
-        message: The frame's ``message`` (``str(exc)`` of the server-side exception).
-        code: The protocol's error code (``EXECUTION_ERROR``, ``CAPACITY_REACHED``, ...).
-    """
-
-    def __init__(self, message: str, code: str) -> None:
-        super().__init__(f"{message} (code: {code})")
-        self.message = message
-        self.code = code
 
 
 def ws_url(base_url: str) -> str:

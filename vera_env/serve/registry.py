@@ -1,14 +1,14 @@
 """The sessions of one server: the cap, the sandbox creation rate, idle expiry, shutdown.
 
-Why each piece. A full server must say so ("busy") rather than accept work it cannot
-do: NeMo Gym's "silent rollout zeroing at concurrency 300-1500" is a server that took
-the sessions and failed them quietly. Staging is rate limited (a token bucket that
-makes resets *wait*, not fail) because a trainer resets its whole batch at once, and
-hundreds of simultaneous sandbox starts are a stampede on the kernel's namespace
-setup. Idle sessions expire because a trainer that crashes without closing leaves its
-sessions open (TRL #6427/#6430: orphaned sandboxes). Shutdown kills every sandbox,
-even mid-step, because a server that exits while a model-written ``sleep 1e9`` runs
-must not leave it behind.
+Why each piece. A full server must say so ("busy") rather than accept work it cannot do:
+NeMo Gym's "silent rollout zeroing at concurrency 300-1500" is a server that took the
+sessions and failed them quietly. Staging is rate limited (a token bucket that makes
+resets *wait*, not fail) because a trainer resets its whole batch at once, and hundreds
+of simultaneous sandbox starts are a stampede on the kernel's namespace setup. Idle
+sessions expire because a trainer that crashes without closing leaves its sessions open
+(orphaned sandboxes: huggingface/trl#6427, huggingface/trl#6430). Shutdown kills every
+sandbox, even mid-step, because a server that exits while a model-written ``sleep 1e9``
+runs must not leave it behind.
 
 Reservations: a protocol may accept a session (ORS's ``/create``) before the
 environment exists; ``reserve`` holds its place under the cap until ``add`` claims it,
@@ -26,6 +26,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from vera_env.errors import ServerBusy
 from vera_env.serve.metrics import ServeMetrics
 from vera_env.serve.session import Turn, VeraSession
 
@@ -33,10 +34,6 @@ __all__ = ["ServerBusy", "SessionRegistry", "TokenBucket"]
 
 _RESERVATION_TTL_S = 120.0
 log = logging.getLogger("vera_env.serve")
-
-
-class ServerBusy(Exception):
-    """The server holds its maximum number of sessions; retry later."""
 
 
 class TokenBucket:

@@ -27,16 +27,12 @@ from typing import Any
 import gymnasium as gym
 
 from vera_env import info as keys
-from vera_env.errors import ResetNeeded, VeraError
+from vera_env.errors import ResetNeeded, SessionClosed
 
 __all__ = ["SessionClosed", "Turn", "VeraSession"]
 
 StepHook = Callable[[float, "Turn"], None]
 """Called after every step with its duration (seconds) and result: the metrics."""
-
-
-class SessionClosed(VeraError):
-    """The session was closed (idle expiry, shutdown, or the client's close)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,8 @@ import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 
+from vera_env.errors import UnsafeArchiveError
+
 __all__ = ["CACHE_ENV_VAR", "UnsafeArchiveError", "archive_members", "cache_dir",
            "content_digest", "extract_zip", "file_digest", "materialise"]
 
@@ -123,10 +125,6 @@ def materialise(key: str, files: Mapping[str, bytes], *, root: Path | None = Non
     return _publish(parent, f"{key}-{content_digest(files)}",
                     lambda folder: _write_tree(folder, files),
                     lambda folder: _is_complete(folder, files))
-
-
-class UnsafeArchiveError(ValueError):
-    """An archive member would land outside its folder, or is not a plain file."""
 
 
 _JUNK = ("__MACOSX/",)

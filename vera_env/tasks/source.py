@@ -10,16 +10,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from vera_env.errors import UnknownTaskError
 from vera_env.tasks.model import Task
 
 __all__ = ["TaskSource", "UnknownTaskError"]
-
-
-class UnknownTaskError(KeyError):
-    """A task id that the source does not have (a caller's mistake, not a broken file)."""
-
-    def __str__(self) -> str:  # KeyError would print the message inside quotes
-        return str(self.args[0]) if self.args else "unknown task"
 
 
 class TaskSource:

@@ -2,7 +2,7 @@
 
 A verification score is a reward only if the model cannot set it. The model declares
 *what should be true* (a one-line command whose last output line is a verdict); the
-harness runs that command and reads the verdict. Three rules follow, each from a
+harness runs that command and reads the verdict. Four rules follow, each from a
 measured failure of self-report:
 
 * A check that errors, times out, or prints no boolean **fails**. It is never skipped:

@@ -19,15 +19,21 @@ from vera_env.wrappers.emission_gate import EmissionGate
 from vera_env.wrappers.forced_answer import ForcedAnswer
 from vera_env.wrappers.record import RecordEpisode
 
-__all__ = ["DEFAULT_WRAPPERS", "WRAPPERS", "WRAPPER_NAMES", "EmissionGate", "ForcedAnswer", "RecordEpisode",
-           "WrapperName", "apply_wrappers", "parse_wrapper_names"]
+__all__ = ["DEFAULT_WRAPPERS", "WRAPPERS", "WRAPPERS_HELP", "WRAPPER_NAMES", "EmissionGate",
+           "ForcedAnswer", "RecordEpisode", "WrapperName", "apply_wrappers", "parse_wrapper_names"]
 
 WrapperName = Literal["forced", "gate"]
 """The wrappers that can be named in an ``EnvSpec``, on the command line or in a golden
 scenario. ``RecordEpisode`` is not among them: it needs a folder, chosen by the caller."""
 WRAPPER_NAMES: tuple[WrapperName, ...] = get_args(WrapperName)
 DEFAULT_WRAPPERS: tuple[WrapperName, ...] = ("gate", "forced")
-"""The wrappers of an ``EnvSpec`` and of every command that builds one, innermost first."""
+"""The wrappers of an ``EnvSpec`` and of every command that builds one, innermost first:
+``ForcedAnswer(EmissionGate(env))``, so a forced answer is not held back by the gate."""
+
+WRAPPERS_HELP = (f"comma list of wrapper names, innermost first (gate: EmissionGate, "
+                 f"forced: ForcedAnswer; gate,forced is ForcedAnswer around EmissionGate); "
+                 f"'none' for the bare environment (default: {','.join(DEFAULT_WRAPPERS)})")
+"""The ``--wrappers`` help of every command, so each states the order the same way."""
 
 WRAPPERS: Mapping[WrapperName, Callable[..., gym.Wrapper]] = {
     "forced": ForcedAnswer,

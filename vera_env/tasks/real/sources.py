@@ -35,7 +35,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
-from vera_env.errors import VeraError
+from vera_env.errors import MissingSourceError
 
 __all__ = [
     "SOURCES",
@@ -51,10 +51,6 @@ __all__ = [
 ]
 
 SOURCES_ENV_VAR = "VERA_ENV_SOURCES"
-
-
-class MissingSourceError(VeraError):
-    """A real-data file is not available (archive not fetched, or a different release)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,8 @@
 Strength testing varies a task file only when a check needs it, and then keeps what it
 built for the rest of the episode: the variant files (``variants``, one pass) and,
 when a check reads the model's files, the shadow group that replays the episode on
-each variant (``shadows``). Both are per episode — issue 14 found the old mutant cache
-in a module global keyed by workspace — and both are bounded, because a model that
+each variant (``shadows``). Both are per episode — a cache in a module global, keyed by
+workspace, outlives its episode and leaks between them — and both are bounded, because a model that
 writes a gigabyte per command must not turn strength into a disk filler on the host:
 
 * at most ``strength_max_shadows`` shadow workspaces (twins aside), and

@@ -16,16 +16,16 @@ commands that wrote them — are mutated first. What counts as named:
 * for a script the check runs (a ``.py``/``.sh``/``.awk``/... file, or one starting
   with ``#!``), the script and the files *its* text names, three levels deep.
 
-Cost. Issue 11 measured the first discovery at 64 s for 30,000 files and one globbing
-check; the listing has since been indexed once (``WorkspaceIndex``: names and base
-names in hash maps) and each word of the text costs one lookup. Issue 19 measured the
-rest: names that cannot be a word were searched for one at a time, a pass over the
-text per name, so 20,000 names containing a space and one command naming four 1 MB
-scripts made one step take 70 s. They are now found by one Aho-Corasick automaton over
-all of them (``pyahocorasick``), built once per index: one pass over the text whatever
-the number of names. What remains is linear in the text, the listing and the matches
-reported: a word is looked up once however often it recurs, a base name shared by
-thousands of paths is expanded once, ``./`` and ``/work/`` prefixes are cut by one
+Cost. The listing is indexed once (``WorkspaceIndex``: names and base names in hash
+maps) and each word of the text costs one lookup: a discovery that scanned the listing
+took 64 s for 30,000 files and one globbing check. Names that cannot be a word (a
+space inside) are found by one Aho-Corasick automaton over all of them
+(``pyahocorasick``), built once per index: one pass over the text whatever the number
+of names. Searched for one at a time, a pass over the text per name, 20,000 names
+containing a space and one command naming four 1 MB scripts made one step take 70 s.
+What remains is linear in the text, the listing and the matches reported: a word is
+looked up once however often it recurs, a base name shared by thousands of paths is
+expanded once, ``./`` and ``/work/`` prefixes are cut by one
 regular expression (a loop of ``startswith`` was quadratic in a word of ``./././``).
 The automaton reports every occurrence of every odd name, so a listing built so that
 names nest as suffixes of one another (``' a'``, ``'  a'``, ...) costs the text times

@@ -2,7 +2,7 @@
 
 Strength testing (``vera_env.verification.strength``) mutates a task's source files.
 A ``.gz``, ``.bz2`` or ``.xz`` source is decoded, its content mutated, and written back
-compressed. Two incidents shaped this module (issue 11):
+compressed. Two incidents shaped this module:
 
 * **The encoding told mutants apart.** Mutants were re-encoded (gzip level 1, mtime 0)
   while the controls showed the original bytes, so

@@ -1,8 +1,8 @@
 """Fresh files whose inode numbers say nothing about what they hold.
 
-Every run that shows a variant gets a fresh file (issue 19: a check that only ran
+Every run that shows a variant gets a fresh file (a check that only ran
 ``stat -c %i`` on the data told the variants apart by their consecutive inode numbers,
-and the confirming re-run saw the same file). Fresh is not enough: file systems number
+while the confirming re-run saw the same file). Fresh is not enough: file systems number
 new files in creation order, so the copies made for a kill's confirmations, written
 right after the mutant's, share its high inode bits, and a check on such a bit repeats
 its verdict on them instead of drawing it anew, which is what ``luck`` assumes.

@@ -25,7 +25,7 @@ mutant falls back to ``duplicate_lines`` (about a tenth of the lines repeated), 
 ``edit_chars`` (a run of about a tenth of one line's characters deleted: a sequence on
 one line has no other content to change), then the others with a fresh draw. Binary
 content gets ``flip_bytes`` and ``truncate_tail``. Numbers of any length are moved
-(issue 11: a 5,000-digit integer made ``int()`` raise out of ``step()``): a number
+(a 5,000-digit integer once made ``int()`` raise out of ``step()``): a number
 too long for arithmetic has one of its digits changed instead.
 
 Everything is drawn from ``random.Random`` seeded with (seed, file name, mutant index,

@@ -13,12 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from vera_env.errors import StrengthDeadline
+
 __all__ = ["Outcome", "OutcomeKind", "StrengthDeadline"]
-
-
-class StrengthDeadline(Exception):
-    """Harness work for a step ran past the step's deadline; what is undecided earns
-    nothing."""
 
 
 OutcomeKind = Literal["kill", "weak", "survived", "skipped", "unfinished"]

@@ -3,7 +3,7 @@
 Strength testing asks whether a check's verdict is a function of the task's data
 through the model's own derivation. It answers by replaying that derivation on
 variants of the data (``shadows``), so it needs the commands that changed the
-workspace, in order. Issue 11's hack is why: ``echo 42 > a.txt`` and a check pinning
+workspace, in order. A hack seen in training is why: ``echo 42 > a.txt`` and a check pinning
 ``a.txt`` "discriminated" when the model's own file was mutated; replayed on mutated
 data, ``a.txt`` holds 42 again and the check earns nothing, while ``awk ... calls.vcf.gz
 > het.txt`` replays to another count and a pin on ``het.txt`` earns.
@@ -21,8 +21,8 @@ mentions, so strength can tell which task files a model file came from.
 
 ``record`` runs after every command, outside any node's deadline, so its scan of the
 command's text (and of the scripts it runs) has a budget of its own
-(``scan_budget_s``, a few seconds; issue 19 measured 70 s for one step with 20,000
-names containing a space and four 1 MB scripts before the scan was made linear). A
+(``scan_budget_s``, a few seconds: a scan that is not linear took 70 s for one step
+with 20,000 names containing a space and four 1 MB scripts). A
 scan that runs out fails closed *towards more provenance*: the command is logged as
 mentioning every task file (``LoggedCommand.scanned`` False). That is safe for
 integrity — varying a task file a command did not read replays to the same files, so
@@ -35,15 +35,15 @@ workspace happens to hold many odd names.
 from __future__ import annotations
 
 import hashlib
-import os
 import stat
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vera_env.sandbox.disk import walk
 from vera_env.verification.strength.check_inputs import (
     ScanClock,
     TimeLeft,
@@ -60,7 +60,6 @@ __all__ = ["CommandLog", "LoggedCommand", "Tree", "walk_tree"]
 _MAX_DIFF_ENTRIES = 200_000   # above this a walk keeps only its digest
 _MAX_CHANGED_KEPT = 256
 _MAX_MENTIONS = 64
-_MAX_DEPTH = 256
 _MAX_PROVENANCE_STEPS = 512
 _MIN_ENTRY_BYTES = 4096
 SCAN_BUDGET_S = 3.0
@@ -232,7 +231,11 @@ class CommandLog:
 
 
 def walk_tree(root: Path, skip_inodes: frozenset[tuple[int, int]] = frozenset()) -> Tree:
-    """Stat every entry under ``root`` (never following links).
+    """Stat every entry under ``root`` (never following links), in name order.
+
+    Walked by ``vera_env.sandbox.disk.walk``: a directory it cannot see (unreadable,
+    or deeper than ``vera_env.sandbox.disk.MAX_DEPTH`` levels) makes the tree
+    incomplete, which ``CommandLog.record`` counts as a change.
 
     Args:
         root: The directory to walk.
@@ -243,8 +246,8 @@ def walk_tree(root: Path, skip_inodes: frozenset[tuple[int, int]] = frozenset())
     counted: set[tuple[int, int]] = set()
     total = 0
     complete = True
-    for rel, st in _entries(root):
-        if rel is None:
+    for rel, st in walk(root, sort=True):
+        if st is None:
             complete = False
             continue
         is_dir = stat.S_ISDIR(st.st_mode)
@@ -260,40 +263,3 @@ def walk_tree(root: Path, skip_inodes: frozenset[tuple[int, int]] = frozenset())
             counted.add(key)
             total += max(st.st_blocks * 512, _MIN_ENTRY_BYTES)
     return Tree(digest.digest(), entries, complete, total)
-
-
-def _entries(root: Path) -> Iterator[tuple[str | None, os.stat_result]]:
-    """(relative path, lstat) of every entry, directories in sorted order; a
-    directory that cannot be read yields ``(None, its stat)`` and is skipped."""
-    try:
-        top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:
-        return
-    try:
-        stack: list[tuple[str, int]] = [("", 0)]
-        while stack:
-            prefix, depth = stack.pop()
-            try:
-                fd = os.open(prefix or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
-                             dir_fd=top)
-            except OSError:
-                yield None, os.stat_result((0,) * 10)
-                continue
-            try:
-                with os.scandir(fd) as listing:
-                    found = sorted(listing, key=lambda e: e.name)
-                for entry in found:
-                    st = entry.stat(follow_symlinks=False)
-                    rel = prefix + entry.name
-                    yield rel, st
-                    if stat.S_ISDIR(st.st_mode):
-                        if depth + 1 >= _MAX_DEPTH:
-                            yield None, st
-                        else:
-                            stack.append((rel + "/", depth + 1))
-            except OSError:
-                yield None, os.stat_result((0,) * 10)
-            finally:
-                os.close(fd)
-    finally:
-        os.close(top)

@@ -1,7 +1,7 @@
 """Shadow workspaces: the episode replayed on each variant of one task file.
 
 For a check to earn, its verdict must follow the task's data through the model's own
-derivation (issue 11). So for each variant of a task file (``variants``: controls and
+derivation. So for each variant of a task file (``variants``: controls and
 mutants) strength keeps a *shadow* workspace: the task's files as staged for the
 episode, that one file replaced by the variant, and the episode's file-writing
 commands (``replay.CommandLog``) replayed in order under the same constant entropy the
@@ -31,8 +31,8 @@ Bounds (``RewardConfig``): at most ``strength_max_shadows`` shadows live at once
 wrote), enforced by dropping the least recently used groups; every replayed command
 gets the real command's timeout cut to the node's strength deadline.
 
-The disk budget is also kept *while* replays write (issue 19: one command writing
-2 GB peaked at 13 GB of host disk, the budget being checked only between commands):
+The disk budget is also kept *while* replays write (measured: one command writing
+2 GB peaked at 13 GB of host disk when the budget was checked only between commands):
 staged on a ``vera_env.sandbox.CappedArea`` (pass it as ``sandbox``), every shadow of
 the episode lives on one size-capped tmpfs, and a replay that writes past the budget
 gets ENOSPC from the kernel. A replay refused disk wrote less than the episode did, so
@@ -53,31 +53,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vera_env.errors import SandboxError
+from vera_env.errors import SandboxError, ShadowBudgetSpent
 from vera_env.sandbox import CappedArea
-from vera_env.verification.strength.outcome import StrengthDeadline
+from vera_env.sandbox.disk import MAX_DEPTH, walk
 from vera_env.verification.strength.replay import CommandLog, walk_tree
 from vera_env.verification.strength.variants import Variant, VariantSet, copy_variant
 
 if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult, Sandbox, SandboxLimits, Workspace
 
-__all__ = ["DEADLINE", "OUT_OF_SPACE", "Shadow", "ShadowBudgetSpent", "ShadowGroup"]
+__all__ = ["DEADLINE", "OUT_OF_SPACE", "UNWALKABLE", "Shadow", "ShadowBudgetSpent", "ShadowGroup"]
 
 DEADLINE = "deadline"
 OUT_OF_SPACE = "its replay ran out of the shadows' disk budget (strength_max_shadow_mb)"
+UNWALKABLE = (f"its replays wrote a tree the harness cannot walk whole (unreadable, or "
+              f"more than {MAX_DEPTH} levels deep)")
 TimeLeft = Callable[[], float]
 _ORDER = random.SystemRandom()  # the order must not be learnable from episode to episode
 _ENOSPC_TEXT = "No space left on device"
-
-
-class ShadowBudgetSpent(StrengthDeadline):
-    """The shadows' disk budget is full: a shadow could not be staged.
-
-    A bound on the step's harness work was reached, like the deadline: what it leaves
-    undecided earns nothing. A subclass, so that a caller catching ``StrengthDeadline``
-    fails closed; catch it first to say why.
-    """
 
 
 def _never_full() -> bool:
@@ -150,8 +143,12 @@ class Shadow:
         return (shared and result.status == "disk_limit") or _ENOSPC_TEXT in result.stderr
 
     def measure(self) -> None:
-        """Record the disk the replay wrote."""
-        self.bytes = walk_tree(self.workspace.path, self.staged).bytes
+        """Record the disk the replay wrote; a tree it cannot walk whole breaks the
+        shadow (its bytes would be a lower bound)."""
+        tree = walk_tree(self.workspace.path, self.staged)
+        self.bytes = tree.bytes
+        if not tree.complete:
+            self.broken = self.broken or UNWALKABLE
 
     def settle(self, real_root: Path) -> None:
         """Give what the replays wrote the times of its namesake under ``real_root``.
@@ -160,16 +157,18 @@ class Shadow:
         of the same path in the real workspace, or of the real workspace's directory
         when there is no such path; its change time becomes "now". Staged files keep
         theirs (the variant's were set by the builder and its staging, in random order;
-        the other task files' inodes are shared with the real workspace).
+        the other task files' inodes are shared with the real workspace). A part of
+        the tree the walk cannot see keeps its own times, so it marks the shadow
+        broken (``UNWALKABLE``): it could be told apart from the others.
         """
         root = self.workspace.path
         fallback = _mtime_ns(real_root) or 0
         with self.lock:
-            for path, st in _tree_entries(root):
-                if (st.st_dev, st.st_ino) in self.staged:
-                    continue
-                stamp = _mtime_ns(real_root / path.relative_to(root)) or fallback
-                _touch(path, stamp)
+            for rel, st in walk(root):
+                if st is None:
+                    self.broken = self.broken or UNWALKABLE
+                elif (st.st_dev, st.st_ino) not in self.staged:
+                    _touch(root / rel, _mtime_ns(real_root / rel) or fallback)
             _touch(root, fallback)
 
 
@@ -248,10 +247,11 @@ class ShadowGroup:
         try:
             for name, source in files.items():  # a copy (no hard link) gets the
                 _same_mtime(workspace.path / name, source)  # source's mtime, as a link has
-        except OSError:
+            staged = walk_inodes(workspace.path)
+        except (OSError, SandboxError):
             workspace.close()
             raise
-        return Shadow(variant, workspace, walk_inodes(workspace.path), spent=self._spent)
+        return Shadow(variant, workspace, staged, spent=self._spent)
 
     def state(self, length: int) -> str:
         """"" when every control has replayed ``length`` log entries and every mutant
@@ -303,25 +303,22 @@ def _no_space(exc: BaseException) -> bool:
 
 
 def walk_inodes(root: Path) -> frozenset[tuple[int, int]]:
-    """(device, inode) of every entry staged under ``root``."""
+    """(device, inode) of every entry staged under ``root``.
+
+    Raises:
+        SandboxError: Part of the staged tree cannot be walked (unreadable, or deeper
+            than ``vera_env.sandbox.disk.MAX_DEPTH``): the harness staged it, so this
+            is a broken setup, and a shadow whose staged files are not all known
+            would count them as replayed output.
+    """
     found: set[tuple[int, int]] = set()
-    for directory, dirs, files in os.walk(root):
-        for name in dirs + files:
-            st = os.lstat(os.path.join(directory, name))
-            found.add((st.st_dev, st.st_ino))
+    for path, st in walk(root):
+        if st is None:
+            raise SandboxError(f"cannot walk the staged shadow workspace {root} at "
+                               f"'{path or '.'}' (unreadable, or more than {MAX_DEPTH} "
+                               f"levels deep)")
+        found.add((st.st_dev, st.st_ino))
     return frozenset(found)
-
-
-def _tree_entries(root: Path) -> list[tuple[Path, os.stat_result]]:
-    found = []
-    for directory, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = Path(directory, name)
-            try:
-                found.append((path, os.lstat(path)))
-            except OSError:
-                continue  # raced away: nothing to settle
-    return found
 
 
 def _mtime_ns(path: Path) -> int | None:

@@ -4,10 +4,10 @@ Strength shows a check *variants* of a task file and asks whether its verdict fo
 the answer. Two properties make that evidence, and each was broken once:
 
 * **A control keeps the answer and changes the bytes; a mutant changes the answer.**
-  Controls used to be unchanged copies, so any function of the bytes — a hash, a byte
+  With unchanged copies as controls, any function of the bytes — a hash, a byte
   count, a copy compared with the original — passed every control, failed every mutant
   and earned; a policy pinning fingerprints out-earned the reference analysis on every
-  task. Now controls are answer-preserving transformations (``transforms``: records
+  task. So controls are answer-preserving transformations (``transforms``: records
   re-ordered, irrelevant records dropped, comments added, lines re-wrapped, the file
   recompressed) and mutants are the generic mutations plus the family's aimed ones —
   and neither is assumed: the task's ``Reference`` recomputes the answer on each
