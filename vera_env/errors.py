@@ -27,6 +27,7 @@ Hierarchy::
         ├── MissingSourceError   a real-data archive is not fetched (or another release)
         ├── UnsafeArchiveError   (ValueError) an archive member would land outside its folder
         ├── SandboxError         the sandbox cannot stage or run (bwrap missing, staging)
+        │   ├── SandboxStartTimeout  it did not start within the run's timeout (.timeout_s)
         │   └── RemoteEnvError     the env server refused or lost the session (.code)
         ├── GraderError          a grader cannot decide (judge unreachable, bad spec)
         ├── PolicyError          a policy's transport or response failed (.status, .endpoint)
@@ -59,6 +60,7 @@ __all__ = [
     "ResetNeeded",
     "RunSettingsMismatch",
     "SandboxError",
+    "SandboxStartTimeout",
     "ServerBusy",
     "SessionClosed",
     "ShadowBudgetSpent",
@@ -141,6 +143,23 @@ class UnsafeArchiveError(FaultError, ValueError):
 
 class SandboxError(FaultError):
     """The sandbox could not stage a workspace or start a command."""
+
+
+class SandboxStartTimeout(SandboxError):
+    """The sandbox did not start within the timeout its run was given.
+
+    A fault when the run had its full timeout. Strength gives its runs what is left
+    of a node's deadline, which under load can be less than bwrap needs to start: the
+    caller that cut the timeout reads this as its deadline passing, not as a fault.
+
+    Args:
+        message: What happened.
+        timeout_s: The timeout the run was given.
+    """
+
+    def __init__(self, message: str, timeout_s: float) -> None:
+        super().__init__(message)
+        self.timeout_s = timeout_s
 
 
 class RemoteEnvError(SandboxError):

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from sandbox_helpers import processes_of, processes_with, requires_bwrap, requires_root
 
+from vera_env.errors import SandboxError, SandboxStartTimeout
 from vera_env.sandbox import BwrapSandbox, BwrapWorkspace, SandboxLimits
 
 pytestmark = requires_bwrap
@@ -127,3 +128,14 @@ def test_bwrap_run_nul_byte_command_is_error_value(ws: BwrapWorkspace) -> None:
 def test_bwrap_run_overlong_command_is_error_value(ws: BwrapWorkspace) -> None:
     result = ws.run("echo " + "x" * 200_000)
     assert result.status == "error" and "write long scripts to a file" in result.stderr
+
+
+def test_bwrap_check_given_less_time_than_bwrap_needs_to_start_raises_start_timeout(
+        ws: BwrapWorkspace) -> None:
+    # The caller tells "did not start in the time it was given" apart from other
+    # faults: strength, which cut that time to its deadline, reads it as the deadline.
+    with pytest.raises(SandboxStartTimeout) as raised:
+        ws.run_check("echo True", timeout_s=0.0005)
+    assert raised.value.timeout_s == 0.0005
+    assert isinstance(raised.value, SandboxError)
+    assert ws.run_check("echo True").stdout == "True\n"  # the workspace is unharmed

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vera_env.errors import SandboxError
+from vera_env.errors import SandboxError, SandboxStartTimeout
 from vera_env.sandbox import CappedArea, ExecResult, SandboxLimits, make_sandbox
 from vera_env.sandbox.disk import MAX_DEPTH
 from vera_env.verification.strength.outcome import StrengthDeadline
@@ -236,3 +236,33 @@ def test_measure_of_a_replay_tree_past_the_depth_bound_breaks_the_shadow(tmp_pat
     shadow = _deep_shadow(tmp_path, MAX_DEPTH)
     shadow.measure()
     assert shadow.broken == UNWALKABLE and shadow.bytes > 0
+
+
+# --- a replay whose sandbox could not start in the time the deadline left it ---
+
+
+def _start_times_out(shadow_group: ShadowGroup, monkeypatch: pytest.MonkeyPatch) -> None:
+    def late(command: str, *, timeout_s: float | None = None) -> ExecResult:
+        raise SandboxStartTimeout("bwrap sandbox did not start within 0.3s", timeout_s or 0.0)
+    for shadow in shadow_group.shadows.values():
+        monkeypatch.setattr(shadow.workspace, "run", late)
+
+
+def test_replay_start_cut_by_the_deadline_breaks_the_shadow_as_deadline(
+        group, tmp_path, monkeypatch):
+    # Under load, a node's deadline can leave less than bwrap needs to start: that is
+    # the deadline passing (the check earns nothing), not a sandbox fault.
+    _start_times_out(group, monkeypatch)
+    log = _log(tmp_path, "true")
+    with ThreadPoolExecutor(2) as pool:
+        group.extend(log, LIMITS, pool, lambda: 0.3, lambda: False)
+    assert group.state(1) == DEADLINE
+    assert {s.broken for s in group.shadows.values()} == {DEADLINE}
+
+
+def test_replay_start_timeout_with_the_full_timeout_is_a_sandbox_fault(
+        group, tmp_path, monkeypatch):
+    _start_times_out(group, monkeypatch)
+    log = _log(tmp_path, "true")
+    with ThreadPoolExecutor(2) as pool, pytest.raises(SandboxStartTimeout):
+        group.extend(log, LIMITS, pool, lambda: 60.0, lambda: False)

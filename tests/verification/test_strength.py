@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vera_env.errors import SandboxError
+from vera_env.errors import SandboxError, SandboxStartTimeout
 from vera_env.sandbox import LocalSandbox, SandboxLimits, make_sandbox
 from vera_env.verification.checks import CheckResult, distinct_evidence, run_checks
 from vera_env.verification.rewards import RewardConfig
@@ -202,6 +202,50 @@ def test_assess_deadline_cuts_slow_checks_with_a_detail(sandbox, sources):
     finally:
         ep.close()
     assert result.discriminating is False and "deadline (1 s" in result.detail
+
+
+def _late_variant_runs(ep: Episode, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Variant runs (an overlay) whose sandbox does not start in the time given;
+    returns the timeouts they were given."""
+    real, given = ep.ws.run_check, []
+
+    def run_check(command, *, timeout_s=None, overlay=None):
+        if overlay:
+            given.append(timeout_s)
+            raise SandboxStartTimeout("bwrap sandbox did not start within 0.2s", timeout_s)
+        return real(command, timeout_s=timeout_s)
+    monkeypatch.setattr(ep.ws, "run_check", run_check)
+    return given
+
+
+def test_assess_variant_start_cut_by_the_deadline_earns_nothing_not_a_fault(
+        sandbox, sources, monkeypatch):
+    # Under load a node's deadline can leave a variant run less than its check timeout
+    # (here: a 1 s deadline against a 5 s run timeout); a sandbox that cannot start in
+    # that is the deadline passing.
+    config = RewardConfig(strength_deadline_floor_s=1.0, strength_deadline_factor=0.1,
+                          strength_deadline_max_s=1.0)
+    ep = Episode(sandbox, sources, config)
+    try:
+        given = _late_variant_runs(ep, monkeypatch)
+        [result] = ep.assess("test $(wc -l < alcohol.txt) -eq 5" + V)
+    finally:
+        ep.close()
+    assert given and max(given) <= 1.0  # the runs were reached, with a cut timeout
+    assert result.discriminating is False and "strength deadline" in result.detail
+
+
+def test_assess_variant_start_timeout_with_the_full_timeout_is_a_sandbox_fault(
+        sandbox, sources, monkeypatch):
+    config = RewardConfig(strength_deadline_floor_s=100.0, strength_deadline_max_s=200.0)
+    ep = Episode(sandbox, sources, config)
+    try:
+        given = _late_variant_runs(ep, monkeypatch)
+        with pytest.raises(SandboxStartTimeout):
+            ep.assess("test $(wc -l < alcohol.txt) -eq 5" + V)
+    finally:
+        ep.close()
+    assert given and min(given) > 1.0  # the run had its own timeout, uncut
 
 
 def test_assess_verdicts_reproducible_and_independent_of_workers(sandbox, sources):

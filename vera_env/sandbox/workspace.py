@@ -47,7 +47,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
-from vera_env.errors import SandboxError
+from vera_env.errors import SandboxError, SandboxStartTimeout
 
 from .disk import DiskWatch, Usage, inodes_under
 from .process import LaunchSpec, ProcessOutcome, ProcessTracker, run_process
@@ -312,7 +312,7 @@ class BaseWorkspace(abc.ABC):
                 # Only commands write the workspace (checks see it read-only), so the
                 # next command starts from this measurement instead of walking again.
                 self._usage = watch.last
-        return self._to_result(outcome)
+        return self._to_result(outcome, timeout_s)
 
     def _run_outcome(self, command: str, *, timeout_s: float, check: bool,
                      overlay: Mapping[str, Path], watch: DiskWatch | None) -> ProcessOutcome:
@@ -344,11 +344,11 @@ class BaseWorkspace(abc.ABC):
                 os.close(read_fd)
                 os.close(write_fd)
 
-    def _to_result(self, outcome: ProcessOutcome) -> ExecResult:
+    def _to_result(self, outcome: ProcessOutcome, timeout_s: float) -> ExecResult:
         if not outcome.started and not outcome.aborted:
             if outcome.timed_out:
-                raise SandboxError(f"{self.backend} sandbox did not start within "
-                                   f"{outcome.duration_s:.1f}s")
+                raise SandboxStartTimeout(f"{self.backend} sandbox did not start within "
+                                          f"{outcome.duration_s:.1f}s", timeout_s)
             raise SandboxError(
                 f"{self.backend} sandbox failed to start (exit {outcome.returncode}): "
                 f"{outcome.stderr.strip()[-2000:] or 'no message'}"

@@ -61,7 +61,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vera_env.errors import SandboxError
+from vera_env.errors import SandboxError, SandboxStartTimeout
 from vera_env.verification.checks import CheckResult
 from vera_env.verification.strength.bank import TargetBank
 from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_files
@@ -376,7 +376,12 @@ class _PhaseRunner:
         left = self._time_left()
         if left <= 0.05:
             raise StrengthDeadline(site.label)
-        res = site.run(self._command, min(self._timeout_s, left))
+        try:
+            res = site.run(self._command, min(self._timeout_s, left))
+        except SandboxStartTimeout:
+            if left < self._timeout_s:  # the deadline, not the sandbox, cut it short
+                raise StrengthDeadline(site.label) from None
+            raise
         if res.timed_out and self._time_left() <= 0.05:
             raise StrengthDeadline(site.label)
         return _clean_verdict(res)

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vera_env.errors import SandboxError, ShadowBudgetSpent
+from vera_env.errors import SandboxError, SandboxStartTimeout, ShadowBudgetSpent
 from vera_env.sandbox import CappedArea
 from vera_env.sandbox.disk import MAX_DEPTH, walk
 from vera_env.verification.strength.replay import CommandLog, walk_tree
@@ -116,8 +116,14 @@ class Shadow:
                 left = time_left()
                 if left <= max(0.05, entry.duration_s):
                     return  # not enough time for it: stop between commands
-                result = self.workspace.run(entry.command,
-                                            timeout_s=min(limits.timeout_s, left))
+                try:
+                    result = self.workspace.run(entry.command,
+                                                timeout_s=min(limits.timeout_s, left))
+                except SandboxStartTimeout:
+                    if left >= limits.timeout_s:
+                        raise
+                    self.broken = DEADLINE  # the deadline cut its start, not the sandbox
+                    return
                 if self._out_of_space(result):
                     self.broken = OUT_OF_SPACE
                     return
