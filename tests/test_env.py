@@ -196,6 +196,9 @@ class _BrokenSandbox:
     def stage(self, files):
         return _BrokenWorkspace()
 
+    def close(self):
+        pass
+
 
 def test_sandbox_fault_mid_episode_is_unscorable_not_zero(alcohol_task):
     env = VeraEnv([alcohol_task], sandbox=_BrokenSandbox())
@@ -423,6 +426,47 @@ def test_render_human_prints_the_last_observation_and_ansi_returns_it(alcohol_ta
     obs, _ = ansi.reset(seed=0)
     assert ansi.render() == obs and capsys.readouterr().out == ""
     ansi.close()
+
+
+def test_observe_before_reset_is_reset_needed(alcohol_task):
+    env = VeraEnv([alcohol_task], max_steps=2)
+    with pytest.raises(ResetNeeded, match="call reset"):
+        env.observe()
+    env.close()
+
+
+def test_observe_renders_the_current_phase_and_render_shows_it(alcohol_task):
+    env = VeraEnv([alcohol_task], max_steps=4, render_mode="ansi")
+    obs, _ = env.reset(seed=0)
+    assert env.observe() == obs == env.render()
+    env.step("<command>true</command>")
+    env.force_answer()
+    forced = env.observe()
+    assert env.render() == forced and forced != obs
+    assert "STOP INVESTIGATING. You have used 1 of 4 steps." in forced
+    assert forced.endswith("FINAL ANSWER: <answer>") and "- alcohol.txt" not in forced
+    env.close()
+
+
+def test_the_extra_ask_is_rendered_as_the_exhausted_budget(alcohol_task):
+    env = VeraEnv([alcohol_task], max_steps=1, render_mode="ansi", observation_variant="compact")
+    env.reset(seed=0)
+    env.step("<command>true</command>")
+    env.grant_extra_ask()
+    obs = env.observe()
+    assert "STOP INVESTIGATING. Your step budget is exhausted." in obs
+    assert obs.endswith("your best estimate even if unsure.") and env.render() == obs
+    env.close()
+
+
+def test_a_forced_prompt_longer_than_the_observation_space_is_clipped(alcohol_task):
+    env = VeraEnv([alcohol_task], max_steps=2, max_observation_chars=150)
+    env.reset(seed=0)
+    env.force_answer()
+    obs = env.observe()
+    assert len(obs) <= 150 and env.observation_space.contains(obs)
+    assert obs.startswith("QUESTION:") and obs.endswith("FINAL ANSWER: <answer>")
+    env.close()
 
 
 def test_a_removed_answer_gate_is_no_longer_consulted(env):

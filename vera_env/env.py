@@ -29,7 +29,12 @@ from vera_env import info as keys
 from vera_env.episode import Episode, Turn
 from vera_env.errors import GraderError, ResetNeeded, SandboxError
 from vera_env.observation.budget import clip_middle
-from vera_env.observation.prompts import OBSERVATION_VARIANTS, ObservationVariant, render_step_prompt
+from vera_env.observation.prompts import (
+    OBSERVATION_VARIANTS,
+    ObservationVariant,
+    render_forced_prompt,
+    render_step_prompt,
+)
 from vera_env.observation.spaces import FreeText
 from vera_env.observation.state import AnalysisState, Node
 from vera_env.phase import Event, Phase, advance
@@ -192,6 +197,35 @@ class VeraEnv(gym.Env[str, str]):
         ep = self._require()
         ep.phase = advance(ep.phase, Event.GRANT_EXTRA)
 
+    def observe(self) -> str:
+        """The observation for the current phase; ``render`` shows it from then on.
+
+        The env renders every observation here, so what ``reset``/``step`` return and
+        what ``render`` shows cannot differ: a free turn (or an ended episode) gets the
+        step prompt; an answer-only turn (phase ``forced`` or ``extra``) gets the forced
+        prompt — the question, the bounded analysis and the demand for one answer line,
+        without the workspace or the window, since nothing will run. A wrapper that
+        changes the phase (``force_answer``, ``grant_extra_ask``) calls it for the
+        observation of the phase it set, instead of rendering one of its own.
+
+        Raises:
+            ResetNeeded: Called before ``reset``.
+        """
+        ep = self._require()
+        if ep.phase.answer_only:
+            reason = ("Your step budget is exhausted." if ep.phase is Phase.EXTRA
+                      else f"You have used {ep.steps} of {self.max_steps} steps.")
+            obs = render_forced_prompt(ep.task.question, ep.state,
+                                       state_budget=self.state_budget, reason=reason,
+                                       nudge=ep.nudge, variant=self.observation_variant)
+        else:
+            obs = render_step_prompt(ep.task.question, ep.workspace.listing(), ep.state,
+                                     ep.recent, state_budget=self.state_budget,
+                                     nudge=ep.nudge, steps_left=self.steps_left,
+                                     variant=self.observation_variant)
+        self._last_obs = clip_middle(obs, self.observation_space.max_length)
+        return self._last_obs
+
     # ----- gymnasium API -----
 
     def reset(self, *, seed: int | None = None,
@@ -220,7 +254,7 @@ class VeraEnv(gym.Env[str, str]):
                 self.sandbox, files, workspace, self.reward_config, self.limits,
                 reference=task.reference if task.grader.kind != "llm" else None,
                 same=_same_answer(task), task_key=task.id)
-        return self._observe(), self._info(RewardParts())
+        return self.observe(), self._info(RewardParts())
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Take one turn of raw model text, played as the episode's phase allows.
@@ -249,7 +283,11 @@ class VeraEnv(gym.Env[str, str]):
         return self._finish_step(ep, turn)
 
     def render(self) -> str | None:
-        """``ansi``: the last observation; ``human``: print it."""
+        """``ansi``: the last observation the model was given; ``human``: print it.
+
+        Every observation comes from ``observe``, so under ``ForcedAnswer`` this is the
+        forced prompt the model answered, not a step prompt it never saw.
+        """
         if self.render_mode == "human":
             print(self._last_obs)
         return self._last_obs if self.render_mode == "ansi" else None
@@ -257,9 +295,7 @@ class VeraEnv(gym.Env[str, str]):
     def close(self) -> None:
         """Kill anything running and remove the workspace."""
         self._close_episode()
-        closer = getattr(self.sandbox, "close", None)
-        if callable(closer):
-            closer()
+        self.sandbox.close()
         if self._lease:
             self._lease.release()
         super().close()
@@ -395,17 +431,7 @@ class VeraEnv(gym.Env[str, str]):
                                unscorable=ep.unscorable)
         terminated = bool(ep.answer)
         truncated = ep.phase.ended and not terminated
-        obs = self._observe()
-        return obs, parts.total, terminated, truncated, self._info(parts, turn)
-
-    def _observe(self) -> str:
-        ep = self._require()
-        obs = render_step_prompt(ep.task.question, ep.workspace.listing(), ep.state,
-                                 ep.recent, state_budget=self.state_budget,
-                                 nudge=ep.nudge, steps_left=self.steps_left,
-                                 variant=self.observation_variant)
-        self._last_obs = clip_middle(obs, self.observation_space.max_length)
-        return self._last_obs
+        return self.observe(), parts.total, terminated, truncated, self._info(parts, turn)
 
     def _info(self, parts: RewardParts, turn: Turn | None = None) -> dict[str, Any]:
         ep = self._require()

@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from vera_env import info as keys
 
 if TYPE_CHECKING:
+    from vera_env.llm import ChatClient
     from vera_env.tasks import TaskSource
 
-__all__ = ["OraclePolicy", "Policy", "ScriptedPolicy", "careless_policy"]
+__all__ = ["AsyncClosable", "AsyncPolicy", "ChatBacked", "EpisodeAware", "OraclePolicy",
+           "Policy", "ReportsUsage", "ScriptedPolicy", "careless_policy"]
 
 
 @runtime_checkable
@@ -30,17 +32,82 @@ class Policy(Protocol):
     """Maps an observation to the next raw turn.
 
     ``act`` may raise ``vera_env.errors.PolicyError`` for a transport or provider fault;
-    the rollout records that episode as ``provider``, never as a wrong answer. Policies
-    that keep per-episode state implement ``begin_episode(info)``; the rollout calls it
-    after ``reset`` when present. Optional too: ``async aact(observation, info)`` (used by
-    ``arun_many``) and ``last_usage() -> (prompt_tokens, completion_tokens)`` for the
-    call just made in this thread or task (the rollout sums it into the ``Attempt``).
+    the rollout records that episode as ``provider``, never as a wrong answer. Everything
+    else a policy may offer is optional, and each option is a protocol of its own below
+    (``EpisodeAware``, ``AsyncPolicy``, ``ReportsUsage``, ``AsyncClosable``,
+    ``ChatBacked``): the rollout and the CLI test for one with ``isinstance``, so a policy
+    opts in by defining the method, with no base class to inherit.
     """
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         """Return the next turn."""
         ...
 
+
+
+@runtime_checkable
+class EpisodeAware(Protocol):
+    """A policy that keeps per-episode state (a chat history, a per-task script).
+
+    The rollout calls ``begin_episode`` after every ``reset``, before the first ``act``,
+    so state from the previous episode on the same policy object cannot leak into this
+    one.
+    """
+
+    def begin_episode(self, info: dict[str, Any]) -> None:
+        """Start a new episode; ``info`` is the ``reset``'s (it names the task)."""
+        ...
+
+
+@runtime_checkable
+class AsyncPolicy(Protocol):
+    """A policy with a native coroutine form of ``act``.
+
+    ``arun_many`` awaits it on the event loop; a policy without it has ``act`` run in a
+    worker thread instead, which holds a thread per episode in flight.
+    """
+
+    async def aact(self, observation: str, info: dict[str, Any]) -> str:
+        """Return the next turn."""
+        ...
+
+
+@runtime_checkable
+class ReportsUsage(Protocol):
+    """A policy that knows what its last model call cost.
+
+    The rollout sums it into the ``Attempt`` (``prompt_tokens``, ``completion_tokens``).
+    It must be read in the thread or task that made the call: policies shared by many
+    episodes keep it per thread or task, not per object.
+    """
+
+    def last_usage(self) -> tuple[int | None, int | None]:
+        """``(prompt_tokens, completion_tokens)`` of the last call; None: not reported."""
+        ...
+
+
+@runtime_checkable
+class AsyncClosable(Protocol):
+    """A policy holding connections that must be closed on the event loop that opened
+    them (an async HTTP client); ``vera-env eval`` awaits ``aclose`` after the run."""
+
+    async def aclose(self) -> None:
+        """Release the policy's connections."""
+        ...
+
+
+@runtime_checkable
+class ChatBacked(Protocol):
+    """A policy that talks to an OpenAI-compatible endpoint through ``client``.
+
+    ``vera-env eval`` sends one tiny request through it before any episode, so a wrong
+    URL or model name fails in a second rather than as every attempt excluded later.
+    """
+
+    @property
+    def client(self) -> ChatClient:
+        """The endpoint's client."""
+        ...
 
 class ScriptedPolicy:
     """Replays fixed turns.

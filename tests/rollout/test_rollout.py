@@ -70,6 +70,9 @@ class _StageFails:
     def stage(self, files):
         raise SandboxError("bwrap: setting up uid map: Permission denied")
 
+    def close(self):
+        pass
+
 
 def test_staging_failure_is_sandbox_status_and_unscorable(alcohol_task):
     env = VeraEnv([alcohol_task], sandbox=_StageFails())

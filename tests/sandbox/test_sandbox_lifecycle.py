@@ -16,6 +16,7 @@ from vera_env.errors import SandboxError
 from vera_env.sandbox import (
     BwrapSandbox,
     LocalSandbox,
+    Sandbox,
     SandboxConfig,
     ServerSandbox,
     Workspace,
@@ -196,3 +197,40 @@ def test_remove_tree_unreadable_subdirs_removed_parent_untouched(tmp_path: Path)
     mode = tmp_path.stat().st_mode
     remove_tree(tree)
     assert not tree.exists() and tmp_path.stat().st_mode == mode
+
+
+def test_local_sandbox_is_a_sandbox_whose_close_leaves_its_workspaces_usable(
+        data_dir: Path) -> None:
+    with pytest.warns(UserWarning, match="NO isolation"):
+        box = make_sandbox("local", FAST)
+    assert isinstance(box, Sandbox)
+    ws = box.stage(data_files(data_dir))
+    box.close()
+    box.close()  # idempotent
+    try:
+        assert ws.run("echo still-here").stdout.strip() == "still-here"
+    finally:
+        ws.close()
+    assert not ws.path.exists()
+
+
+@requires_bwrap
+@pytest.mark.parametrize("backend", ["bwrap", "bwrap-server"])
+def test_bwrap_sandboxes_are_sandboxes_whose_close_closes_their_workspaces(
+        backend: str, data_dir: Path) -> None:
+    box = make_sandbox(backend, FAST)
+    assert isinstance(box, Sandbox)
+    ws = box.stage(data_files(data_dir))
+    box.close()
+    box.close()  # idempotent
+    assert not ws.path.exists() and not box.root.exists()
+
+
+def test_sandbox_protocol_without_close_is_not_a_sandbox() -> None:
+    class StageOnly:
+        name = "stage-only"
+
+        def stage(self, files):
+            raise AssertionError
+
+    assert not isinstance(StageOnly(), Sandbox)

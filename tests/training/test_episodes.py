@@ -129,6 +129,9 @@ class BrokenSandbox:
     def stage(self, files: Mapping[str, Any]) -> Any:
         raise SandboxError("disk full")
 
+    def close(self) -> None:
+        pass
+
 
 def test_play_sandbox_fault_at_reset_is_an_unscorable_episode(tokenizer, fmt, pool):
     env = VeraEnv(load_tasks("builtin"), sandbox=BrokenSandbox())

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 from pydantic import ValidationError
 
@@ -120,3 +122,19 @@ def test_step_bound_defaults_match_the_readme_and_the_spec():
     assert step_bound_s(SandboxLimits(), RewardConfig()) == 60 + 3 + 16 * 30 + 120 == 663.0
     spec = EnvSpec(limits=SandboxLimits(timeout_s=10), reward=RewardConfig(strength=False))
     assert spec.step_bound_s() == 10 + 16 * 30
+
+
+def test_node_verification_reads_any_object_with_checks_as_a_node_does():
+    """The ledger names a node by its shape (``HasChecks``), so verification need not
+    import the graph; any object with the same checks is worth the same."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Checked:
+        checks: tuple[CheckResult, ...]
+
+    cfg = RewardConfig(verification_weight=1.0, checks_per_node=3, max_rewarded_nodes=4)
+    node = _node(2, n_fail=1, discriminating=True)
+    shaped = Checked(node.checks)
+    assert node_verification(shaped, 0, cfg) == node_verification(node, 0, cfg) > 0
+    ledger = RewardLedger(cfg)
+    assert ledger.node(shaped) == pytest.approx(2 / 3 / 4) and ledger.rewarded_nodes == 1

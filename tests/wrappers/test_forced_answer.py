@@ -6,7 +6,9 @@ import pytest
 
 from vera_env import info as keys
 from vera_env.env import VeraEnv
-from vera_env.wrappers import ForcedAnswer
+from vera_env.policy import OraclePolicy
+from vera_env.tasks import load_tasks
+from vera_env.wrappers import EmissionGate, ForcedAnswer
 from vera_env.wrappers.forced_answer import PREFILL
 
 IDLE = "<command>true</command>"
@@ -150,3 +152,58 @@ def test_extra_ask_is_offered_again_in_the_next_episode(make):
         assert (term, trunc) == (False, False) and "budget is exhausted" in obs
         _, _, term, trunc, info = env.step(PREFILL + "5")
         assert term and info[keys.ANSWER_FORCED] is True and info[keys.CORRECT] is True
+
+
+# ----- render() shows what the model saw -----
+
+STACKS = {
+    "forced": lambda env: ForcedAnswer(env, reserve=2),
+    "gate,forced": lambda env: ForcedAnswer(EmissionGate(env), reserve=2),
+}
+
+
+def _play_checking_render(env, act, *, task_id=None):
+    """Play one episode; after ``reset`` and every ``step``, ``render()`` must equal the
+    observation just returned. Returns the observations, reset's first."""
+    obs, info = env.reset(seed=0, options={"task_id": task_id} if task_id else None)
+    seen = [obs]
+    assert env.render() == obs
+    for _ in range(50):
+        obs, _, term, trunc, info = env.step(act(obs, info))
+        seen.append(obs)
+        assert env.render() == obs, f"step {len(seen) - 1}: render() differs from the obs"
+        if term or trunc:
+            return seen
+    raise AssertionError("the episode did not end")
+
+
+@pytest.mark.parametrize("stack", sorted(STACKS))
+@pytest.mark.parametrize("task_id", ["tab.sentinel_mean.easy.s0", "vcf.titv.easy.s0"])
+def test_oracle_episode_under_forced_answer_renders_every_observation_it_returned(
+        stack, task_id):
+    tasks = load_tasks("builtin")
+    env = STACKS[stack](VeraEnv(tasks, max_steps=12, render_mode="ansi"))
+    oracle = OraclePolicy(tasks)
+    seen = _play_checking_render(env, oracle.act, task_id=task_id)
+    env.close()
+    assert len(seen) > 2 and "Emit your next block." in seen[-1]
+
+
+@pytest.mark.parametrize("stack", sorted(STACKS))
+def test_looping_episode_renders_the_forced_prompts_and_the_extra_ask_it_returned(
+        alcohol_task, stack):
+    env = STACKS[stack](VeraEnv([alcohol_task], max_steps=4, render_mode="ansi"))
+    turns = iter([IDLE, IDLE, IDLE, "FINAL ANSWER: awk '{print $2}' alcohol.txt", IDLE])
+    seen = _play_checking_render(env, lambda obs, info: next(turns))
+    env.close()
+    forced = [obs for obs in seen if "STOP INVESTIGATING. You have used" in obs]
+    assert len(forced) == 2 and "Emit your next block." not in "".join(forced)
+    assert "NOTE: your last turn was rejected" in forced[1]
+    assert "STOP INVESTIGATING. Your step budget is exhausted." in seen[-2]
+
+
+def test_episode_forced_from_reset_renders_the_forced_prompt_it_returned(alcohol_task):
+    env = ForcedAnswer(VeraEnv([alcohol_task], max_steps=1, render_mode="ansi"), reserve=1)
+    seen = _play_checking_render(env, lambda obs, info: PREFILL + "5")
+    env.close()
+    assert "STOP INVESTIGATING. You have used 0 of 1 steps." in seen[0] and len(seen) == 2

@@ -34,6 +34,8 @@ from vera_env.evaluation.metrics import format_summary, is_excluded, latest_atte
 from vera_env.evaluation.preflight import FETCH_COMMAND, missing_sources
 from vera_env.evaluation.progress import Progress
 from vera_env.evaluation.rundir import RunDir, RunSettings, RunSettingsMismatch, append
+from vera_env.observation.prompts import ObservationVariant
+from vera_env.policy import AsyncClosable, ChatBacked, Policy
 from vera_env.rollout import Attempt, arun_many
 from vera_env.spec import SANDBOX_NAMES, EnvSpec, JudgeEndpoint
 from vera_env.tasks import TaskSource
@@ -91,17 +93,26 @@ def _select(args: argparse.Namespace, source: TaskSource) -> tuple[list[str], st
     return ids[: args.limit], ""
 
 
-def env_spec(args: argparse.Namespace) -> EnvSpec:
-    """The environment the command line describes (``--tasks``, ``--max-steps``,
-    ``--wrappers``, ``--reserve``, ``--sandbox``, and the judge when given)."""
-    judge_url, judge_model = getattr(args, "judge_base_url", None), getattr(args, "judge_model",
-                                                                            None)
-    judge = (JudgeEndpoint(base_url=judge_url, model=judge_model,
-                           api_key_env=args.judge_api_key_env)
-             if judge_url and judge_model else None)
+def env_spec(args: argparse.Namespace, *, judge: JudgeEndpoint | None = None,
+             observation_variant: ObservationVariant = "full") -> EnvSpec:
+    """The environment the command line describes.
+
+    ``args`` carries the flags ``eval`` and ``play`` share (``--tasks``, ``--max-steps``,
+    ``--wrappers``, ``--reserve``, ``--sandbox``); what only ``eval`` offers comes by
+    keyword, so each command reads only flags its own parser defines.
+    """
     return EnvSpec(tasks=str(args.tasks), max_steps=args.max_steps, wrappers=args.wrappers,
                    reserve=args.reserve, sandbox=args.sandbox, judge=judge,
-                   observation_variant=getattr(args, "observation_variant", "full"))
+                   observation_variant=observation_variant)
+
+
+def _eval_spec(args: argparse.Namespace) -> EnvSpec:
+    """``env_spec`` with ``eval``'s own flags: the judge (when both halves are given) and
+    ``--observation-variant`` (always set once the preset is resolved)."""
+    judge = (JudgeEndpoint(base_url=args.judge_base_url, model=args.judge_model,
+                           api_key_env=args.judge_api_key_env)
+             if args.judge_base_url and args.judge_model else None)
+    return env_spec(args, judge=judge, observation_variant=args.observation_variant)
 
 
 def _settings(args: argparse.Namespace, spec: EnvSpec, task_ids: list[str]) -> RunSettings:
@@ -135,11 +146,10 @@ def make_judge(base_url: str | None, model: str | None, api_key_env: str) -> Any
     return JudgeEndpoint(base_url=base_url, model=model, api_key_env=api_key_env).build()
 
 
-def _preflight(policy: Any) -> None:
+def _preflight(policy: Policy) -> None:
     """One tiny request, so a wrong URL or model fails now, not as N exclusions later."""
-    client = getattr(policy, "client", None)
-    if client is not None:
-        client.chat([{"role": "user", "content": "Reply with OK."}], max_tokens=1)
+    if isinstance(policy, ChatBacked):
+        policy.client.chat([{"role": "user", "content": "Reply with OK."}], max_tokens=1)
 
 
 def _jobs(task_ids: list[str], attempts: int, seed: int,
@@ -149,7 +159,8 @@ def _jobs(task_ids: list[str], attempts: int, seed: int,
 
 
 async def _run(args: argparse.Namespace, run: RunDir, spec: EnvSpec, source: TaskSource,
-               policy: Any, jobs: list[tuple[str, int]], progress: Progress) -> list[Attempt]:
+               policy: Policy, jobs: list[tuple[str, int]], progress: Progress
+               ) -> list[Attempt]:
     from vera_env.wrappers import RecordEpisode  # noqa: PLC0415
 
     seed = args.seed
@@ -179,9 +190,8 @@ async def _run(args: argparse.Namespace, run: RunDir, spec: EnvSpec, source: Tas
                             on_done=on_done, on_step=progress.step)
         finally:
             clock.cancel()
-            closer = getattr(policy, "aclose", None)
-            if closer is not None:
-                await closer()
+            if isinstance(policy, AsyncClosable):
+                await policy.aclose()
     return finished
 
 
@@ -220,7 +230,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"vera-env eval: {loaded}", file=sys.stderr)
         return EXIT_SETUP
     source, task_ids = loaded
-    spec = env_spec(args)
+    spec = _eval_spec(args)
     run = RunDir(args.out)
     try:
         run.start(_settings(args, spec, task_ids), resume=args.resume)

@@ -46,6 +46,7 @@ from typing import Any, Literal, SupportsFloat, get_args
 
 from vera_env import info as keys
 from vera_env.errors import PolicyError, SandboxError
+from vera_env.policy import EpisodeAware, ReportsUsage
 from vera_env.wire.text import json_line, safe_text
 
 __all__ = ["STATUSES", "STEP_FIELDS", "Attempt", "Status"]
@@ -100,13 +101,12 @@ class Attempt:
         return cls(task_id=task_id or "", seed=seed, attempt_index=attempt_index,
                    _started=time.perf_counter())
 
-    def begin(self, info: dict[str, Any], policy: Any = None) -> None:
+    def begin(self, info: dict[str, Any], policy: object = None) -> None:
         """The episode started: take the task id from the reset's ``info``, and tell
-        ``policy`` (its optional ``begin_episode(info)`` hook)."""
+        ``policy`` when it keeps per-episode state (``EpisodeAware``)."""
         self.task_id = info[keys.TASK_ID]
-        begin_episode = getattr(policy, "begin_episode", None)
-        if callable(begin_episode):
-            begin_episode(info)
+        if isinstance(policy, EpisodeAware):
+            policy.begin_episode(info)
 
     def add_step(self, action: str, obs: Any, reward: SupportsFloat, terminated: bool,
                  truncated: bool, info: dict[str, Any]) -> bool:
@@ -192,14 +192,13 @@ class Attempt:
 
     # ----- usage and serialisation -----
 
-    def count_usage(self, policy: Any) -> None:
-        """Add what ``policy``'s last call cost, if it reports it (``last_usage()``).
+    def count_usage(self, policy: object) -> None:
+        """Add what ``policy``'s last call cost, if it reports it (``ReportsUsage``).
 
         Call it in the thread (or task) that made the call: policies keep it per thread.
         """
-        last_usage = getattr(policy, "last_usage", None)
-        if callable(last_usage):
-            self.add_usage(*last_usage())
+        if isinstance(policy, ReportsUsage):
+            self.add_usage(*policy.last_usage())
 
     def add_usage(self, prompt_tokens: int | None, completion_tokens: int | None) -> None:
         """Add one model call's token counts (None: the server did not report them)."""

@@ -7,10 +7,11 @@ worker, in training, in task validation or in a golden replay is the same record
 a fault is caught at the same boundary: the policy's (``provider``), the sandbox's
 (``sandbox``) or anything else (``error``) ends that attempt, never the batch.
 
-Token usage. A policy that calls a model may report what the last call cost through an
-optional ``last_usage() -> (prompt_tokens, completion_tokens)``; the runner adds it up
-per episode right after each ``act``. It is read in the same thread (sync) or task
-(async) that made the call, so one policy can serve many concurrent episodes.
+Token usage. A policy that calls a model may report what the last call cost
+(``vera_env.policy.ReportsUsage``: ``last_usage() -> (prompt_tokens,
+completion_tokens)``); the runner adds it up per episode right after each ``act``. It
+is read in the same thread (sync) or task (async) that made the call, so one policy can
+serve many concurrent episodes.
 
 ``arun_many`` is the asyncio form of ``run_many``: one event loop drives every episode,
 the policy's ``aact`` (an async HTTP call) is awaited, and only the environment's steps
@@ -31,7 +32,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from vera_env.policy import Policy
+from vera_env.policy import AsyncPolicy, Policy, ReportsUsage
 from vera_env.rollout.attempt import Attempt
 from vera_env.rollout.pool import EnvPool, EnvSource
 
@@ -100,9 +101,9 @@ async def arun_episode(env: gym.Env, policy: Policy, *, seed: int | None = None,
                        on_step: Hook | None = None) -> Attempt:
     """Async form of ``run_episode``.
 
-    ``policy.aact`` is awaited when the policy has one; otherwise ``act`` runs in a
-    worker thread. Environment calls (sandbox subprocesses) always run in ``executor``
-    (the default executor when None).
+    ``policy.aact`` is awaited when the policy has one (``AsyncPolicy``); otherwise
+    ``act`` runs in a worker thread. Environment calls (sandbox subprocesses) always run
+    in ``executor`` (the default executor when None).
     """
     attempt = Attempt.start(task_id, seed=seed)
     with attempt.capturing():
@@ -119,7 +120,7 @@ async def _aplay(env: gym.Env, policy: Policy, attempt: Attempt,
     attempt.begin(info, policy)
     ended = False
     while not ended:
-        if hasattr(policy, "aact"):
+        if isinstance(policy, AsyncPolicy):
             action = await policy.aact(obs, info)
             attempt.count_usage(policy)
         else:
@@ -141,8 +142,7 @@ def _act_with_usage(policy: Policy, obs: str, info: dict[str, Any]
                     ) -> tuple[str, tuple[int | None, int | None]]:
     # Runs in a worker thread: the usage must be read in the thread that made the call.
     action = policy.act(obs, info)
-    last_usage = getattr(policy, "last_usage", None)
-    return action, (last_usage() if callable(last_usage) else (None, None))
+    return action, (policy.last_usage() if isinstance(policy, ReportsUsage) else (None, None))
 
 
 def _pool_for(envs: EnvSource | EnvPool) -> tuple[EnvPool, bool]:

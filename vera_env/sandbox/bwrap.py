@@ -47,7 +47,7 @@ import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import vera_env
 from vera_env.errors import SandboxError
@@ -62,14 +62,19 @@ from .shims import SHIM_DIR, write_shims
 from .staging import StagingCache, StagingPolicy, stage_files
 from .workspace import BaseWorkspace, limits_wrapper, remove_tree
 
-if TYPE_CHECKING:
-    from .capped import CappedArea
-
 __all__ = ["BwrapSandbox", "BwrapWorkspace", "launch_fds", "lease_from", "package_dirs"]
 
 _TOP_LEVEL = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
 _MASK_INIT = 'raise ImportError("vera_env is not available inside the sandbox")\n'
 _SANDBOX_USER = "vera"
+
+
+class _Area(Protocol):
+    """A size-capped area mounted under the sandbox's root (``capped.CappedArea``),
+    named by what the sandbox needs of it: ``capped`` builds on this module, so this
+    one does not import it back, not even for a type."""
+
+    def close(self) -> None: ...
 
 
 def package_dirs() -> list[Path]:
@@ -109,7 +114,7 @@ class BwrapSandbox:
         base = self.config.workspace_root
         self.root = Path(tempfile.mkdtemp(prefix="vera-bwrap-", dir=base))
         self._workspaces: weakref.WeakSet[BwrapWorkspace] = weakref.WeakSet()
-        self.areas: weakref.WeakSet[CappedArea] = weakref.WeakSet()  # mounted under root
+        self.areas: weakref.WeakSet[_Area] = weakref.WeakSet()  # mounted under root
         self._finalizer = weakref.finalize(self, remove_tree, self.root)
         os.chmod(self.root, 0o711)
         self._files = self._write_support_files()

@@ -91,6 +91,10 @@ class LocalSandbox:
         workspace.staged_by_copy = report.staged_by_copy
         return workspace
 
+    def close(self) -> None:
+        """Nothing to release: each workspace is a temp dir of its own, removed when that
+        workspace closes (or is collected), and the sandbox holds no shared files."""
+
 
 class LocalWorkspace(BaseWorkspace):
     """A workspace whose commands are plain subprocesses (no isolation)."""

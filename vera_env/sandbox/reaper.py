@@ -34,7 +34,10 @@ from .workspace import remove_tree
 __all__ = ["RootLease", "owned_root", "owner_alive", "owner_tag", "reap_orphans"]
 
 _PREFIX = "vera-owned-"
-_lock = threading.Lock()
+# Re-entrant: a lease's finalizer (``_drop``) can run from the garbage collector in the
+# middle of ``RootLease.__init__`` on the same thread, which holds the lock; a plain
+# lock deadlocked there (seen in the test suite).
+_lock = threading.RLock()
 _holders: dict[Path, int] = {}
 
 
@@ -122,8 +125,11 @@ class RootLease:
         self._release: Callable[[], object] = lambda: None
         if config.workspace_root is None:
             with _lock:
-                root = owned_root()
+                # Hold the root before making it: a finalizer of an older lease that runs
+                # in between (see ``_lock``) then sees a holder and leaves it in place.
+                root = Path(tempfile.gettempdir()) / _name(os.getpid())
                 _holders[root] = _holders.get(root, 0) + 1
+                owned_root()
             config = config.model_copy(update={"workspace_root": root})
             self._release = weakref.finalize(self, _drop, root)
         self.config = config

@@ -107,11 +107,20 @@ class Workspace(Protocol):
 
 @runtime_checkable
 class Sandbox(Protocol):
-    """Makes workspaces: ``stage`` puts task files in a fresh one."""
+    """Makes workspaces: ``stage`` puts task files in a fresh one.
+
+    ``close`` releases what the sandbox holds: support files, a staging cache, memory
+    cgroups, mounted areas, and the workspaces it tracks (bwrap closes those still
+    open; a local workspace owns its directory alone). Every backend has it, a no-op
+    where there is nothing to release, so an owner closes a sandbox without asking
+    which kind it is. It must be idempotent.
+    """
 
     name: str
 
     def stage(self, files: Mapping[str, Path]) -> Workspace: ...
+
+    def close(self) -> None: ...
 
 
 def limits_wrapper(limits: SandboxLimits, marker_fd: int, command: str,

@@ -44,18 +44,33 @@ the node's deadline — so a model cannot buy reward with a step that never ends
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vera_env.verification.checks import MAX_CHECKS_PER_NODE, distinct_evidence
+from vera_env.verification.checks import MAX_CHECKS_PER_NODE, CheckResult, distinct_evidence
 
-if TYPE_CHECKING:  # annotations only: observation (the graph) sits above verification
-    from vera_env.observation.state import Node
+if TYPE_CHECKING:
     from vera_env.sandbox import SandboxLimits
 
-__all__ = ["RewardConfig", "RewardLedger", "RewardParts", "node_verification", "step_bound_s"]
+__all__ = ["HasChecks", "RewardConfig", "RewardLedger", "RewardParts", "node_verification",
+           "step_bound_s"]
+
+
+class HasChecks(Protocol):
+    """What the reward reads of a node: its checks' verdicts, nothing else.
+
+    The graph's ``Node`` (``vera_env.observation.state``) is one; it is named by this
+    shape rather than imported because observation sits above verification, and the
+    layers hold for annotations too.
+    """
+
+    @property
+    def checks(self) -> Sequence[CheckResult]:
+        """The node's executed checks."""
+        ...
 
 
 class RewardConfig(BaseModel):
@@ -179,7 +194,7 @@ class RewardParts:
                 "penalty": self.penalty}
 
 
-def node_verification(node: Node, rewarded_so_far: int, config: RewardConfig) -> float:
+def node_verification(node: HasChecks, rewarded_so_far: int, config: RewardConfig) -> float:
     """Verification reward of a newly recorded node.
 
     Args:
@@ -211,7 +226,7 @@ class RewardLedger:
     rewarded_nodes: int = 0
     verification_total: float = 0.0
 
-    def node(self, node: Node) -> float:
+    def node(self, node: HasChecks) -> float:
         """Value a newly recorded node (a duplicate is never recorded) and count it.
 
         A node takes a rewarded slot when it earned, and also — with strength on — when

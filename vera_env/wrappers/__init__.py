@@ -4,7 +4,7 @@
 answers nothing verified, ``RecordEpisode`` writes each episode to disk. They are plain
 ``gymnasium.Wrapper``s: they compose in either order with each other and with
 Gymnasium's own wrappers, and talk to the base environment only through its public
-methods (``phase``, ``force_answer``, ``grant_extra_ask``, ``add_answer_gate``,
+methods (``phase``, ``force_answer``, ``grant_extra_ask``, ``observe``, ``add_answer_gate``,
 ``state``, ``steps_left``).
 """
 

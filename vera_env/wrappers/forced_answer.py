@@ -3,10 +3,15 @@
 The largest measured loss of the reference run: 22 of 73 problems (30%) produced no
 usable answer at all — 12 exhausted the budget, 10 were graded on an empty or stub
 emission. Those runs had done the analysis; they never committed. So in the last
-``reserve`` steps the observation becomes the forced prompt (the bounded analysis and
-"give your single best answer"), nothing the model says is run, and only a usable
-answer ends the episode. If the budget still ends without one, the model is asked once
-more; an answer obtained that way is marked ``answer_forced``.
+``reserve`` steps the episode is put in phase ``forced``: nothing the model says is run,
+and only a usable answer ends the episode. If the budget still ends without one, the
+model is asked once more (phase ``extra``); an answer obtained that way is marked
+``answer_forced``.
+
+The wrapper steers the phase and the prefill only. The observation of an answer-only
+phase (the forced prompt: the bounded analysis and "give your single best answer") is
+the env's own, from ``VeraEnv.observe``, so ``env.render()`` shows what the model was
+asked, and no observation is rendered twice by two owners.
 
 ``info["prefill"]`` is ``"FINAL ANSWER: "`` whenever the next turn is forced, so a
 policy that can start the assistant turn (vLLM's ``continue_final_message``) removes the
@@ -30,7 +35,6 @@ import gymnasium as gym
 
 from vera_env import info as keys
 from vera_env.env import vera_base
-from vera_env.observation.prompts import render_forced_prompt
 from vera_env.phase import Phase
 from vera_env.wire.answers import ANSWER_PREFIX
 
@@ -73,8 +77,7 @@ class ForcedAnswer(gym.Wrapper, gym.utils.RecordConstructorArgs):
             # The budget ended without a commitment: ask once more, outside the budget.
             # The phase is the episode's, so the next episode gets its own extra ask.
             base.grant_extra_ask()
-            obs = self._forced_obs(info, "Your step budget is exhausted.")
-            return obs, reward, False, False, self._mark(info)
+            return base.observe(), reward, False, False, self._mark(info)
         obs, info = self._maybe_force(obs, info, ended=terminated or truncated)
         return obs, reward, terminated, truncated, info
 
@@ -84,14 +87,7 @@ class ForcedAnswer(gym.Wrapper, gym.utils.RecordConstructorArgs):
         if ended or base.steps_left > self.reserve:
             return obs, info
         base.force_answer()
-        reason = f"You have used {base.steps_taken} of {base.max_steps} steps."
-        return self._forced_obs(info, reason), self._mark(info)
-
-    def _forced_obs(self, info: dict[str, Any], reason: str) -> str:
-        base = vera_base(self.env)
-        return render_forced_prompt(base.task.question, base.state,
-                                    state_budget=base.state_budget, reason=reason,
-                                    nudge=info[keys.NUDGE], variant=base.observation_variant)
+        return base.observe(), self._mark(info)
 
     @staticmethod
     def _mark(info: dict[str, Any]) -> dict[str, Any]:
