@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 import vera_env
 from vera_env import info as keys
-from vera_env.env import VeraEnv
+from vera_env.env import GATE_NUDGE, VeraEnv
 from vera_env.errors import ResetNeeded, SandboxError
 from vera_env.sandbox import SandboxLimits
 from vera_env.tasks import Task
@@ -469,17 +469,17 @@ def test_a_forced_prompt_longer_than_the_observation_space_is_clipped(alcohol_ta
     env.close()
 
 
-def test_a_removed_answer_gate_is_no_longer_consulted(env):
-    def never(state):
-        return "not yet"
-
-    env.add_answer_gate(never)
+def test_require_verified_leaf_withholds_until_switched_off_and_outlives_reset(env):
+    assert env.require_verified_leaf is False  # off unless asked for
+    env.require_verified_leaf = True
     env.reset(seed=0)
-    assert env.step("FINAL ANSWER: 5")[4][keys.GATED] == 1
-    env.remove_answer_gate(never)
-    env.remove_answer_gate(never)  # removing twice is harmless
+    env.reset(seed=0)  # a setting, not episode state
     _, _, term, _, info = env.step("FINAL ANSWER: 5")
-    assert term and info[keys.ANSWER] == "5"
+    assert not term and info[keys.GATED] == 1 and info[keys.ANSWER] == ""
+    assert info[keys.NUDGE] == f"your answer was withheld: {GATE_NUDGE}"
+    env.require_verified_leaf = False
+    _, _, term, _, info = env.step("FINAL ANSWER: 5")
+    assert term and info[keys.ANSWER] == "5" and info[keys.GATED] == 1
 
 
 def test_reward_config_and_limits_reach_the_episode(alcohol_task):

@@ -18,11 +18,14 @@ import textwrap
 import types
 import typing
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-__all__ = ["field_docs", "parse_args"]
+__all__ = ["ReportTo", "field_docs", "parse_args"]
 
 T = TypeVar("T")
+
+ReportTo = Literal["none", "tensorboard", "wandb"]
+"""Where a trainer reports metrics (the integrations the training extras install)."""
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -50,11 +53,32 @@ def _scalar(kind: Any) -> Any:
     raise TypeError(f"unsupported Args field type {kind!r}")
 
 
+def _choices(kind: Any) -> tuple[Any, ...] | None:
+    """The values a ``Literal`` field type allows (``None`` for any other type).
+
+    Handing them to argparse makes a typo fail at the command line, naming the valid
+    values, instead of deep inside the environment's validation minutes into a run.
+    """
+    return typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else None
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    """A field's default, calling its factory when it has one."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    raise TypeError(f"Args field {f.name!r} has no default")
+
+
 def parse_args(cls: type[T], argv: Sequence[str] | None = None) -> T:
     """Build ``cls`` from command-line flags (``argv``; default ``sys.argv[1:]``).
 
+    ``Literal`` fields, and tuples of them, accept only their values.
+
     Raises:
-        SystemExit: Unknown or malformed flags (argparse's own message).
+        SystemExit: Unknown or malformed flags, or a value a ``Literal`` field does not
+            allow (argparse's own message, listing the valid choices).
     """
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
@@ -63,17 +87,17 @@ def parse_args(cls: type[T], argv: Sequence[str] | None = None) -> T:
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         kind = hints[f.name]
         flag = "--" + f.name.replace("_", "-")
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        default = _default(f)
         help_text = f"{docs.get(f.name, '')} (default: {default!r})"
         if kind is bool:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
                                 help=help_text)
         elif typing.get_origin(kind) is tuple:
-            parser.add_argument(flag, nargs="*", type=_scalar(typing.get_args(kind)[0]),
-                                default=default, help=help_text)
+            element = typing.get_args(kind)[0]
+            parser.add_argument(flag, nargs="*", type=_scalar(element), default=default,
+                                choices=_choices(element), help=help_text)
         else:
-            choices = typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else None
-            parser.add_argument(flag, type=_scalar(kind), default=default, choices=choices,
-                                help=help_text)
+            parser.add_argument(flag, type=_scalar(kind), default=default,
+                                choices=_choices(kind), help=help_text)
     values = vars(parser.parse_args(argv))
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})

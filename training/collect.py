@@ -27,16 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from training.envs import EnvOptions, task_source
 from training.episodes import ChatFormat, Start, draw_starts, tokenize_transcript
-from training.grpo import env_spec, task_source
 from vera_env import info as keys
 from vera_env.observation.prompts import ObservationVariant
 from vera_env.rollout import Attempt, map_episodes, run_episode
+from vera_env.spec import SandboxName
 from vera_env.tasks import TaskSource
+from vera_env.tasks.builtin.instance import Difficulty
+from vera_env.wrappers import WrapperName
 
 
 @dataclass
-class Args:
+class Args(EnvOptions):
     """Collect rollouts of a policy through VeraEnv."""
 
     policy: Literal["oracle", "brief", "careless", "openai", "transformers"] = "oracle"
@@ -53,7 +56,7 @@ class Args:
     """Tokens per turn of model policies."""
     tasks: str = "builtin"
     """Task source: 'builtin', a suite folder or a .jsonl file."""
-    difficulties: tuple[str, ...] = ("easy",)
+    difficulties: tuple[Difficulty, ...] = ("easy",)
     """Builtin difficulties to draw from."""
     num_tasks: int = 20
     """Distinct task starts to play."""
@@ -61,16 +64,18 @@ class Args:
     """Episodes per task start."""
     env_max_steps: int = 20
     """Step budget of one episode."""
-    wrappers: tuple[str, ...] = ("forced",)
+    wrappers: tuple[WrapperName, ...] = ("forced",)
     """Env wrappers, innermost first: forced, gate."""
     reserve: int = 3
     """Final steps of the budget in which the forced wrapper demands an answer."""
     observation_variant: ObservationVariant = "full"
     """How observations tell the rules: full, or compact (short, no placeholders)."""
+    state_budget: int = 4000
+    """Tokens of the analysis graph in an observation (as training.grpo's)."""
     system_prompt: str = ""
     """System message of model policies (and of the input_ids written with --tokenizer)."""
-    sandbox: str = "auto"
-    """Sandbox backend: auto, bwrap or local."""
+    sandbox: SandboxName = "auto"
+    """Sandbox backend: auto, bwrap, bwrap-server or local."""
     concurrency: int = 4
     """Episodes in flight at once."""
     tokenizer: str = ""
@@ -91,7 +96,7 @@ class _Recording:
         self.prefills: list[str] = []
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
-        action = self._policy.act(observation, info)
+        action: str = self._policy.act(observation, info)
         self.observations.append(observation)
         self.actions.append(action)
         self.prefills.append(str(info.get(keys.PREFILL) or ""))
@@ -223,9 +228,7 @@ def main(args: Args) -> list[dict[str, Any]]:
 
         fmt = ChatFormat(AutoTokenizer.from_pretrained(args.tokenizer))
     policy = make_policy(args, tasks, starts)
-    spec = env_spec(max_steps=args.env_max_steps, wrappers=args.wrappers,
-                    reserve=args.reserve, sandbox=args.sandbox,
-                    observation_variant=args.observation_variant)
+    spec = args.env_spec()
     rows = collect(tasks, policy, starts, attempts=args.attempts, concurrency=args.concurrency,
                    make_env_fn=lambda: spec.build(tasks=tasks),
                    policy_name=args.policy if args.policy in ("oracle", "careless")

@@ -18,9 +18,10 @@ from typing import Any
 
 from training.envs import LockstepEnvs, env_spec
 from training.episodes import ChatFormat, Sampler, TokenEpisode, parse_start, play_episodes
-from vera_env.spec import EnvSpec
+from vera_env.spec import EnvSpec, SandboxName
 from vera_env.tasks import TaskSource
 from vera_env.verification.rewards import RewardConfig
+from vera_env.wrappers import WrapperName
 
 __all__ = ["VeraRollout", "any_active", "rollout_fields"]
 
@@ -46,7 +47,7 @@ class VeraRollout:
     """
 
     def __init__(self, tasks: TaskSource, *, max_steps: int = 6,
-                 wrappers: Sequence[str] = ("forced",), sandbox: str = "auto",
+                 wrappers: Sequence[WrapperName] = ("forced",), sandbox: SandboxName = "auto",
                  max_turn_tokens: int = 512, env_workers: int = 8,
                  reward: RewardConfig | None = None, spec: EnvSpec | None = None,
                  sampler: Callable[[Any], Sampler] | None = None) -> None:
@@ -64,7 +65,7 @@ class VeraRollout:
         self.last_episodes: list[TokenEpisode] = []
         self.timings: dict[str, float] = {}
 
-    def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         starts = [parse_start(p) for p in prompts]
         if self._format is None or self._format[0] is not trainer:
             self._format = (trainer, ChatFormat(trainer.processing_class, trainer.eos_token_ids))
@@ -72,7 +73,7 @@ class VeraRollout:
         if self._sampler_factory is None:
             from training.samplers import trainer_sampler  # noqa: PLC0415 - needs torch
 
-            sample = trainer_sampler(trainer)
+            sample: Sampler = trainer_sampler(trainer)
         else:
             sample = self._sampler_factory(trainer)
         distributed = trainer.accelerator.num_processes > 1
@@ -102,7 +103,7 @@ def any_active(trainer: Any) -> Callable[[bool], bool]:
     return check
 
 
-def rollout_fields(episodes: Sequence[TokenEpisode]) -> dict[str, list]:
+def rollout_fields(episodes: Sequence[TokenEpisode]) -> dict[str, Any]:
     """What ``rollout_func`` returns: ids, masks, logprobs and the env's measurements."""
     logprobs = [e.logprobs for e in episodes]
     return {

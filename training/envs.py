@@ -15,33 +15,82 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import gymnasium as gym
+
 from vera_env.observation.prompts import ObservationVariant
 from vera_env.rollout import EnvPool
-from vera_env.spec import EnvSpec
-from vera_env.tasks import TaskSource
+from vera_env.spec import EnvSpec, SandboxName
+from vera_env.tasks import TaskSource, load_tasks
+from vera_env.tasks.named import SOURCE_NAMES, named_source
 from vera_env.verification.rewards import RewardConfig
+from vera_env.wrappers import WrapperName
 
-__all__ = ["LockstepEnvs", "env_spec", "make_env"]
+__all__ = ["EnvOptions", "LockstepEnvs", "env_spec", "make_env", "task_source"]
 
 
-def env_spec(*, max_steps: int, wrappers: Sequence[str] = ("forced",), reserve: int = 3,
-             sandbox: str = "auto", reward: RewardConfig | None = None,
+def env_spec(*, max_steps: int, wrappers: Sequence[WrapperName] = ("forced",), reserve: int = 3,
+             sandbox: SandboxName = "auto", reward: RewardConfig | None = None,
              observation_variant: ObservationVariant = "full",
              state_budget: int = 4000) -> EnvSpec:
     """The ``EnvSpec`` of a training environment (``reserve`` is clipped to ``max_steps``).
 
+    Clipping keeps a short debugging budget (``--env-max-steps 2``) valid with the
+    default reserve instead of failing validation.
+
     Raises:
-        pydantic.ValidationError: An unknown wrapper, sandbox or variant, or a bad bound.
+        pydantic.ValidationError: A bad bound, or an unknown wrapper, sandbox or variant
+            from a caller the type checker does not see (a test, a config file).
     """
-    return EnvSpec(max_steps=max_steps, wrappers=tuple(wrappers),  # type: ignore[arg-type]
-                   reserve=min(reserve, max_steps), sandbox=sandbox,  # type: ignore[arg-type]
+    return EnvSpec(max_steps=max_steps, wrappers=tuple(wrappers),
+                   reserve=min(reserve, max_steps), sandbox=sandbox,
                    reward=reward or RewardConfig(), observation_variant=observation_variant,
                    state_budget=state_budget)
 
 
-def make_env(tasks: TaskSource, **spec: Any) -> Any:
-    """A new environment on ``tasks`` (keywords as ``env_spec``)."""
-    return env_spec(**spec).build(tasks=tasks)
+def make_env(tasks: TaskSource, *, max_steps: int,
+             wrappers: Sequence[WrapperName] = ("forced",), reserve: int = 3,
+             sandbox: SandboxName = "auto", reward: RewardConfig | None = None,
+             observation_variant: ObservationVariant = "full",
+             state_budget: int = 4000) -> gym.Env[str, str]:
+    """A new environment on ``tasks`` (keywords as ``env_spec``), for tests and benchmarks."""
+    return env_spec(max_steps=max_steps, wrappers=wrappers, reserve=reserve, sandbox=sandbox,
+                    reward=reward, observation_variant=observation_variant,
+                    state_budget=state_budget).build(tasks=tasks)
+
+
+def task_source(spec: str, difficulties: Sequence[str], num_prompts: int) -> TaskSource:
+    """A named source (``builtin``, ``real``, ``perturbed``, ``canary``) as a fresh-seed
+    stream of ``num_prompts`` seeds per type; anything else through ``load_tasks``.
+
+    Fresh seeds per type keep a dataset from repeating a task instance, so a GRPO group
+    never trains twice on the same start by accident.
+    """
+    if spec not in SOURCE_NAMES:
+        return load_tasks(spec)
+    return named_source(spec, seeds=range(num_prompts), difficulties=tuple(difficulties))
+
+
+class EnvOptions:
+    """The environment knobs shared by the training scripts' ``Args`` (a mixin).
+
+    ``training.grpo.Args`` and ``training.collect.Args`` both declare these fields, so
+    one ``env_spec()`` turns either into the same ``EnvSpec``: a collection and a
+    training run given the same flags play the same environment.
+    """
+
+    env_max_steps: int
+    wrappers: tuple[WrapperName, ...]
+    reserve: int
+    sandbox: SandboxName
+    observation_variant: ObservationVariant
+    state_budget: int
+
+    def env_spec(self) -> EnvSpec:
+        """The ``EnvSpec`` these options name (see ``env_spec``)."""
+        return env_spec(max_steps=self.env_max_steps, wrappers=self.wrappers,
+                        reserve=self.reserve, sandbox=self.sandbox,
+                        observation_variant=self.observation_variant,
+                        state_budget=self.state_budget)
 
 
 class LockstepEnvs:

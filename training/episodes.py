@@ -173,7 +173,7 @@ class ChatFormat:
 
     def decode(self, ids: Sequence[int]) -> str:
         """Ids as text, special tokens dropped (what the env receives)."""
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        return str(self.tokenizer.decode(list(ids), skip_special_tokens=True))
 
 
 def tokenize_transcript(fmt: ChatFormat, observations: Sequence[str], actions: Sequence[str],
@@ -256,10 +256,12 @@ class TokenEpisode:
         self.completion_ids.extend(ids)
         self.env_mask.extend([int(sampled)] * len(ids))
         if self.logprobs is not None:
-            if sampled and logprobs is None:
+            if not sampled:
+                self.logprobs.extend([0.0] * len(ids))
+            elif logprobs is None:
                 self.logprobs = None
             else:
-                self.logprobs.extend(logprobs if sampled else [0.0] * len(ids))
+                self.logprobs.extend(logprobs)
 
     @property
     def context(self) -> list[int]:

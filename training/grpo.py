@@ -32,24 +32,26 @@ The dataset is task starts (``{"task_id": ..., "seed": ...}``); TRL repeats each
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from training.arguments import ReportTo
 from training.concatenated import VeraRollout
-from training.envs import env_spec, make_env
+from training.envs import EnvOptions, task_source
 from training.episodes import draw_starts, format_start
 from training.rewards import REWARD_FUNCS
 from vera_env.observation.prompts import ObservationVariant
-from vera_env.tasks import TaskSource, load_tasks
-from vera_env.tasks.named import SOURCE_NAMES, named_source
+from vera_env.spec import SandboxName
+from vera_env.tasks import TaskSource
+from vera_env.tasks.builtin.instance import Difficulty
+from vera_env.wrappers import WrapperName
 
-__all__ = ["REWARD_FUNCS", "Args", "VeraRollout", "build_dataset", "build_trainer", "env_spec",
-           "grpo_config", "load_model", "main", "make_env", "task_source"]
+__all__ = ["REWARD_FUNCS", "Args", "VeraRollout", "build_dataset", "build_trainer",
+           "grpo_config", "load_model", "main"]
 
 
 @dataclass
-class Args:
+class Args(EnvOptions):
     """GRPO through VeraEnv: step-wise samples (default) or whole episodes."""
 
     model: str = ""
@@ -68,14 +70,14 @@ class Args:
     """Task source: a named one -- 'builtin' (generated families), 'real', 'perturbed' or
     'canary' (real data), each drawn with --num-prompts seeds per type -- a suite folder or
     a .jsonl file."""
-    difficulties: tuple[str, ...] = ("easy",)
+    difficulties: tuple[Difficulty, ...] = ("easy",)
     """Builtin difficulties to draw from (easy, medium, hard)."""
     num_prompts: int = 256
     """Task starts in the dataset; a named source gets that many seeds per type (builtin
     seeds never repeat a task; real types have fewer distinct subjects than seeds)."""
     env_max_steps: int = 6
     """Step budget of one episode (turns the model may take)."""
-    wrappers: tuple[str, ...] = ("forced",)
+    wrappers: tuple[WrapperName, ...] = ("forced",)
     """Env wrappers, innermost first: 'forced' (ForcedAnswer), 'gate' (EmissionGate)."""
     reserve: int = 3
     """Final steps of the budget in which 'forced' demands an answer (clipped to the budget)."""
@@ -86,8 +88,8 @@ class Args:
     12,000-character command window bound every sample's prompt, whatever the turn."""
     system_prompt: str = ""
     """System message before every observation (step-wise; give evaluation the same)."""
-    sandbox: str = "auto"
-    """Sandbox backend: auto, bwrap or local (local is not isolation)."""
+    sandbox: SandboxName = "auto"
+    """Sandbox backend: auto, bwrap, bwrap-server or local (local is not isolation)."""
     env_workers: int = 8
     """Threads stepping envs (sandbox commands run as subprocesses)."""
     num_generations: int = 4
@@ -116,7 +118,7 @@ class Args:
     """Sampling temperature."""
     use_vllm: bool = False
     """Sample with vLLM (needs a GPU and the vllm package)."""
-    vllm_mode: str = "colocate"
+    vllm_mode: Literal["colocate", "server"] = "colocate"
     """vLLM mode: colocate (same GPU as training) or server (`trl vllm-serve`)."""
     vllm_server_base_url: str = ""
     """vLLM server URL in server mode (default: TRL's, http://0.0.0.0:8000)."""
@@ -130,7 +132,7 @@ class Args:
     """Recompute activations in the backward pass (long episodes on a small GPU)."""
     logging_steps: int = 1
     """Log every this many optimizer steps."""
-    report_to: str = "none"
+    report_to: ReportTo = "none"
     """Where to report metrics: none, tensorboard, wandb."""
     dump_rollouts: str = ""
     """Step-wise: write one JSON line per sample (episode, group, task, turn, observation,
@@ -161,14 +163,6 @@ def build_dataset(tasks: TaskSource, num_prompts: int, *, seed: int = 0) -> Any:
                               "seed": [s.seed for s in starts]})
 
 
-def task_source(spec: str, difficulties: Sequence[str], num_prompts: int) -> TaskSource:
-    """A named source (``builtin``, ``real``, ``perturbed``, ``canary``) as a fresh-seed
-    stream of ``num_prompts`` seeds per type; anything else through ``load_tasks``."""
-    if spec not in SOURCE_NAMES:
-        return load_tasks(spec)
-    return named_source(spec, seeds=range(num_prompts), difficulties=tuple(difficulties))
-
-
 # ----- the script -----
 
 def load_model(args: Args) -> tuple[Any, Any]:
@@ -197,7 +191,7 @@ def grpo_config(args: Args) -> Any:
     import torch  # noqa: PLC0415
     from trl import GRPOConfig  # noqa: PLC0415
 
-    vllm = {}
+    vllm: dict[str, Any] = {}
     if args.use_vllm:
         vllm = {"use_vllm": True, "vllm_mode": args.vllm_mode,
                 "vllm_gpu_memory_utilization": args.vllm_gpu_memory_utilization,
@@ -221,9 +215,7 @@ def grpo_config(args: Args) -> Any:
 def build_trainer(args: Args, tasks: TaskSource, model: Any, tokenizer: Any
                   ) -> tuple[Any, Any]:
     """The trainer for ``args.layout`` and the rollout it plays episodes with."""
-    spec = env_spec(max_steps=args.env_max_steps, wrappers=args.wrappers, reserve=args.reserve,
-                    sandbox=args.sandbox, observation_variant=args.observation_variant,
-                    state_budget=args.state_budget)
+    spec = args.env_spec()
     dataset = build_dataset(tasks, args.num_prompts, seed=args.seed)
     common = {"model": model, "reward_funcs": REWARD_FUNCS, "args": grpo_config(args),
               "train_dataset": dataset, "processing_class": tokenizer}
@@ -233,9 +225,9 @@ def build_trainer(args: Args, tasks: TaskSource, model: Any, tokenizer: Any
         if args.dump_rollouts or args.print_samples or args.system_prompt:
             raise SystemExit("--dump-rollouts, --print-samples and --system-prompt need "
                              "--layout stepwise")
-        rollout = VeraRollout(tasks, spec=spec, max_turn_tokens=args.max_turn_tokens,
-                              env_workers=args.env_workers)
-        return GRPOTrainer(rollout_func=rollout, **common), rollout
+        episodes = VeraRollout(tasks, spec=spec, max_turn_tokens=args.max_turn_tokens,
+                               env_workers=args.env_workers)
+        return GRPOTrainer(rollout_func=episodes, **common), episodes
     from training.dump import RolloutDump  # noqa: PLC0415
     from training.stepwise import StepwiseRollout  # noqa: PLC0415
     from training.stepwise_trainer import StepwiseGRPOTrainer  # noqa: PLC0415

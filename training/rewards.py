@@ -26,15 +26,15 @@ from vera_env.tasks.canary import canary_rate
 __all__ = ["REWARD_FUNCS", "correctness_reward", "format_reward", "verification_reward"]
 
 
-def verification_reward(completions: list, verification: list[float],
+def verification_reward(completions: list[Any], verification: list[float],
                         unscorable: list[bool], **_: Any) -> list[float | None]:
     """Harness-executed verification reward of each episode (None if unscorable)."""
     return [None if bad else value for value, bad in zip(verification, unscorable, strict=True)]
 
 
-def correctness_reward(completions: list, correctness: list[float | None],
+def correctness_reward(completions: list[Any], correctness: list[float | None],
                        unscorable: list[bool], correct: list[bool | None],
-                       out_of_tokens: list[bool], log_metric: Callable | None = None,
+                       out_of_tokens: list[bool], log_metric: Callable[[str, float], None] | None = None,
                        task_id: list[str] | None = None, answer: list[str] | None = None,
                        **_: Any) -> list[float | None]:
     """Correctness reward (0 when no answer was released; None if unscorable)."""
@@ -45,13 +45,13 @@ def correctness_reward(completions: list, correctness: list[float | None],
         log_metric("env/unscorable", 1.0 - len(scorable) / len(unscorable))
         if task_id is not None and answer is not None:
             rate, n = canary_rate({"task_id": task_id[i], "answer": answer[i]} for i in scorable)
-            if n:
+            if n and rate is not None:
                 log_metric("env/canary_value_rate", rate)
     return [None if bad else (value or 0.0)
             for value, bad in zip(correctness, unscorable, strict=True)]
 
 
-def format_reward(completions: list, format_penalty: list[float], unscorable: list[bool],
+def format_reward(completions: list[Any], format_penalty: list[float], unscorable: list[bool],
                   **_: Any) -> list[float | None]:
     """Minus the format penalties of rejected turns (None if unscorable)."""
     return [None if bad else -value for value, bad in zip(format_penalty, unscorable, strict=True)]

@@ -60,7 +60,7 @@ class HFSampler:
         ) as model, torch.no_grad():
             out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device),
                                  generation_config=config)
-        turns = []
+        turns: list[tuple[list[int], list[float] | None]] = []
         for row in out[:, width:].tolist():
             cut = next((i + 1 for i, tok in enumerate(row) if tok in self.eos_ids), len(row))
             turns.append((row[:cut], None))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from training.arguments import ReportTo
 from training.episodes import ChatFormat, Layout, tokenize_transcript
 
 Selection = Literal["correct", "verified", "either"]
@@ -74,7 +75,7 @@ class Args:
     """Recompute activations in the backward pass (long episodes on a small GPU)."""
     logging_steps: int = 1
     """Log every this many optimizer steps."""
-    report_to: str = "none"
+    report_to: ReportTo = "none"
     """Where to report metrics: none, tensorboard, wandb."""
     seed: int = 0
     """Seed of the trainer."""

@@ -36,12 +36,10 @@ from typing import Any
 from policies.chat import prompt_ids
 from training.episodes import Sampler, Start
 from vera_env import info as keys
+from vera_env.evaluation import EXCLUDED_STATUSES
 from vera_env.rollout.attempt import Attempt
 
-__all__ = ["EXCLUDED_STATUSES", "StepEpisode", "StepwiseRollout", "TurnSample", "play_stepwise"]
-
-EXCLUDED_STATUSES = frozenset({"provider", "sandbox", "error"})
-"""Attempt statuses whose episodes nobody can score: they get no gradient."""
+__all__ = ["StepEpisode", "StepwiseRollout", "TurnSample", "play_stepwise"]
 
 
 @dataclass
@@ -220,7 +218,7 @@ class StepwiseRollout:
         self._pool = ThreadPoolExecutor(max_workers=env_workers)
         self.timings: dict[str, float] = {}
 
-    def __call__(self, prompts: list, trainer: Any) -> list[StepEpisode]:
+    def __call__(self, prompts: list[Any], trainer: Any) -> list[StepEpisode]:
         from training.concatenated import any_active  # noqa: PLC0415 - needs torch
         from training.episodes import parse_start  # noqa: PLC0415
 
@@ -228,7 +226,7 @@ class StepwiseRollout:
         if self._sampler_factory is None:
             from training.samplers import trainer_sampler  # noqa: PLC0415 - needs torch
 
-            sample = trainer_sampler(trainer)
+            sample: Sampler = trainer_sampler(trainer)
         else:
             sample = self._sampler_factory(trainer)
         distributed = trainer.accelerator.num_processes > 1

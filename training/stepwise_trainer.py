@@ -74,6 +74,9 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         *args, **kwargs: ``GRPOTrainer``'s (give no ``rollout_func``).
     """
 
+    _last_loaded_step: int
+    """``GRPOTrainer``'s own: the step whose weights vLLM holds (declared for the checker)."""
+
     def __init__(self, *args: Any, step_rollout: Any, advantage: AdvantageMode = "episode",
                  dump: RolloutDump | None = None, print_samples: int = 0,
                  **kwargs: Any) -> None:

@@ -31,7 +31,7 @@ def first_data_file(task: Any) -> str:
     """The task's first data file that is not a README (what the compact rules name)."""
     if task.data_dir is None:
         raise ValueError(f"task {task.id!r} has no data files to count")
-    files = sorted(p.relative_to(task.data_dir).as_posix()
+    files: list[str] = sorted(p.relative_to(task.data_dir).as_posix()
                    for p in task.data_dir.rglob("*") if p.is_file())
     data = [f for f in files if not f.upper().startswith("README")] or files
     if not data:

@@ -49,11 +49,12 @@ from vera_env.wire.answers import ANSWER_PREFIX, answer_is_usable, extract_answe
 from vera_env.wire.protocol import Emission, parse_emission
 from vera_env.wire.text import invisible_problem, safe_json
 
-__all__ = ["AnswerGate", "VeraEnv", "vera_base"]
+__all__ = ["GATE_NUDGE", "VeraEnv", "vera_base"]
 
-AnswerGate = Callable[[AnalysisState], str]
-"""Called before an answer is released: "" releases it, any other text withholds it
-and becomes the nudge. Registered by wrappers such as ``EmissionGate``."""
+GATE_NUDGE = ("no leaf node of your analysis has a check that passed and discriminates "
+              "(fails on mutated data). Add a check that verifies the result you are about "
+              "to report from the data, then give the answer again")
+"""Why an answer was withheld under ``require_verified_leaf``; the next observation says it."""
 
 _UNUSABLE_ANSWER = ("your FINAL ANSWER was not usable ({why}); give the value, name or "
                     "label the question asks for, not a command or a placeholder")
@@ -81,6 +82,16 @@ class VeraEnv(gym.Env[str, str]):
         observation_variant: How observations tell the rules: ``"full"`` (the default)
             or ``"compact"`` (short rules without placeholders, for small models; see
             ``observation.prompts``).
+
+    Attributes:
+        require_verified_leaf: The emission gate, off by default. While it is on and
+            budget remains, an answer in a free turn is released only if some leaf of
+            the graph (after the turn's own node is recorded) has a check that earns
+            (``AnalysisState.leaf_verified``); otherwise it is withheld with
+            ``GATE_NUDGE``, the turn's command and node still take effect, and
+            ``info["gated"]`` counts it. The last step of the budget and answer-only
+            turns are never gated, so the gate cannot cost the model its answer. It
+            outlives ``reset`` (a setting, not episode state); ``EmissionGate`` sets it.
 
     Example:
         >>> import gymnasium as gym, vera_env
@@ -127,7 +138,7 @@ class VeraEnv(gym.Env[str, str]):
         self.observation_space = FreeText(max_observation_chars)
         self.action_space = FreeText(max_action_chars)
         self._episode: Episode | None = None
-        self._gates: list[AnswerGate] = []
+        self.require_verified_leaf = False
         self._last_obs = ""
 
     # ----- the public seams (wrappers use these, never private state) -----
@@ -157,15 +168,6 @@ class VeraEnv(gym.Env[str, str]):
         """The current episode's workspace."""
         return self._require().workspace
 
-    def add_answer_gate(self, gate: AnswerGate) -> None:
-        """Consult ``gate`` before releasing an answer while budget remains."""
-        self._gates.append(gate)
-
-    def remove_answer_gate(self, gate: AnswerGate) -> None:
-        """Stop consulting ``gate``."""
-        if gate in self._gates:
-            self._gates.remove(gate)
-
     @property
     def phase(self) -> Phase:
         """The current episode's phase (``vera_env.phase``)."""
@@ -175,8 +177,8 @@ class VeraEnv(gym.Env[str, str]):
         """Make the next ``step`` an answer-only turn (phase ``forced``; asked per turn).
 
         Nothing runs and no node is recorded in it; a reply that is a command, a stub or
-        only the echoed prefix is refused with a nudge but no penalty; the answer gates
-        are not consulted. It takes a step of the budget.
+        only the echoed prefix is refused with a nudge but no penalty; the emission gate
+        (``require_verified_leaf``) does not apply. It takes a step of the budget.
 
         Raises:
             ResetNeeded: The episode has ended.
@@ -392,14 +394,17 @@ class VeraEnv(gym.Env[str, str]):
         if not answer_is_usable(answer):
             turn.error = _UNUSABLE_ANSWER.format(why=f"got {answer[:80]!r}")
             return
-        if ep.steps < self.max_steps:
-            for gate in self._gates:
-                why = gate(ep.state)
-                if why:
-                    ep.gated += 1
-                    turn.notes.append(f"your answer was withheld: {why}")
-                    return
+        if self._gate_withholds(ep):
+            ep.gated += 1
+            turn.notes.append(f"your answer was withheld: {GATE_NUDGE}")
+            return
         self._release(ep, answer, turn)
+
+    def _gate_withholds(self, ep: Episode) -> bool:
+        """The emission gate (``require_verified_leaf``): only with budget left, so the
+        last step's answer is always released."""
+        return (self.require_verified_leaf and ep.steps < self.max_steps
+                and not ep.state.leaf_verified())
 
     def _release(self, ep: Episode, answer: str, turn: Turn) -> None:
         ep.answer, ep.answer_phase = answer, turn.phase.value

@@ -36,7 +36,7 @@ class Episode:
     steps: int = 0
     nudge: str = ""
     rewrite_asked: set[str] = field(default_factory=set)
-    gated: int = 0
+    gated: int = 0  # answers withheld by the emission gate (``VeraEnv.require_verified_leaf``)
     answer: str = ""
     answer_phase: str = ""  # the phase whose turn released the answer ("" none yet)
     correct: bool | None = None

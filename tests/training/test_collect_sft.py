@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from training.collect import collect, write_rows
+from training.envs import make_env
 from training.episodes import IGNORE, ChatFormat, Start
-from training.grpo import make_env
 from training.sft import Args, load_rollouts, select_rows, sft_config, to_examples
 from vera_env.errors import PolicyError
 from vera_env.rollout import Attempt

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from training.envs import make_env
 from training.episodes import (
     IGNORE,
     ChatFormat,
@@ -18,7 +19,6 @@ from training.episodes import (
     play_episodes,
     tokenize_transcript,
 )
-from training.grpo import make_env
 from vera_env import VeraEnv
 from vera_env.errors import SandboxError
 from vera_env.tasks import load_tasks

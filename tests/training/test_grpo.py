@@ -21,14 +21,13 @@ from scripted_sampler import ASSISTANT, ScriptedTurns
 from training_turns import JUDGED_NODE
 
 from policies import ScriptedPolicy
+from training.envs import make_env, task_source
 from training.grpo import (
     REWARD_FUNCS,
     Args,
     VeraRollout,
     build_dataset,
     grpo_config,
-    make_env,
-    task_source,
 )
 from training.samplers import trainer_sampler
 from vera_env.rollout import run_episode

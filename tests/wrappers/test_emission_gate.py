@@ -87,7 +87,6 @@ def test_leaf_whose_checks_pass_but_do_not_discriminate_does_not_open_the_gate(e
 def test_leaf_verified_reads_discrimination_not_only_the_verdict():
     from vera_env.observation.state import AnalysisState, Node
     from vera_env.verification.checks import CheckResult
-    from vera_env.wrappers.emission_gate import leaf_verified
 
     def state_with(discriminating):
         state = AnalysisState()
@@ -95,5 +94,38 @@ def test_leaf_verified_reads_discrimination_not_only_the_verdict():
         state.add(Node(id="n1", kind="test", summary="s", checks=(check,)))
         return state
 
-    assert leaf_verified(state_with(True)) and leaf_verified(state_with(None))
-    assert not leaf_verified(state_with(False))
+    assert state_with(True).leaf_verified() and state_with(None).leaf_verified()
+    assert not state_with(False).leaf_verified()
+
+
+def test_leaf_verified_reads_leaves_not_the_nodes_built_on():
+    from vera_env.observation.state import AnalysisState, Node
+    from vera_env.verification.checks import CheckResult
+
+    state = AnalysisState()
+    state.add(Node(id="n1", kind="test", summary="s",
+                   checks=(CheckResult("c", "range", "cmd", True),)))
+    assert state.leaf_verified()
+    state.add(Node(id="n2", kind="test", summary="t", parents=("n1",),
+                   checks=(CheckResult("c", "range", "cmd", False),)))
+    assert not state.leaf_verified()
+
+
+def test_gate_switch_is_on_while_wrapped_back_on_at_reset_and_off_after_close(alcohol_task):
+    base = VeraEnv([alcohol_task], max_steps=4)
+    env = EmissionGate(base)
+    assert base.require_verified_leaf is True
+    base.require_verified_leaf = False
+    env.reset(seed=0)
+    assert base.require_verified_leaf is True
+    assert env.step("FINAL ANSWER: 5")[4][keys.GATED] == 1
+    env.close()
+    assert base.require_verified_leaf is False
+
+
+def test_gate_nudge_is_the_one_the_env_withholds_with(env):
+    from vera_env.wrappers.emission_gate import GATE_NUDGE
+
+    env.reset(seed=0)
+    info = env.step("FINAL ANSWER: 5")[4]
+    assert info[keys.NUDGE] == f"your answer was withheld: {GATE_NUDGE}"

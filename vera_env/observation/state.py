@@ -66,7 +66,7 @@ class Node:
         """Pass fraction of this node's checks, for the record (``to_dict``, a run's
         ``mean_rho``). The emission gate does not read it: a passing check that does not
         discriminate counts here, and the gate asks for a check that earns
-        (``vera_env.wrappers.emission_gate.leaf_verified``)."""
+        (``AnalysisState.leaf_verified``)."""
         return rho(self.checks)
 
     @property
@@ -173,6 +173,17 @@ class AnalysisState:
         """Nodes that no other node names as a parent (the analysis frontier)."""
         cited = {p for n in self._nodes.values() for p in n.parents}
         return tuple(n for n in self._nodes.values() if n.id not in cited)
+
+    def leaf_verified(self) -> bool:
+        """Whether some leaf has a check that earns (passed, and not shown to be
+        non-discriminating): the emission gate's rule (``VeraEnv.require_verified_leaf``).
+
+        It reads leaves, not every node: a result the model built on is a step, not what
+        its answer rests on; and it reads ``earns``, not ``rho``, since a passing check
+        that also passes on mutated data verifies nothing and would be the cheapest way
+        past the gate.
+        """
+        return any(check.earns for node in self.leaves() for check in node.checks)
 
     def duplicate_of(self, summary: str, check_commands: tuple[str, ...]) -> str:
         """The id of an existing node this declaration repeats, or "".

@@ -10,29 +10,32 @@ and ``info["gated"]`` counts the withholdings.
 The gate never costs the model its answer: on the last step of the budget, and in a
 forced-answer turn, the answer is released whatever the gate says.
 
+The rule (``AnalysisState.leaf_verified``), the nudge (``GATE_NUDGE``) and the count
+(``info["gated"]``) all live in the env, behind its ``require_verified_leaf`` switch;
+this wrapper only turns the switch on, as ``ForcedAnswer`` only steers the phase. So
+the env's own ``info`` and observation already tell the gate's outcome, and no wrapper
+order can see a different rule.
+
 Example:
     >>> from vera_env import VeraEnv
     >>> from vera_env.wrappers import EmissionGate
     >>> env = EmissionGate(VeraEnv("builtin", max_steps=10))
+    >>> env.unwrapped.require_verified_leaf
+    True
+    >>> env.close()
+    >>> env.unwrapped.require_verified_leaf
+    False
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 
-from vera_env.env import vera_base
-from vera_env.observation.state import AnalysisState
+from vera_env.env import GATE_NUDGE, vera_base
 
-__all__ = ["GATE_NUDGE", "EmissionGate", "leaf_verified"]
-
-GATE_NUDGE = ("no leaf node of your analysis has a check that passed and discriminates "
-              "(fails on mutated data). Add a check that verifies the result you are about "
-              "to report from the data, then give the answer again")
-
-
-def leaf_verified(state: AnalysisState) -> bool:
-    """Whether some leaf node has a passing (and not non-discriminating) check."""
-    return any(check.earns for node in state.leaves() for check in node.checks)
+__all__ = ["GATE_NUDGE", "EmissionGate"]
 
 
 class EmissionGate(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -45,12 +48,14 @@ class EmissionGate(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env) -> None:
         gym.utils.RecordConstructorArgs.__init__(self)
         super().__init__(env)
-        vera_base(self.env).add_answer_gate(self._gate)
+        vera_base(self.env).require_verified_leaf = True
 
-    @staticmethod
-    def _gate(state: AnalysisState) -> str:
-        return "" if leaf_verified(state) else GATE_NUDGE
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Reset with the gate on (it may have been switched off since ``__init__``)."""
+        vera_base(self.env).require_verified_leaf = True
+        return super().reset(seed=seed, options=options)
 
     def close(self) -> None:
-        vera_base(self.env).remove_answer_gate(self._gate)
+        vera_base(self.env).require_verified_leaf = False
         super().close()
