@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -64,15 +63,9 @@ def test_skyrl_oracle_episode_return_equals_in_process_env():
     assert env.get_metrics() == {"vera_return": pytest.approx(expected), "unscorable": 0.0}
 
 
-def test_skyrl_unscorable_step_flagged_in_metadata_and_metrics(tmp_path: Path):
-    (tmp_path / "d").mkdir()
-    (tmp_path / "d" / "reads.tsv").write_text("id\tvalue\n1\t3\n")
-    row = {"id": "judged", "question": "Which organism are the reads from?",
-           "answer": "E. coli", "data_dir": "d",
-           "grader": {"kind": "llm", "rubric": "Score 1.0 if it names Escherichia coli."}}
-    (tmp_path / "tasks.jsonl").write_text(json.dumps(row) + "\n")
+def test_skyrl_unscorable_step_flagged_in_metadata_and_metrics(judged_suite: Path):
     register()
-    env = skyrl_gym.make(ENV_ID, env_config={"tasks": str(tmp_path / "tasks.jsonl"),
+    env = skyrl_gym.make(ENV_ID, env_config={"tasks": str(judged_suite),
                                                   "wrappers": []},
                          extras={"task_id": "judged"})
     env.init([])

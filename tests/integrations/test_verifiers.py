@@ -93,14 +93,9 @@ def test_verifiers_oracle_episode_return_equals_in_process_env(verifiers_venv, t
     assert result["requests"] == [[{"role": "user", "content": obs}] for obs in shown]
 
 
-def test_verifiers_unscorable_episode_has_no_reward_and_is_not_ok(verifiers_venv, tmp_path):
-    (tmp_path / "d").mkdir()
-    (tmp_path / "d" / "reads.tsv").write_text("id\tvalue\n1\t3\n")
-    row = {"id": "judged", "question": "Which organism are the reads from?",
-           "answer": "E. coli", "data_dir": "d",
-           "grader": {"kind": "llm", "rubric": "Score 1.0 if it names Escherichia coli."}}
-    (tmp_path / "tasks.jsonl").write_text(json.dumps(row) + "\n")
-    spec = {"source": str(tmp_path / "tasks.jsonl"), "wrappers": []}
+def test_verifiers_unscorable_episode_has_no_reward_and_is_not_ok(verifiers_venv, tmp_path,
+                                                                  judged_suite):
+    spec = {"source": str(judged_suite), "wrappers": []}
     result = _play(verifiers_venv, {"task_id": "judged", "spec": spec,
                                     "turns": ["FINAL ANSWER: Escherichia coli"]}, tmp_path)
     assert result["rewards"] == [None]  # not 0: scoring did not run
