@@ -40,7 +40,7 @@ from vera_env.observation.state import AnalysisState, Node
 from vera_env.phase import Event, Phase, advance
 from vera_env.sandbox import Backend, Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
 from vera_env.sandbox.reaper import RootLease
-from vera_env.tasks import Task, TaskSource, load_tasks
+from vera_env.tasks import OutcomeListener, Task, TaskSource, load_tasks
 from vera_env.verification.checks import CheckResult, run_checks
 from vera_env.verification.grading import Judge, grade, grade_against
 from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts
@@ -282,6 +282,9 @@ class VeraEnv(gym.Env[str, str]):
             ep.unscorable = True
             turn.error = f"sandbox fault (not the model's): {exc}"
         ep.phase = advance(ep.phase, self._outcome(ep))
+        if ep.phase.ended and isinstance(self.tasks, OutcomeListener):  # e.g. a Curriculum
+            self.tasks.update(ep.task.id, None if ep.unscorable
+                              else ep.correct if ep.answer else False)
         return self._finish_step(ep, turn)
 
     def render(self) -> str | None:

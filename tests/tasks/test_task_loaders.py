@@ -131,7 +131,8 @@ def test_load_tasks_rejects_unknown_paths(tmp_path: Path, name: str) -> None:
     if name.endswith(".csv"):
         (tmp_path / name).write_text("x")
     with pytest.raises(TaskFileError, match=r"expected a named source \(builtin, real, "
-                                            r"perturbed, canary\), a suite folder, a .jsonl"):
+                                            r"perturbed, canary, curriculum\), a suite folder, "
+                                            r"a .jsonl"):
         load_tasks(tmp_path / name)
 
 

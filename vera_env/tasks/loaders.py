@@ -17,6 +17,8 @@ Sources:
 * ``"builtin"``: the procedurally generated families of `vera_env.tasks.builtin`;
 * ``"real"``, ``"perturbed"``, ``"canary"``: real-data tasks, their messy variants and
   the unanswerable canaries (`vera_env.tasks.named`);
+* ``"curriculum"``: builtin tasks served where pass rates are informative
+  (`vera_env.tasks.curriculum`);
 * a list of `Task` objects.
 """
 
@@ -149,7 +151,8 @@ def load_tasks(source: str | Path | Sequence[Task] | TaskSource) -> TaskSource:
     """Turn any supported task source into a `TaskSource`.
 
     Args:
-        source: ``"builtin"``, ``"real"``, ``"perturbed"``, ``"canary"``, a folder suite, a
+        source: ``"builtin"``, ``"real"``, ``"perturbed"``, ``"canary"``,
+            ``"curriculum"``, a folder suite, a
             ``.jsonl`` file, a BioMysteryBench suite
             (a folder with ``problems.csv``/``problems.parquet`` and ``data/``, or the
             problems file itself), a list of `Task`, or a `TaskSource` (returned as is).

@@ -1,4 +1,4 @@
-"""The named task sources: ``builtin``, ``real``, ``perturbed`` and ``canary``.
+"""The named task sources: ``builtin``, ``real``, ``perturbed``, ``canary`` and ``curriculum``.
 
 One entry point so that every caller that accepts a source name -- ``load_tasks``,
 ``gym.make(..., tasks=...)``, ``vera-env tasks list|validate|export``, ``vera-env eval``
@@ -20,25 +20,34 @@ SOURCE_NAMES: dict[str, str] = {
     "real": "questions about real files shipped in registry packages, one per type and seed",
     "perturbed": "real tasks with messy data: BOM, CRLF, repeated header, truncation, decoy, bloat",
     "canary": "real-looking questions the data cannot answer ('cannot be determined')",
+    "curriculum": "builtin tasks served from warmup up, where pass rates are informative",
 }
 
 
-def named_source(name: str, *, seeds: Sequence[int] = (0,), types: Sequence[str] | None = None,
+def named_source(name: str, *, seeds: Sequence[int] | None = None,
+                 types: Sequence[str] | None = None,
                  difficulties: Sequence[str] = ("easy",), kinds: Sequence[str] | None = None,
                  base: str = "real") -> TaskSource:
     """The source a name stands for, sampled like the builtin source.
 
     Args:
         name: One of `SOURCE_NAMES`.
-        seeds: Seeds of every type (real: which subject; builtin: which draw).
+        seeds: Seeds of every type (real: which subject; builtin: which draw). Default:
+            seed 0, except ``curriculum``: seeds 0-999, a stream to learn on.
         types: Types to include (default all of the source's base).
-        difficulties: Builtin difficulties (and of builtin tasks perturbed).
+        difficulties: Builtin difficulties (and of builtin tasks perturbed); the rungs
+            ``curriculum`` climbs after ``warmup``.
         kinds: Perturbation or canary kinds (default all that apply).
         base: What ``perturbed`` perturbs: ``real`` or ``builtin``.
 
     Raises:
         ValueError: An unknown name.
     """
+    if name == "curriculum":
+        from vera_env.tasks.curriculum import curriculum_source  # noqa: PLC0415
+
+        return curriculum_source(range(1000) if seeds is None else seeds, types, difficulties)
+    seeds = (0,) if seeds is None else seeds
     if name == "builtin":
         from vera_env.tasks.builtin import builtin_source  # noqa: PLC0415
 
@@ -81,4 +90,10 @@ def source_table(name: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
 
         return ("canary", "why the answer is 'cannot be determined' (id suffix +<kind>)"), list(
             CANARY_KINDS.items())
+    if name == "curriculum":
+        return (("rung", "what a type is served there"), [
+            ("warmup", "the question without its trap, a few dozen records (where every type starts)"),
+            ("easy, medium, hard", "the trapped builtin tasks, climbed as --difficulties name them"),
+            ("rule", "a rung at >= 90% over 8+ episodes is mastered (up); at <= 10% collapsed "
+                     "(down)")])
     raise ValueError(f"no table for task source {name!r}")

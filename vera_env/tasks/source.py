@@ -2,18 +2,44 @@
 
 Kept apart from the loaders so that the task families (builtin, BioMysteryBench, ...)
 can build a source without importing the loader that dispatches to them.
+
+Why `OutcomeListener` is a protocol the env checks for. A source that adapts what it
+serves to how episodes end (`vera_env.tasks.curriculum.Curriculum`) needs every finished
+episode's verdict, whoever drives the env: ``training.grpo``, ``training.collect``, a
+Ray worker or a user's loop. Reporting it from ``VeraEnv.step`` when the source listens
+gives all of them the hook without code of their own; a source that does not listen
+costs one ``isinstance``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from vera_env.errors import UnknownTaskError
 from vera_env.tasks.model import Task
 
-__all__ = ["TaskSource", "UnknownTaskError"]
+__all__ = ["OutcomeListener", "TaskSource", "UnknownTaskError"]
+
+
+@runtime_checkable
+class OutcomeListener(Protocol):
+    """A task source told how each episode it served ended (``VeraEnv`` reports it)."""
+
+    def update(self, task_id: str, correct: bool | None) -> bool:
+        """Record one finished episode.
+
+        Args:
+            task_id: The episode's task.
+            correct: Its final answer graded correct (False also when the budget ran out
+                without one); None when the outcome is unscorable (a sandbox or grader
+                fault), which must not count either way.
+
+        Returns:
+            Whether the outcome was recorded.
+        """
 
 
 class TaskSource:

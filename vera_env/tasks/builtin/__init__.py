@@ -22,10 +22,18 @@ Families and types (the module docstring of each says why its trap is a trap):
   (`cohorts`: which class is 1), ``tab.fold_change`` (`expression`: log-scaled
   values), ``tab.survival_median`` (`survival`: censoring)
 
-Difficulty scales the data: ``easy``, ``medium`` and ``hard`` are the sizes validated
-and trained on (hard: 5,000 genes x 2,000-2,500 cells, 20,000-40,000 VCF sites, up to
-900 kb of sequence); ``xl`` is the realistic size (a matrix of about 100 MB uncompressed, a
-400,000-site VCF), generated in seconds to a minute. Data is written once per id into
+Difficulty scales the data: ``warmup`` is the same question and answer format with a few
+dozen records and, where the trap lies in the data, without it (no soft-masking, no
+phased calls, no -999, no censoring, ...), so that one or two correct commands answer
+it and a small model's base rate is above 0 -- the first rung of
+`vera_env.tasks.curriculum`. Those tasks carry no ``Task.trap``: the careless analysis
+is right there. Three traps are the format or the question itself and stay, on small
+data: ``mtx.knockout_gene`` (1-based indices), ``mtx.doublets`` (a cells x genes
+export) and ``tab.fold_change`` (log-scaled values). ``easy``, ``medium`` and ``hard``
+are the sizes validated and trained on (hard: 5,000 genes x 2,000-2,500 cells,
+20,000-40,000 VCF sites, up to 900 kb of sequence); ``xl`` is the realistic size (a
+matrix of about 100 MB uncompressed, a 400,000-site VCF), generated in seconds to a
+minute. Data is written once per id into
 `vera_env.tasks.cache_dir` (see `vera_env.tasks.cache`); the answer never is.
 
 Determinism holds for a given numpy version: the bit generator (PCG64) is stable, but
@@ -83,9 +91,11 @@ TASK_TYPES: dict[str, Generator] = {
     "tab.survival_median": survival.survival_median,
 }
 DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
-"""The standard sample: what ``vera-env tasks validate builtin`` and the tests cover."""
-ALL_DIFFICULTIES: tuple[Difficulty, ...] = (*DIFFICULTIES, "xl")
-"""Every difficulty an id may name; ``xl`` is the realistic, large size."""
+"""The standard sample: what ``vera-env tasks validate builtin`` and the tests cover (the
+trapped sizes; ``warmup`` has its own tests, where the careless answer may be right)."""
+ALL_DIFFICULTIES: tuple[Difficulty, ...] = ("warmup", *DIFFICULTIES, "xl")
+"""Every difficulty an id may name; ``warmup`` is the trap-free first rung of a
+curriculum, ``xl`` the realistic, large size."""
 FAMILIES = {"seq": "sequences (FASTA)", "mtx": "sparse count matrices (10x)",
             "vcf": "variant tables (VCF)", "tab": "tables (CSV/TSV)"}
 
@@ -134,11 +144,14 @@ def make_task(tid: str) -> Task:
     """Generate a builtin task and make sure its data is on disk (read-only, cached)."""
     instance = generate(tid)
     family, type_name, difficulty, _ = tid.split(".")
+    # At warmup most types remove their trap: the careless answer is then the answer, and
+    # a `Trap` whose wrong answer is right would be a lie (`Task` refuses one).
+    trapped = instance.trap.wrong_answer != instance.answer
     return Task(
         id=tid, question=instance.question, answer=instance.answer, grader=instance.grader,
-        tags=(family, type_name, difficulty, "trap", *instance.tags),
+        tags=(family, type_name, difficulty, *(("trap",) if trapped else ()), *instance.tags),
         solution=instance.solution, data_dir=materialise(tid, instance.files),
-        trap=instance.trap,
+        trap=instance.trap if trapped else None,
     ).with_reference(instance.reference)
 
 

@@ -66,7 +66,7 @@ _FEATURES = {
     "perimeter_mean": ((115.37, 21.9), (78.08, 11.8)),
     "area_mean": ((978.38, 368.0), (462.79, 134.0)),
 }
-_ROWS = {"easy": 200, "medium": 2000, "hard": 20_000, "xl": 400_000}
+_ROWS = {"warmup": 30, "easy": 200, "medium": 2000, "hard": 20_000, "xl": 400_000}
 _CODEBOOK = """tumours.csv: one row per fine-needle aspirate, comma-separated, header first.
 
 id               integer, unique
@@ -98,7 +98,17 @@ def _near_tie(cents: int, n: int) -> bool:
     return abs(fraction - n) * 10**6 < n
 
 
-def _csv(target: np.ndarray, cents: dict[str, np.ndarray]) -> str:
+def _codebook(code: int) -> str:
+    """The codebook with malignant coded ``code``: sklearn's 0, or 1 at warmup (no trap:
+    ``target == 1`` is then malignant)."""
+    return _CODEBOOK if code == MALIGNANT else _CODEBOOK.replace(
+        "coded as in sklearn.datasets.load_breast_cancer:\n                 0 = malignant, 1 = benign",
+        "coded:\n                 1 = malignant, 0 = benign")
+
+
+def _csv(target: np.ndarray, cents: dict[str, np.ndarray], code: int = MALIGNANT) -> str:
+    """The table, labels written with malignant as ``code``."""
+    target = target if code == MALIGNANT else 1 - target
     names = list(_FEATURES)
     rows = ["id," + ",".join(names) + ",target"]
     for i in range(len(target)):
@@ -107,43 +117,45 @@ def _csv(target: np.ndarray, cents: dict[str, np.ndarray]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _solution(feature: str, col: int, n_rows: int, n_bad: int, answer: str, cents: int
-              ) -> tuple[str, ...]:
+def _solution(feature: str, col: int, n_rows: int, n_bad: int, answer: str, cents: int,
+              code: int = MALIGNANT) -> tuple[str, ...]:
     """Three nodes whose checks track different facts: the column (the header), the
     label code (codebook.txt) and the malignant count; that count, its sum in hundredths
     and the code read again; the mean, recomputed, against the benign mean, and the code."""
     v = {"F": feature, "COL": col, "ROWS": n_rows, "NB": n_bad, "ANS": answer,
-         "SUM": cents, "CODE": "grep -o '[01] = malignant' codebook.txt | cut -c1"}
+         "SUM": cents, "CODE": "grep -o '[01] = malignant' codebook.txt | cut -c1",
+         "M": code, "B": 1 - code}
     return (
         turn(fill("cat codebook.txt\nhead -3 tumours.csv\n"
                   "head -1 tumours.csv | tr ',' '\\n' | grep -nx '@F@' | cut -d: -f1 > col.txt\n"
                   "grep -o '[01] = malignant' codebook.txt | cut -c1 > malignant_code.txt\n"
                   "cat col.txt malignant_code.txt", **v),
-             node("load", fill("@F@ is column @COL@; the codebook codes malignant as 0, "
-                               "benign as 1", **v), "malignant_code.txt"), [
+             node("load", fill("@F@ is column @COL@; the codebook codes malignant as @M@, "
+                               "benign as @B@", **v), "malignant_code.txt"), [
                  check("type", fill("col.txt points at @F@", **v), verdict(fill(
                      "test \"$(head -1 tumours.csv | cut -d, -f\"$(cat col.txt)\")\" = @F@",
                      **v))),
-                 check("type", "the malignant code is the codebook's", verdict(
-                     "test \"$(cat malignant_code.txt)\" = 0 && grep -q \"^ *$(cat "
-                     "malignant_code.txt) = malignant\" codebook.txt")),
+                 check("type", "the malignant code is the codebook's", verdict(fill(
+                     "test \"$(cat malignant_code.txt)\" = @M@ && grep -q \"^ *$(cat "
+                     "malignant_code.txt) = malignant\" codebook.txt", **v))),
                  check("range", fill("@NB@ rows carry the malignant code", **v), verdict(fill(
                      "test \"$(awk -F, -v m=\"$(cat malignant_code.txt)\" 'NR > 1 && $NF == m' "
                      "tumours.csv | wc -l)\" -eq @NB@", **v)))]),
         turn(fill("awk -F, -v c=\"$(cat col.txt)\" -v m=\"$(cat malignant_code.txt)\" "
                   "'NR > 1 && $NF == m { print $c }' tumours.csv > malignant_values.txt\n"
                   "wc -l < malignant_values.txt", **v),
-             node("qc", fill("@NB@ malignant tumours (target == 0) of @ROWS@", **v),
+             node("qc", fill("@NB@ malignant tumours (target == @M@) of @ROWS@", **v),
                   "malignant_values.txt", "n1"), [
-                 check("conservation", "as many values as rows with target 0", verdict(fill(
-                     "test \"$(wc -l < malignant_values.txt)\" -eq \"$(awk -F, 'NR > 1 && $NF == "
-                     "0' tumours.csv | wc -l)\" && test \"$(wc -l < malignant_values.txt)\" "
-                     "-eq @NB@", **v))),
+                 check("conservation", fill("as many values as rows with target @M@", **v),
+                       verdict(fill(
+                           "test \"$(wc -l < malignant_values.txt)\" -eq \"$(awk -F, 'NR > 1 && "
+                           "$NF == @M@' tumours.csv | wc -l)\" && test \"$(wc -l < "
+                           "malignant_values.txt)\" -eq @NB@", **v))),
                  check("range", fill("the malignant values sum to @SUM@ hundredths", **v),
                        verdict(fill("test \"$(tr -d . < malignant_values.txt | awk '{ s += $1 } "
                                     "END { printf \"%d\", s }')\" -eq @SUM@", **v))),
                  check("invariance", "the codebook still codes malignant as the kept code",
-                       verdict(fill("test \"$(@CODE@)\" = 0 && test \"$(wc -l < "
+                       verdict(fill("test \"$(@CODE@)\" = @M@ && test \"$(wc -l < "
                                     "malignant_values.txt)\" -eq @NB@", **v)))]),
         turn("awk '{ s += $1; n++ } END { printf \"%.2f\\n\", s / n }' malignant_values.txt "
              "> mean.txt\ncat mean.txt",
@@ -153,12 +165,12 @@ def _solution(feature: str, col: int, n_rows: int, n_bad: int, answer: str, cent
                      "float(open('mean.txt').read()); print(abs(sum(v) / len(v) - m) < 0.006 "
                      "and m == @ANS@ and len(v) == @NB@)\"", **v)),
                  check("range", "the malignant mean exceeds the benign mean", fill(
-                     "awk -F, 'NR == FNR { m = $1; k++; next } FNR > 1 && $NF == 1 { s += "
+                     "awk -F, 'NR == FNR { m = $1; k++; next } FNR > 1 && $NF == @B@ { s += "
                      "$@COL@; n++ } END { print (k == 1 && m == @ANS@ && m > s / n) ? \"True\" : "
                      "\"False\" }' mean.txt tumours.csv", **v)),
                  check("invariance", "the mean is over the codebook's malignant code",
-                       verdict(fill("test \"$(@CODE@)\" = 0 && test \"$(cat mean.txt)\" = @ANS@",
-                                    **v)))]),
+                       verdict(fill("test \"$(@CODE@)\" = @M@ && test \"$(cat mean.txt)\" = "
+                                    "@ANS@", **v)))]),
         final(answer),
     )
 
@@ -184,18 +196,19 @@ def _solve(contents: Contents, *, feature: str) -> str:
     return _mean([Fraction(row[f]) for row in rows if row[t].strip() == code.group(1)])
 
 
-def _benign(record: bytes) -> bool:
+def _benign(record: bytes, *, code: int = MALIGNANT) -> bool:
     """A row of the other class: the malignant mean never reads it."""
-    return tsv_fields(record, b",")[-1].strip() != str(MALIGNANT).encode()
+    return tsv_fields(record, b",")[-1].strip() != str(code).encode()
 
 
-def _tumour_mutant(content: bytes, rng: random.Random, *, kind: str, col: int) -> bytes | None:
+def _tumour_mutant(content: bytes, rng: random.Random, *, kind: str, col: int,
+                   code: int = MALIGNANT) -> bytes | None:
     """One malignant value moved enough to move the mean (``shift``), or the benign row
     farthest from the malignant mean relabelled malignant (``relabel``)."""
     lines = lines_of(content)
     rows = {i: tsv_fields(line, b",") for i, line in enumerate(lines[1:], 1)}
-    code = str(MALIGNANT).encode()
-    bad = {i: Fraction(f[col].decode()) for i, f in rows.items() if f[-1] == code}
+    label = str(code).encode()
+    bad = {i: Fraction(f[col].decode()) for i, f in rows.items() if f[-1] == label}
     if not bad:
         return None
     if kind == "shift":
@@ -203,11 +216,11 @@ def _tumour_mutant(content: bytes, rng: random.Random, *, kind: str, col: int) -
         rows[i][col] = f"{float(bad[i]) + math.ceil(0.05 * len(bad)) + 1:.2f}".encode()
     else:
         mean = sum(bad.values(), Fraction(0)) / len(bad)
-        good = {j: Fraction(f[col].decode()) for j, f in rows.items() if f[-1] != code}
+        good = {j: Fraction(f[col].decode()) for j, f in rows.items() if f[-1] != label}
         i = max(good, key=lambda j: abs(good[j] - mean))
         if not moved(_mean(list(bad.values())), _mean([*bad.values(), good[i]]), _TOL):
             return None
-        rows[i][-1] = code
+        rows[i][-1] = label
     fields = rows[i]
     return edit_lines(content, {i: rejoin(fields, lines[i], b",")})
 
@@ -225,9 +238,11 @@ def _rename_feature(content: bytes, rng: random.Random, *, feature: str) -> byte
 
 
 def _swap_codes(content: bytes, rng: random.Random) -> bytes | None:
-    """The codebook's two labels exchanged: malignant is coded 1."""
+    """The codebook's two labels exchanged: malignant gets the other code."""
     text = content.decode()
-    swapped = text.replace("0 = malignant, 1 = benign", "0 = benign, 1 = malignant")
+    swapped = (text.replace("0 = malignant, 1 = benign", "0 = benign, 1 = malignant")
+               if "0 = malignant" in text else
+               text.replace("1 = malignant, 0 = benign", "1 = benign, 0 = malignant"))
     return swapped.encode() if swapped != text else None
 
 
@@ -254,13 +269,15 @@ def _noted_codebook(content: bytes, rng: random.Random) -> bytes | None:
     return content + end + rng.choice(notes)
 
 
-def _reference(feature: str, col: int) -> Reference:
+def _reference(feature: str, col: int, code: int = MALIGNANT) -> Reference:
     return Reference(
         solve=partial(_solve, feature=feature),
         preserving={"tumours.csv": ("shuffle_records", "drop_irrelevant"), "codebook.txt": ()},
-        irrelevant={"tumours.csv": _benign},
-        mutators={"tumours.csv": aimed(partial(_tumour_mutant, kind="shift", col=col - 1),
-                                       partial(_tumour_mutant, kind="relabel", col=col - 1),
+        irrelevant={"tumours.csv": partial(_benign, code=code)},
+        mutators={"tumours.csv": aimed(partial(_tumour_mutant, kind="shift", col=col - 1,
+                                               code=code),
+                                       partial(_tumour_mutant, kind="relabel", col=col - 1,
+                                               code=code),
                                        partial(_rename_feature, feature=feature)),
                   "codebook.txt": aimed(_swap_codes)},
         controls={"tumours.csv": aimed(partial(_renamed_feature, feature=feature)),
@@ -268,7 +285,9 @@ def _reference(feature: str, col: int) -> Reference:
 
 
 def label_coding(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
-    """Mean of a feature over malignant tumours (trap: taking ``target == 1`` as malignant)."""
+    """Mean of a feature over malignant tumours (trap: taking ``target == 1`` as malignant;
+    at warmup the codebook codes malignant as 1)."""
+    code = MALIGNANT if difficulty != "warmup" else 1 - MALIGNANT
     feature = list(_FEATURES)[int(rng.integers(len(_FEATURES)))]
     col = list(_FEATURES).index(feature) + 2
     for _ in range(20):  # float sums may round a mean at x.xx5 either way: redraw those
@@ -280,6 +299,7 @@ def label_coding(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
         raise RuntimeError("label_coding: every draw rounds ambiguously; generator bug")
     answer = f"{int(bad.sum()) / len(bad) / 100:.2f}"
     wrong = f"{int(good.sum()) / len(good) / 100:.2f}"
+    wrong = answer if code != MALIGNANT else wrong
     careless = fill("awk -F, 'NR > 1 && $NF == 1 { s += $@COL@; n++ } "
                     "END { printf \"%.2f\\n\", s / n }' tumours.csv > mean.txt\ncat mean.txt",
                     COL=col)
@@ -295,9 +315,10 @@ def label_coding(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
         wrong_answer=wrong)
     question = (f"What is the mean {feature} of the malignant tumours in tumours.csv? "
                 "Give two decimals.")
-    return Instance(files={"tumours.csv": _csv(target, cents).encode(),
-                           "codebook.txt": _CODEBOOK.encode()},
+    return Instance(files={"tumours.csv": _csv(target, cents, code).encode(),
+                           "codebook.txt": _codebook(code).encode()},
                     question=question, answer=answer, grader={"kind": "numeric", "abs_tol": _TOL},
                     solution=_solution(feature, col, len(target), len(bad), answer,
-                                       int(bad.sum())), trap=trap,
-                    tags=("csv", "label-coding", "codebook"), reference=_reference(feature, col))
+                                       int(bad.sum()), code), trap=trap,
+                    tags=("csv", "label-coding", "codebook"),
+                    reference=_reference(feature, col, code))

@@ -71,7 +71,7 @@ MIN_COUNTS = 3
 _MARKERS = ("Cd3e", "Cd19")
 _OTHER = ("Actb", "Gapdh", "Malat1", "B2m", "Ptprc", "Cd74", "Lyz2", "Cd3d", "Cd3g", "Cd4",
           "Cd8a", "Ms4a1", "Cd79a", "Cd79b", "Itgam", "Csf1r", "Nkg7", "Gzma", "Hba-a1")
-_SIZES = {"easy": (300, 200), "medium": (1500, 800), "hard": (5000, 2500),
+_SIZES = {"warmup": (40, 40), "easy": (300, 200), "medium": (1500, 800), "hard": (5000, 2500),
           "xl": (30_000, 5000)}  # genes, cells
 _EXPORT_NOTE = "exported from AnnData with scipy.io.mmwrite(adata.X): rows = cells, columns = genes"
 

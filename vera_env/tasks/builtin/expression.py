@@ -53,7 +53,8 @@ __all__ = ["fold_change"]
 
 _GENES = ("IL6", "CXCL8", "TNF", "IFIT1", "ISG15", "MX1", "CCL2", "NFKBIA", "SOCS3", "IRF7",
           "EGR1", "FOS", "JUN", "HSPA1A", "DDIT3", "ATF3", "GADD45A", "CDKN1A", "MDM2", "BAX")
-_SIZES = {"easy": (200, 3), "medium": (2000, 6), "hard": (20_000, 12), "xl": (60_000, 48)}
+_SIZES = {"warmup": (30, 3), "easy": (200, 3), "medium": (2000, 6), "hard": (20_000, 12),
+          "xl": (60_000, 48)}
 _README = """expression.tsv: one row per gene, one column per sample (names as in samples.tsv).
 Values are log2(TPM + 1), rounded to three decimals. TPM = 2^value - 1.
 samples.tsv: sample name and condition (control or treated).

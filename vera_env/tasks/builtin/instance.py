@@ -23,7 +23,7 @@ from vera_env.wire.protocol import CHECK_KINDS, NODE_KINDS
 
 __all__ = ["Difficulty", "Instance", "check", "fill", "final", "gz", "node", "turn", "verdict"]
 
-Difficulty = Literal["easy", "medium", "hard", "xl"]
+Difficulty = Literal["warmup", "easy", "medium", "hard", "xl"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,7 +77,7 @@ _NUCLEAR = ("Actb", "Gapdh", "Malat1", "Cd74", "Ptprc", "Lyz2", "Cst3", "B2m", "
             "Rps27", "Rpl13", "Eef1a1", "Fth1", "Ftl1", "Vim", "S100a6", "Apoe", "Sparc",
             "Col1a1", "Cd3e", "Cd19", "Ms4a1", "Nkg7", "Hba-a1", "Hbb-bs", "Mt1", "Mt2",
             "Mtor", "Mki67", "Top2a")
-_SIZES = {"easy": (300, 150), "medium": (1500, 600), "hard": (5000, 2000),
+_SIZES = {"warmup": (50, 30), "easy": (300, 150), "medium": (1500, 600), "hard": (5000, 2000),
           "xl": (30_000, 8000)}  # genes, cells
 
 
@@ -89,11 +89,14 @@ def _genes(rng: np.random.Generator, n_genes: int) -> list[str]:
     return symbols[:at] + list(MITO_GENES) + symbols[at:]
 
 
-def _plan_cells(rng: np.random.Generator, n_cells: int, min_counts: int, max_pct: int
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-cell total counts and mitochondrial counts, kept clear of both thresholds."""
-    kind = rng.choice(3, size=n_cells, p=[0.6, 0.15, 0.25])  # healthy, dying, empty
-    kind[:3] = 1  # at least three dying cells, or the trap cannot bite
+def _plan_cells(rng: np.random.Generator, n_cells: int, min_counts: int, max_pct: int,
+                dying: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cell total counts and mitochondrial counts, kept clear of both thresholds;
+    without ``dying`` (warmup) no cell fails on its mitochondrial fraction alone, so a
+    filter that misses the mt- genes counts right."""
+    kind = rng.choice(3, size=n_cells, p=[0.6, 0.15, 0.25] if dying else [0.75, 0.0, 0.25])
+    if dying:
+        kind[:3] = 1  # at least three dying cells, or the trap cannot bite
     totals = np.where(kind == 2, rng.integers(20, min_counts - 50, n_cells),
                       np.minimum(rng.lognormal(np.log(min_counts), 0.6, n_cells),
                                  10 * min_counts).astype(np.int64) + min_counts + 100)
@@ -302,12 +305,13 @@ def _reference(genes: list[str], min_counts: int, max_pct: int, unmito: tuple[in
 
 
 def qc_cells(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
-    """Cells passing a count and mitochondrial-fraction filter (trap: ``grep MT-``)."""
+    """Cells passing a count and mitochondrial-fraction filter (trap: ``grep MT-``; no
+    dying cell at warmup)."""
     n_genes, n_cells = _SIZES[difficulty]
     min_counts = int(rng.choice([500, 1000]))
     max_pct = int(rng.choice([10, 15, 20]))
     genes = _genes(rng, n_genes)
-    totals, mito = _plan_cells(rng, n_cells, min_counts, max_pct)
+    totals, mito = _plan_cells(rng, n_cells, min_counts, max_pct, difficulty != "warmup")
     enough = totals >= min_counts
     answer = int(np.count_nonzero(enough & (100 * mito < max_pct * totals)))
     careless = int(np.count_nonzero(enough))

@@ -61,7 +61,8 @@ _STOPS = ("TAA", "TAG", "TGA")
 _SENSE = tuple(a + b + c for a in "ACGT" for b in "ACGT" for c in "ACGT"
                if a + b + c not in _STOPS)
 _SIZES: dict[str, tuple[int, int, int]] = {  # records, min length, max length
-    "easy": (3, 900, 1500), "medium": (8, 2000, 5000), "hard": (30, 8000, 20_000),
+    "warmup": (2, 240, 360), "easy": (3, 900, 1500), "medium": (8, 2000, 5000),
+    "hard": (30, 8000, 20_000),
     "xl": (60, 40_000, 80_000)}
 _CODE = np.zeros(256, dtype=np.int64)
 _CODE[np.frombuffer(b"ACGT", dtype=np.uint8)] = [0, 1, 2, 3]
@@ -117,6 +118,8 @@ def _draw(rng: np.random.Generator, difficulty: Difficulty) -> tuple[list[str], 
     host_rev, host_fwd = (int(i) for i in rng.choice(n_records, size=2, replace=n_records < 2))
     n_rev = int(len(seqs[host_rev]) * rng.uniform(0.3, 0.45)) // 3
     n_fwd = int(n_rev * rng.uniform(0.55, 0.85))
+    if difficulty == "warmup":  # no trap: the longest ORF is on the forward strand
+        n_fwd, n_rev = n_rev, n_fwd
     for host, planted in ((host_fwd, _orf(rng, n_fwd)), (host_rev, revcomp(_orf(rng, n_rev)))):
         at = int(rng.integers(0, len(seqs[host]) - len(planted)))
         seqs[host][at:at + len(planted)] = planted.encode()
@@ -159,37 +162,44 @@ python3 orfs.py"""
 def _solution(cat: str, n_records: int, n_bases: int, answer: int, forward: int,
               second: int, orf: str) -> tuple[str, ...]:
     """Two nodes over facts different mutants move: the longest ORF, the runner-up frame,
-    the forward strand's best, the bases loaded; the ORF's opening and closing bases."""
+    the forward strand's best, the bases loaded; the ORF's opening and closing bases.
+    The ORF is on the reverse strand, except at warmup (``answer == forward``)."""
+    rev = answer != forward
     v = {"CAT": cat, "N": n_records, "ROWS": 6 * n_records, "ANS": answer, "NT": 3 * answer + 3,
          "B": n_bases, "FWD": forward, "SECOND": second, "HEAD": orf[:24], "TAIL": orf[-24:],
-         "MET": _internal_met(orf), "GCN": orf.count("G") + orf.count("C")}
+         "MET": _internal_met(orf), "GCN": orf.count("G") + orf.count("C"),
+         "STRAND": "-" if rev else "+"}
     unwrap = fill("@CAT@ | awk '/^>/ { if (n) print s; s = \"\"; n++; next } { s = s $0 } "
                   "END { if (n) print s }' > seqs.txt\nwc -l < seqs.txt", **v)
     revcomp_data = fill("@CAT@ | awk '/^>/ { if (n) print s; s = \"\"; n++; next } "
-                        "{ s = s $0 } END { if (n) print s }' | rev | tr ACGTacgt TGCAtgca",
-                        **v)
+                        "{ s = s $0 } END { if (n) print s }'" + (
+                            " | rev | tr ACGTacgt TGCAtgca" if rev else ""), **v)
+    strand = "reverse" if rev else "forward"
     return (
         turn(unwrap),
         turn(_SCAN, node("test", f"longest ORF: {answer} aa, on the reverse strand; the "
-                                 f"forward strand's longest is {forward} aa",
+                                 f"forward strand's longest is {forward} aa" if rev else
+                         f"longest ORF: {answer} aa, on the forward strand",
                          "longest_orf.txt"), [
-            check("range", "the longest of all six frames is on the reverse strand", fill(
+            check("range", f"the longest of all six frames is on the {strand} strand", fill(
                 "awk -F'\\t' '$4 > m { m = $4; s = $2 } END { print (NR == @ROWS@ && "
-                "m == @ANS@ && s == \"-\") ? \"True\" : \"False\" }' orfs.tsv", **v)),
+                "m == @ANS@ && s == \"@STRAND@\") ? \"True\" : \"False\" }' orfs.tsv", **v)),
             check("range", "the runner-up frame's longest ORF is shorter", verdict(fill(
                 "test \"$(cut -f4 orfs.tsv | sort -rn | sed -n 2p)\" -eq @SECOND@", **v))),
             check("conservation", fill("all @B@ bases were scanned", **v), verdict(fill(
                 "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq @B@ && "
                 "test \"$(@CAT@ | grep -v '^>' | tr -d '\\n' | wc -c)\" -eq @B@", **v)))]),
         turn("head -c 60 longest_orf.txt; echo; tail -c 31 longest_orf.txt",
-             node("interpret", f"the ORF: ATG ... stop, {3 * answer + 3} nt on the reverse "
-                               "complement", "longest_orf.txt", "n1"), [
+             node("interpret", f"the ORF: ATG ... stop, {3 * answer + 3} nt on the "
+                               + ("reverse complement" if rev else "forward strand"),
+                  "longest_orf.txt", "n1"), [
             check("type", "the ORF is ATG ... stop with no stop in frame before the end", fill(
                 "awk '{ ok = length($0) == @NT@ && substr($0, 1, 3) == \"ATG\" && "
                 "substr($0, length($0) - 2) ~ /^(TAA|TAG|TGA)$/; for (i = 1; i < length($0) "
                 "- 2; i += 3) if (substr($0, i, 3) ~ /^(TAA|TAG|TGA)$/) ok = 0; "
                 "print ok ? \"True\" : \"False\" }' longest_orf.txt", **v)),
-            check("invariance", "its opening bases read on the reverse complement of a record",
+            check("invariance", "its opening bases read on the reverse complement of a record"
+                  if rev else "its opening bases read in a record",
                   verdict(fill("test \"$(head -c 24 longest_orf.txt)\" = @HEAD@ && "
                                f"test \"$({revcomp_data} | grep -c @HEAD@)\" -ge 1", **v))),
             check("invariance", "its closing bases and stop read there too", verdict(fill(
@@ -383,17 +393,20 @@ def _runner_up_and_orf(records: list[str], answer: int) -> tuple[int, str]:
 
 
 def longest_orf(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
-    """Longest ORF over six frames (trap: scanning the forward strand only)."""
+    """Longest ORF over six frames (trap: scanning the forward strand only; at warmup the
+    longest is on the forward strand, so the careless scan is right)."""
     for _ in range(20):  # the decoy or background could outgrow the planted ORF: redraw
         records, forward, reverse = _draw(rng, difficulty)
-        if reverse > forward:
+        if (reverse > forward) if difficulty != "warmup" else (forward > reverse):
             break
     else:
-        raise RuntimeError("longest_orf: the trap does not bite; generator bug")
-    name = "transcripts.fa" if difficulty == "easy" else "transcripts.fa.gz"
+        raise RuntimeError("longest_orf: the trap is wrong; generator bug")
+    answer = max(forward, reverse)
+    plain = difficulty in ("warmup", "easy")
+    name = "transcripts.fa" if plain else "transcripts.fa.gz"
     text = fasta_text([(f"tx{i + 1}", s) for i, s in enumerate(records)])
-    data = text.encode() if difficulty == "easy" else gz(text)
-    cat = f"cat {name}" if difficulty == "easy" else f"zcat {name}"
+    data = text.encode() if plain else gz(text)
+    cat = f"cat {name}" if plain else f"zcat {name}"
     question = (
         f"What is the length, in amino acids, of the longest open reading frame in {name}? "
         "An ORF runs from an ATG to the first in-frame stop codon (TAA, TAG or TGA) on the "
@@ -401,9 +414,9 @@ def longest_orf(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
         "the stop. Consider all six reading frames of every record; an ORF without a stop "
         "before the end of its record does not count. Answer with one integer.")
     return Instance(
-        files={name: data}, question=question, answer=str(reverse),
+        files={name: data}, question=question, answer=str(answer),
         grader={"kind": "numeric", "abs_tol": 0},
-        solution=_solution(cat, len(records), sum(map(len, records)), reverse, forward,
-                           *_runner_up_and_orf(records, reverse)),
+        solution=_solution(cat, len(records), sum(map(len, records)), answer, forward,
+                           *_runner_up_and_orf(records, answer)),
         trap=_trap(cat, forward), tags=("fasta", "orf", "six-frames", "reverse-complement"),
         reference=_reference(name))

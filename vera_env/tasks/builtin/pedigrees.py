@@ -51,7 +51,7 @@ __all__ = ["mendelian_errors", "trio_parentage"]
 
 _NAMES = ("HG00403", "HG00404", "HG00405", "HG00406", "HG00407", "HG00408", "HG00409",
           "HG00410", "NA19675", "NA19676", "NA19677", "NA19678", "NA19679", "NA19680")
-_SIZES = {"easy": 400, "medium": 3000, "hard": 20_000, "xl": 200_000}  # sites
+_SIZES = {"warmup": 150, "easy": 400, "medium": 3000, "hard": 20_000, "xl": 200_000}  # sites
 _ERROR_RATE, _MISSING_RATE = 0.004, 0.03
 _HEADER = """##fileformat=VCFv4.2
 ##source=vera_env-builtin
@@ -68,8 +68,11 @@ def _transmit(rng: np.random.Generator, parent: np.ndarray) -> np.ndarray:
     return alleles
 
 
-def _genotypes(rng: np.random.Generator, n_sites: int) -> dict[str, np.ndarray]:
-    """Allele pairs (sites x 2) of mother, father, child, brother and an unrelated man."""
+def _genotypes(rng: np.random.Generator, n_sites: int, sibling: bool = True
+               ) -> dict[str, np.ndarray]:
+    """Allele pairs (sites x 2) of mother, father, child, brother and an unrelated man;
+    without ``sibling`` (warmup) the "brother" is a second unrelated man, so the man most
+    identical to the child is the father."""
     freq = np.clip(rng.beta(0.6, 0.6, n_sites), 0.05, 0.95)
 
     def founder() -> np.ndarray:
@@ -77,7 +80,8 @@ def _genotypes(rng: np.random.Generator, n_sites: int) -> dict[str, np.ndarray]:
 
     mother, father, unrelated = founder(), founder(), founder()
     child = np.stack([_transmit(rng, mother), _transmit(rng, father)], axis=1)
-    brother = np.stack([_transmit(rng, mother), _transmit(rng, father)], axis=1)
+    brother = (np.stack([_transmit(rng, mother), _transmit(rng, father)], axis=1) if sibling
+               else founder())
     return {"mother": mother, "father": father, "child": child, "brother": brother,
             "unrelated": unrelated}
 
@@ -403,7 +407,8 @@ def _reference(roles: dict[str, str], men: list[str], text: str) -> Reference:
 
 
 def trio_parentage(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
-    """The father among three men (trap: genotype identity picks the child's brother)."""
+    """The father among three men (trap: genotype identity picks the child's brother; at
+    warmup there is no brother, and identity picks the father)."""
     n_sites = _SIZES[difficulty]
     pool = [_NAMES[i] for i in rng.permutation(len(_NAMES))[:5]]
     roles = {"mother": pool[0], "child": pool[1]}
@@ -411,15 +416,17 @@ def trio_parentage(rng: np.random.Generator, difficulty: Difficulty) -> Instance
     men = [men[i] for i in rng.permutation(3)]
     roles |= {who: pool[2 + i] for i, who in enumerate(men)}
     for _ in range(20):
-        gts = {who: _gt_strings(rng, a) for who, a in _genotypes(rng, n_sites).items()}
+        gts = {who: _gt_strings(rng, a) for who, a in _genotypes(
+            rng, n_sites, difficulty != "warmup").items()}
         errors = {who: mendelian_errors(gts["mother"], gts["child"], gts[who]) for who in men}
         identity = {who: _identity(gts["child"], gts[who]) for who in men}
         margin = min(errors[w][0] for w in men if w != "father") > 4 * (errors["father"][0] + 2)
-        if margin and max(men, key=identity.__getitem__) == "brother" and (
-                identity["brother"] > max(identity["father"], identity["unrelated"])):
+        picked = "brother" if difficulty != "warmup" else "father"
+        if margin and max(men, key=identity.__getitem__) == picked and (
+                identity[picked] > max(identity[w] for w in men if w != picked)):
             break
     else:
-        raise RuntimeError("trio_parentage: the trap does not bite; generator bug")
+        raise RuntimeError("trio_parentage: the trap is wrong; generator bug")
     text = _vcf(rng, roles, ["mother", "child", *men], gts, n_sites)
     names = {"mother": roles["mother"], "child": roles["child"], "father": roles["father"],
              "x": roles[men[0]], "y": roles[men[1]], "z": roles[men[2]]}
@@ -429,13 +436,13 @@ def trio_parentage(rng: np.random.Generator, difficulty: Difficulty) -> Instance
         description=("genotype identity measures relatedness, not parentage: the child's "
                      "brother shares more identical genotypes than the father"),
         careless_solution=(
-            turn(careless, node("test", f"{roles['brother']} is most similar to the child: "
+            turn(careless, node("test", f"{roles[picked]} is most similar to the child: "
                                         "the father", "father.txt"), [
                 check("type", "the answer is a sample of the VCF", verdict(
                     "test \"$(zcat calls.vcf.gz | grep '^#CHROM' | tr '\\t' '\\n' | "
                     "grep -cxF -f father.txt)\" -eq 1"))]),
-            final(roles["brother"])),
-        wrong_answer=roles["brother"])
+            final(roles[picked])),
+        wrong_answer=roles[picked])
     question = (f"calls.vcf.gz holds a mother ({roles['mother']}), her child "
                 f"({roles['child']}) and three men ({names['x']}, {names['y']}, {names['z']}), "
                 "one of whom is the child's biological father. Which one? Genotypes have a "

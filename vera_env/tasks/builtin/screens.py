@@ -74,7 +74,7 @@ KNOCKOUT_TARGETS = ("Stat1", "Irf8", "Batf3", "Tbx21", "Gata3", "Rorc", "Ikzf1",
                     "Ebf1", "Spi1", "Cebpa", "Myc", "Trp53", "Pten", "Nfkb1", "Jak1")
 _HOUSEKEEPING = ("Actb", "Gapdh", "Malat1", "B2m", "Tmsb4x", "Rps27", "Rpl13", "Eef1a1",
                  "Fth1", "Ftl1", "Vim", "Ptprc", "Cd74", "Lyz2")
-_SIZES = {"easy": (300, 160), "medium": (1500, 600), "hard": (5000, 2000),
+_SIZES = {"warmup": (40, 30), "easy": (300, 160), "medium": (1500, 600), "hard": (5000, 2000),
           "xl": (30_000, 5000)}  # genes, cells
 
 

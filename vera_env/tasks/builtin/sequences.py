@@ -69,7 +69,7 @@ _COMPLEMENT = str.maketrans("ACGTacgt", "TGCAtgca")
 # reverse complement, so "both strands" never counts one site twice.
 _MOTIFS = (("ACAC", 2), ("AGAG", 2), ("GAGA", 2), ("TGTG", 2), ("CACAC", 2), ("AAGAAG", 3))
 _SIZES: dict[str, tuple[int, int, int]] = {  # records, min length, max length
-    "easy": (3, 300, 700), "medium": (8, 2000, 5000), "hard": (30, 10_000, 30_000),
+    "warmup": (2, 120, 240), "easy": (3, 300, 700), "medium": (8, 2000, 5000), "hard": (30, 10_000, 30_000),
     "xl": (100, 40_000, 80_000)}
 
 
@@ -198,11 +198,14 @@ def _motif_solution(motif: str, n_records: int, n_bases: int, fwd: int, rev: int
         turn(fill("grep -o @M@ seqs.txt | wc -l > one_strand.txt\ncat one_strand.txt\n"
                   "cut -d' ' -f3 motif_counts.txt", **v),
              node("interpret", f"{total} matches, not the {careless} that grep -o sees on "
-                               "one strand without overlaps", "one_strand.txt", "n2"), [
-                 check("range", "grep -o misses matches: one strand, no overlaps",
+                               "one strand without overlaps" if careless < total else
+                               f"{total} matches, all on one strand without overlaps",
+                  "one_strand.txt", "n2"), [
+                 check("range", "grep -o misses matches: one strand, no overlaps"
+                       if careless < total else "grep -o sees every match here",
                        verdict(fill("test \"$(cat one_strand.txt)\" -eq @CARE@ && "
-                                    "test @CARE@ -lt \"$(cut -d' ' -f3 motif_counts.txt)\"",
-                                    **v))),
+                                    "test @CARE@ @OP@ \"$(cut -d' ' -f3 motif_counts.txt)\"",
+                                    OP="-lt" if careless < total else "-eq", **v))),
                  check("range", "the reverse strand adds its own matches", verdict(fill(
                      "test $(( $(cut -d' ' -f3 motif_counts.txt) - $(cut -d' ' -f1 "
                      "motif_counts.txt) )) -eq $(cut -d' ' -f2 motif_counts.txt) && "
@@ -299,23 +302,45 @@ def _motif_reference(name: str, motif: str) -> Reference:
         controls={name: aimed(renamed_fasta)})
 
 
-def motif_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
-    """Count a motif on both strands, overlaps included (trap: ``grep -o``)."""
-    motif, period = _MOTIFS[int(rng.integers(len(_MOTIFS)))]
-    rc = revcomp(motif)
+def _plant_plain(rng: np.random.Generator, seq: bytearray, motif: str) -> None:
+    """Warmup: two forward copies inside one FASTA line each (what ``grep -o`` sees)."""
+    for _ in range(2):
+        line = int(rng.integers(0, len(seq) // WRAP))
+        at = WRAP * line + int(rng.integers(0, WRAP - len(motif)))
+        seq[at:at + len(motif)] = motif.encode()
+
+
+def _motif_draw(rng: np.random.Generator, difficulty: Difficulty, motif: str, period: int
+                ) -> tuple[list[tuple[str, str]], int, int, int]:
+    """(records, forward, reverse, careless count); a warmup draw has no reverse-strand,
+    overlapping or wrapped match, so the careless count is the answer."""
     n_records, lo, hi = _SIZES[difficulty]
     records = []
     for i in range(n_records):
         seq = random_bases(rng, int(rng.integers(lo, hi + 1)), gc=0.5)
-        _plant_motifs(rng, seq, motif, period)
+        (_plant_plain(rng, seq, motif) if difficulty == "warmup"
+         else _plant_motifs(rng, seq, motif, period))
         records.append((f"seq{i + 1} len={len(seq)}", seq.decode()))
     fwd = sum(_count_overlapping(s, motif) for _, s in records)
-    rev = sum(_count_overlapping(s, rc) for _, s in records)
-    text = fasta_text(records)
-    careless = sum(line.count(motif) for line in text.splitlines() if not line.startswith(">"))
+    rev = sum(_count_overlapping(s, revcomp(motif)) for _, s in records)
+    careless = sum(line.count(motif) for line in fasta_text(records).splitlines()
+                   if not line.startswith(">"))
+    return records, fwd, rev, careless
+
+
+def motif_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
+    """Count a motif on both strands, overlaps included (trap: ``grep -o``; none at
+    warmup)."""
+    motif, period = _MOTIFS[int(rng.integers(len(_MOTIFS)))]
+    rc = revcomp(motif)
+    for _ in range(200):  # warmup: redraw until no match is one grep -o misses
+        records, fwd, rev, careless = _motif_draw(rng, difficulty, motif, period)
+        if (careless == fwd + rev) == (difficulty == "warmup"):
+            break
+    else:
+        raise RuntimeError(f"motif_count: the trap is wrong at {difficulty}; generator bug")
+    n_records, text = len(records), fasta_text(records)
     one_strand = sum(s.count(motif) for _, s in records)
-    if not careless < fwd + rev:
-        raise RuntimeError("motif_count: the trap does not bite; generator bug")
     question = (
         f"How many times does the motif {motif} occur in the sequences of seqs.fa.gz? "
         f"Count both strands (a reverse-strand occurrence reads {rc} on the given strand), "
@@ -512,13 +537,15 @@ def _gc_reference(name: str) -> Reference:
 
 
 def gc_content(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
-    """GC percentage of a soft-masked genome (trap: counting only uppercase G/C)."""
+    """GC percentage of a soft-masked genome (trap: counting only uppercase G/C; at
+    warmup the genome is all uppercase without gaps, so ``tr -cd GC`` is right)."""
     n_records, lo, hi = _SIZES[difficulty]
     records = []
     for i in range(n_records):
         seq = random_bases(rng, int(rng.integers(lo, hi + 1)), gc=float(rng.uniform(0.35, 0.6)))
-        _soft_mask(rng, seq)
-        _add_gaps(rng, seq)
+        if difficulty != "warmup":
+            _soft_mask(rng, seq)
+            _add_gaps(rng, seq)
         records.append((f"chr{i + 1}", seq.decode()))
     joined = "".join(s for _, s in records)
     n_bases = len(joined)

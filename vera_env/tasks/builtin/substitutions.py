@@ -45,7 +45,7 @@ from vera_env.verification.strength.reference import Contents, Reference
 __all__ = ["TRANSITIONS", "titv"]
 
 TRANSITIONS = frozenset({"AG", "GA", "CT", "TC"})
-_SIZES = {"easy": 400, "medium": 4000, "hard": 40_000, "xl": 400_000}  # sites
+_SIZES = {"warmup": 40, "easy": 400, "medium": 4000, "hard": 40_000, "xl": 400_000}  # sites
 _BASES = "ACGT"
 _HEADER = """##fileformat=VCFv4.2
 ##source=vera_env-builtin
@@ -79,9 +79,11 @@ def _alts(rng: np.random.Generator, refs: np.ndarray, kinds: np.ndarray, p_trans
     return out
 
 
-def _sites(rng: np.random.Generator, n_sites: int) -> tuple[list[str], list[tuple[str, str]]]:
-    """VCF body lines and the (REF, ALT) of every biallelic SNV."""
-    kinds = rng.choice(3, size=n_sites, p=[0.8, 0.07, 0.13])
+def _sites(rng: np.random.Generator, n_sites: int, trapped: bool = True
+           ) -> tuple[list[str], list[tuple[str, str]]]:
+    """VCF body lines and the (REF, ALT) of every biallelic SNV; without ``trapped``
+    (warmup) every site is one, so "not a transition" is a transversion."""
+    kinds = rng.choice(3, size=n_sites, p=[0.8, 0.07, 0.13] if trapped else [1.0, 0.0, 0.0])
     p_transition = float(rng.uniform(0.64, 0.7))
     positions = np.cumsum(rng.integers(1, 3000, n_sites)) + 60_000
     refs = rng.integers(0, 4, n_sites)
@@ -236,9 +238,10 @@ _REFERENCE = Reference(
 
 
 def titv(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
-    """Ti/Tv of biallelic SNVs (trap: indels and multi-allelic sites counted as Tv)."""
+    """Ti/Tv of biallelic SNVs (trap: indels and multi-allelic sites counted as Tv; at
+    warmup there are none)."""
     n_sites = _SIZES[difficulty]
-    lines, snvs = _sites(rng, n_sites)
+    lines, snvs = _sites(rng, n_sites, difficulty != "warmup")
     ti = sum(1 for ref, alt in snvs if ref + alt in TRANSITIONS)
     answer = f"{ti / (len(snvs) - ti):.3f}"
     wrong = f"{ti / (n_sites - ti):.3f}"  # transitions over every other site

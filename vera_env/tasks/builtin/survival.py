@@ -53,7 +53,7 @@ from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["km_median", "survival_median"]
 
-_PATIENTS = {"easy": 60, "medium": 400, "hard": 4000, "xl": 200_000}  # per arm
+_PATIENTS = {"warmup": 13, "easy": 60, "medium": 400, "hard": 4000, "xl": 200_000}  # per arm
 
 
 def km_median(times: list[int], died: list[bool]) -> tuple[int | None, float]:
@@ -78,15 +78,18 @@ def km_median(times: list[int], died: list[bool]) -> tuple[int | None, float]:
     return median, closest
 
 
-def _arm(rng: np.random.Generator, n: int, median_days: float) -> tuple[list[int], list[bool]]:
-    """Weibull event times, censoring by staggered accrual and by dropout."""
+def _arm(rng: np.random.Generator, n: int, median_days: float, censoring: bool = True
+         ) -> tuple[list[int], list[bool]]:
+    """Weibull event times, censoring by staggered accrual and by dropout (none without
+    ``censoring``: at warmup every patient dies in follow-up, and with an odd count the
+    median of the times is the Kaplan-Meier median)."""
     shape = rng.uniform(0.9, 1.6)
     scale = median_days / np.log(2) ** (1 / shape)
     event = np.ceil(scale * rng.weibull(shape, n)).astype(np.int64)
     follow_up = rng.uniform(300, 2400, n)
     dropout = np.where(rng.random(n) < 0.15, rng.uniform(10, 1500, n), np.inf)
     censor = np.ceil(np.minimum(follow_up, dropout)).astype(np.int64)
-    died = event <= censor
+    died = event <= censor if censoring else np.ones(n, dtype=bool)
     return np.where(died, event, censor).tolist(), died.tolist()
 
 
@@ -151,10 +154,13 @@ def _solution(n: int, deaths: int, median: int, by_median: int, total: int, wron
             check("range", fill("@C@ censored patients are not counted as deaths", **v),
                   verdict(fill("test \"$(awk -F'\\t' '$2 == 0' arm_b.tsv | wc -l)\" -eq @C@",
                                **v))),
-            check("range", fill("the median of observed times, @W@, is not the answer", **v),
+            check("range", fill("the median of observed times, @W@, is not the answer"
+                                if wrong != str(median) else
+                                "without censoring the median of the times, @W@, agrees", **v),
                   verdict(fill("test \"$(cut -f1 arm_b.tsv | awk '{ v[NR] = $1 } END { print "
                                "(NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')\" "
-                               "= @W@ && test @W@ != \"$(cat median.txt)\"", **v)))]),
+                               "= @W@ && test @W@ @OP@ \"$(cat median.txt)\"",
+                               OP="!=" if wrong != str(median) else "=", **v)))]),
         final(str(median)),
     )
 
@@ -254,14 +260,15 @@ _REFERENCE = Reference(
 
 
 def survival_median(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
-    """Kaplan-Meier median of arm B (trap: the median of observed times, censoring ignored)."""
-    n = _PATIENTS[difficulty]
+    """Kaplan-Meier median of arm B (trap: the median of observed times, censoring ignored;
+    nobody is censored at warmup)."""
+    n, trapped = _PATIENTS[difficulty], difficulty != "warmup"
     for _ in range(50):
-        arm_a = _arm(rng, n, float(rng.uniform(300, 700)))
-        arm_b = _arm(rng, n, float(rng.uniform(400, 900)))
+        arm_a = _arm(rng, n, float(rng.uniform(300, 700)), trapped)
+        arm_b = _arm(rng, n, float(rng.uniform(400, 900)), trapped)
         median, closest = km_median(*arm_b)
         wrong = _careless_median(arm_b[0])
-        if median is not None and closest > 1e-9 and wrong != str(median):
+        if median is not None and closest > 1e-9 and (wrong != str(median)) == trapped:
             break
     else:
         raise RuntimeError("survival_median: no usable draw; generator bug")

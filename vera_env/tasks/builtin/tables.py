@@ -65,7 +65,7 @@ _SPECIES = {
     "Gentoo": (("Biscoe",), (47.5, 3.1), (217, 6.5), (5076, 500)),
 }
 _TARGETS = ("body_mass_g", "flipper_length_mm")
-_ROWS = {"easy": 150, "medium": 1500, "hard": 20_000, "xl": 400_000}
+_ROWS = {"warmup": 20, "easy": 150, "medium": 1500, "hard": 20_000, "xl": 400_000}
 _CODEBOOK = """penguins.csv: one row per penguin, comma-separated, header in the first line.
 
 id                 integer, unique
@@ -80,8 +80,10 @@ Missing measurements in the numeric columns are coded as -999.
 """
 
 
-def _rows(rng: np.random.Generator, n_rows: int, species: str, target: str
-          ) -> list[dict[str, str]]:
+def _rows(rng: np.random.Generator, n_rows: int, species: str, target: str,
+          trapped: bool = True) -> list[dict[str, str]]:
+    """Penguin rows; with ``trapped`` some measurements are the -999 code (at warmup none
+    is, so a plain mean is right)."""
     names = list(_SPECIES)
     kinds = rng.choice(len(names), size=n_rows)
     rows = []
@@ -95,6 +97,8 @@ def _rows(rng: np.random.Generator, n_rows: int, species: str, target: str
             "body_mass_g": str(int(round(rng.normal(*mass) / 25) * 25)),
             "sex": str(rng.choice(["male", "female", "NA"], p=[0.48, 0.48, 0.04])),
         })
+    if not trapped:
+        return rows
     for measure in _COLUMNS[3:6]:
         for row in rows:
             if rng.random() < 0.04:
@@ -274,10 +278,11 @@ def _reference(species: str, target: str) -> Reference:
 
 
 def sentinel_mean(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
-    """Mean of a column for one species, -999 excluded (trap: averaging -999 in)."""
+    """Mean of a column for one species, -999 excluded (trap: averaging -999 in; no -999
+    at warmup)."""
     species = list(_SPECIES)[int(rng.integers(len(_SPECIES)))]
     target = _TARGETS[int(rng.integers(len(_TARGETS)))]
-    rows = _rows(rng, _ROWS[difficulty], species, target)
+    rows = _rows(rng, _ROWS[difficulty], species, target, difficulty != "warmup")
     measured = [int(r[target]) for r in rows if r["species"] == species
                 and r[target] != str(SENTINEL)]
     n_missing = sum(1 for r in rows if r["species"] == species and r[target] == str(SENTINEL))

@@ -56,7 +56,7 @@ __all__ = ["genotype_alleles", "het_count"]
 
 _SAMPLES = ("HG00096", "HG00097", "HG00099", "HG00100", "NA12878", "NA12891", "NA12892",
             "NA19238", "NA19239", "NA19240")
-_SIZES = {"easy": (200, 3), "medium": (2000, 5), "hard": (20_000, 10),
+_SIZES = {"warmup": (30, 2), "easy": (200, 3), "medium": (2000, 5), "hard": (20_000, 10),
           "xl": (200_000, 10)}  # sites, samples
 _HEADER = """##fileformat=VCFv4.2
 ##source=vera_env-builtin
@@ -78,14 +78,15 @@ class _Calls(NamedTuple):
     phased: np.ndarray
 
 
-def _draw_calls(rng: np.random.Generator, multi: np.ndarray, n_samples: int) -> _Calls:
+def _draw_calls(rng: np.random.Generator, multi: np.ndarray, n_samples: int,
+                phasing: float = 0.7) -> _Calls:
     n_sites = len(multi)
     u = rng.random((n_sites, n_samples, 2))
     biallelic = (u >= 0.55).astype(np.int64)
     triallelic = np.where(u < 0.45, 0, np.where(u < 0.8, 1, 2))
     return _Calls(np.where(multi[:, None, None], triallelic, biallelic),
                   rng.random((n_sites, n_samples)) < 0.05,
-                  rng.random((n_sites, n_samples)) < 0.7)
+                  rng.random((n_sites, n_samples)) < phasing)
 
 
 def _gt(pair: list[int], missing: bool, phased: bool) -> str:
@@ -95,12 +96,14 @@ def _gt(pair: list[int], missing: bool, phased: bool) -> str:
     return f"{a}|{b}" if phased else f"{min(a, b)}/{max(a, b)}"
 
 
-def _sites(rng: np.random.Generator, n_sites: int, samples: list[str]
+def _sites(rng: np.random.Generator, n_sites: int, samples: list[str], trapped: bool = True
            ) -> tuple[list[str], _Calls, list[list[str]]]:
-    """VCF body lines, the drawn calls, and per site each sample's GT string."""
+    """VCF body lines, the drawn calls, and per site each sample's GT string; without
+    ``trapped`` (warmup) no site is multi-allelic and no call phased, so every het is
+    written ``0/1``."""
     n = len(samples)
-    multi = rng.random(n_sites) < 0.1
-    calls = _draw_calls(rng, multi, n)
+    multi = rng.random(n_sites) < (0.1 if trapped else 0.0)
+    calls = _draw_calls(rng, multi, n, 0.7 if trapped else 0.0)
     refs = rng.integers(0, 4, n_sites)
     alt_order = np.argsort(rng.random((n_sites, 3)), axis=1)
     depths, gqs = rng.integers(5, 60, (n_sites, n)), rng.integers(10, 99, (n_sites, n))
@@ -168,8 +171,10 @@ def _solution(sample: str, col: int, n_sites: int, answer: int, phased: int, car
                      "python3 -c \"import re; g = [re.split('[|/]', l.strip()) for l in "
                      "open('gt.txt')]; n = sum(1 for a, b in g if '.' not in (a, b) and a != b); "
                      "print(n == int(open('n_het.txt').read()) == @ANS@)\"", **v)),
-                 check("range", "more hets than the unphased 0/1 calls alone", verdict(
-                     "test \"$(cat n_het.txt)\" -gt \"$(grep -cx '0/1' gt.txt)\"")),
+                 check("range", "more hets than the unphased 0/1 calls alone" if phased
+                       else "every het is an unphased 0/1 call", verdict(fill(
+                           "test \"$(cat n_het.txt)\" @OP@ \"$(grep -cx '0/1' gt.txt)\"",
+                           OP="-gt" if phased else "-eq"))),
                  check("range", fill("the unphased hets are the total less the @P@ phased",
                                      **v), verdict(fill(
                      "test $(( $(cat n_het.txt) - @P@ )) -eq \"$(awk -F'/' 'NF == 2 && $1 != "
@@ -275,18 +280,19 @@ def _reference(sample: str, col: int) -> Reference:
 
 
 def het_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:
-    """Heterozygous sites of one sample, phased or not (trap: counting only ``0/1``)."""
+    """Heterozygous sites of one sample, phased or not (trap: counting only ``0/1``; at
+    warmup every het is ``0/1``)."""
     n_sites, n_samples = _SIZES[difficulty]
     samples = [_SAMPLES[i] for i in rng.choice(len(_SAMPLES), size=n_samples, replace=False)]
     target = int(rng.integers(n_samples))
     sample, col = samples[target], 10 + target
-    lines, calls, gts = _sites(rng, n_sites, samples)
+    lines, calls, gts = _sites(rng, n_sites, samples, difficulty != "warmup")
     a, b = calls.alleles[:, target, 0], calls.alleles[:, target, 1]
     is_het = ((a != b) & ~calls.missing[:, target]).tolist()
     mine = [row[target] for row in gts]
     answer, careless = sum(is_het), sum(1 for g in mine if g == "0/1")
     phased = sum(1 for g, h in zip(mine, is_het, strict=True) if h and "|" in g)
-    if not (phased and careless < answer):
+    if difficulty != "warmup" and not (phased and careless < answer):
         raise RuntimeError("het_count: the trap does not bite; generator bug")
     header = _HEADER + "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO",
                                   "FORMAT", *samples]) + "\n"
