@@ -29,7 +29,19 @@ ReportTo = Literal["none", "tensorboard", "wandb"]
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """The string literal under each annotated field of ``cls`` (its docstring)."""
+    """The string literal under each annotated field of ``cls`` (its docstring).
+
+    Dataclass bases count too (options several scripts share, ``training.resume.RunOptions``);
+    a field declared again below takes its class's docstring.
+    """
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(klass):
+            docs.update(_own_field_docs(klass))
+    return docs
+
+
+def _own_field_docs(cls: type) -> dict[str, str]:
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     body = tree.body[0].body  # type: ignore[attr-defined]
     docs: dict[str, str] = {}

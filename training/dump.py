@@ -7,7 +7,8 @@ observation text, the prompt as the decoded prompt tokens (so "the prompt is exa
 the observation" can be checked from the file), the completion as sampled, the
 advantage it was trained with (``null`` for an episode excluded as unscorable, with
 ``trained: false``), its weight, and the step's reward parts. ``format_episode`` renders
-an episode for ``--print-samples``.
+an episode for ``--print-samples``. A resumed run appends to the file
+(``training.resume``).
 """
 
 from __future__ import annotations
@@ -21,18 +22,25 @@ __all__ = ["RolloutDump", "format_episode"]
 
 
 class RolloutDump:
-    """Appends sample records to a JSONL file (created empty at construction).
+    """Appends sample records to a JSONL file.
 
     Args:
         path: The file; its folder is created.
+        resume_from: 0: the file starts empty. A resumed run's global step: the file
+            keeps the records of earlier steps (a killed run's later ones are played
+            again, so they go) and numbering goes on after its last episode.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, resume_from: int = 0) -> None:
+        from training.resume import keep_until  # noqa: PLC0415 - torch-free, no cycle
+
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text("", encoding="utf-8")
-        self.episodes = 0
-        self.groups = 0
+        kept = keep_until(self.path, resume_from) if resume_from else []
+        if not resume_from:
+            self.path.write_text("", encoding="utf-8")
+        self.episodes = max((int(r["episode"]) + 1 for r in kept if r.get("episode") is not None),
+                            default=0)
 
     def write(self, records: Sequence[dict[str, Any]]) -> None:
         """Append records (already numbered)."""

@@ -9,20 +9,21 @@ A real run (see training/README.md for the GPU recipe):
     python -m training.grpo --model Qwen/Qwen2.5-1.5B-Instruct --use-vllm \\
         --vllm-mode colocate --bf16 --train-steps 200 --output-dir runs/grpo
 
-Two layouts (``--layout``):
+Episodes are played by one lockstep loop (``training.stepwise``), each recorded as an
+``Attempt``, and trained by ``training.stepwise_trainer.StepwiseGRPOTrainer``. Two
+layouts (``--layout``) pack the same loop's turns differently (``training.packing``):
 
 * ``stepwise`` (the default): every model turn is one sample whose prompt is exactly
   what an evaluation policy sees at that turn — the observation through
-  ``policies.chat``, prefill included — and whose completion is the turn as sampled
-  (``training.stepwise``, ``training.stepwise_trainer``). Advantages are group-relative
-  per episode and broadcast to its turns (``--advantage reward_to_go`` credits each
-  turn with the return from it on); unscorable episodes get no gradient; each episode
-  weighs the same whatever its length (``training.advantages``). A sample's context is
-  bounded by the observation budget (``--state-budget`` and the env's command window),
-  not by the turn index, so long episodes train.
-* ``episode``: the whole episode as one sequence with ``env_mask`` on observations
-  (``training.concatenated``), TRL's public ``rollout_func``. The context grows by an
-  observation per turn and differs from what evaluation shows; kept as an option.
+  ``policies.chat``, prefill included — and whose completion is the turn as sampled.
+  Advantages are group-relative per episode and broadcast to its turns
+  (``--advantage reward_to_go`` credits each turn with the return from it on);
+  unscorable episodes get no gradient; each episode weighs the same whatever its
+  length (``training.advantages``). A sample's context is bounded by the observation
+  budget (``--state-budget`` and the env's command window), not by the turn index.
+* ``episode``: each turn is sampled from the whole episode so far, and the episode is
+  one sample with the env's tokens masked. The context grows by an observation per
+  turn and differs from what evaluation shows; kept to compare the two.
 
 The dataset is task starts (``{"task_id": ..., "seed": ...}``); TRL repeats each
 ``num_generations`` times, so a group plays one task instance. Rewards are the env's
@@ -35,10 +36,10 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from training.arguments import ReportTo
-from training.concatenated import VeraRollout
 from training.envs import EnvOptions, task_source
 from training.episodes import draw_starts, format_start
+from training.packing import LayoutName
+from training.resume import RunOptions, fit, resume_point
 from training.rewards import REWARD_FUNCS
 from vera_env.observation.prompts import ObservationVariant
 from vera_env.spec import SandboxName
@@ -46,12 +47,12 @@ from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin.instance import Difficulty
 from vera_env.wrappers import WrapperName
 
-__all__ = ["REWARD_FUNCS", "Args", "VeraRollout", "build_dataset", "build_trainer",
+__all__ = ["REWARD_FUNCS", "Args", "build_dataset", "build_trainer",
            "grpo_config", "load_model", "main"]
 
 
 @dataclass
-class Args(EnvOptions):
+class Args(EnvOptions, RunOptions):
     """GRPO through VeraEnv: step-wise samples (default) or whole episodes."""
 
     model: str = ""
@@ -60,12 +61,12 @@ class Args(EnvOptions):
     """Build a random-weight tiny model and a locally trained tokenizer (CPU, no hub)."""
     output_dir: str = "runs/grpo"
     """Where checkpoints and the final model go."""
-    layout: Literal["stepwise", "episode"] = "stepwise"
+    layout: LayoutName = "stepwise"
     """stepwise: one sample per model turn, its prompt exactly the evaluation's
     observation; episode: one concatenated sequence per episode (observations masked)."""
     advantage: Literal["episode", "reward_to_go"] = "episode"
-    """Step-wise advantages: the episode's, broadcast to every turn, or each turn's
-    return from it on (normalised over its group's turns)."""
+    """Advantages: the episode's, broadcast to every sample, or (step-wise only) each
+    turn's return from it on (normalised over its group's turns)."""
     tasks: str = "builtin"
     """Task source: a named one -- 'builtin' (generated families), 'real', 'perturbed' or
     'canary' (real data), each drawn with --num-prompts seeds per type -- a suite folder or
@@ -87,7 +88,7 @@ class Args(EnvOptions):
     """Tokens of the analysis graph in an observation. Step-wise, this and the env's
     12,000-character command window bound every sample's prompt, whatever the turn."""
     system_prompt: str = ""
-    """System message before every observation (step-wise; give evaluation the same)."""
+    """System message before the (first) observation; give evaluation the same."""
     sandbox: SandboxName = "auto"
     """Sandbox backend: auto, bwrap, bwrap-server or local (local is not isolation)."""
     env_workers: int = 8
@@ -104,8 +105,6 @@ class Args(EnvOptions):
     """Optimizer steps to run."""
     learning_rate: float = 1e-6
     """AdamW learning rate."""
-    trainable_layers: int = 0
-    """Train only the top N decoder layers (and the final norm); 0 trains all. A CPU knob."""
     beta: float = 0.0
     """KL coefficient against the initial model (0: no reference model)."""
     max_completion_length: int = 4096
@@ -126,19 +125,11 @@ class Args(EnvOptions):
     """Share of GPU memory vLLM may take in colocate mode."""
     vllm_max_model_length: int = 16384
     """vLLM context length: prompt plus max_completion_length must fit."""
-    bf16: bool = False
-    """Train in bfloat16 (GPU)."""
-    activation_checkpointing: bool = False
-    """Recompute activations in the backward pass (long episodes on a small GPU)."""
-    logging_steps: int = 1
-    """Log every this many optimizer steps."""
-    report_to: ReportTo = "none"
-    """Where to report metrics: none, tensorboard, wandb."""
     dump_rollouts: str = ""
-    """Step-wise: write one JSON line per sample (episode, group, task, turn, observation,
-    decoded prompt, completion, advantage, reward parts) to this file."""
+    """Write one JSON line per turn (episode, group, task, turn, observation, decoded
+    prompt, completion, advantage, reward parts) to this file."""
     print_samples: int = 0
-    """Step-wise: print this many episodes of every generation batch, turn by turn."""
+    """Print this many episodes of every generation batch, turn by turn."""
     save_final: bool = True
     """Save the trained model and tokenizer to output_dir at the end."""
     seed: int = 0
@@ -209,35 +200,29 @@ def grpo_config(args: Args) -> Any:
         temperature=args.temperature,
         bf16=args.bf16, use_cpu=not torch.cuda.is_available(),
         activation_checkpointing=args.activation_checkpointing, logging_steps=args.logging_steps,
-        report_to=args.report_to, save_strategy="no", seed=args.seed, **vllm)
+        report_to=args.report_to, seed=args.seed, **args.checkpointing(), **vllm)
 
 
 def build_trainer(args: Args, tasks: TaskSource, model: Any, tokenizer: Any
                   ) -> tuple[Any, Any]:
-    """The trainer for ``args.layout`` and the rollout it plays episodes with."""
-    spec = args.env_spec()
-    dataset = build_dataset(tasks, args.num_prompts, seed=args.seed)
-    common = {"model": model, "reward_funcs": REWARD_FUNCS, "args": grpo_config(args),
-              "train_dataset": dataset, "processing_class": tokenizer}
-    if args.layout == "episode":
-        from trl import GRPOTrainer  # noqa: PLC0415
-
-        if args.dump_rollouts or args.print_samples or args.system_prompt:
-            raise SystemExit("--dump-rollouts, --print-samples and --system-prompt need "
-                             "--layout stepwise")
-        episodes = VeraRollout(tasks, spec=spec, max_turn_tokens=args.max_turn_tokens,
-                               env_workers=args.env_workers)
-        return GRPOTrainer(rollout_func=episodes, **common), episodes
+    """The trainer and the rollout it plays episodes with (both layouts: one loop)."""
     from training.dump import RolloutDump  # noqa: PLC0415
-    from training.stepwise import StepwiseRollout  # noqa: PLC0415
+    from training.stepwise import LockstepRollout  # noqa: PLC0415
     from training.stepwise_trainer import StepwiseGRPOTrainer  # noqa: PLC0415
 
-    rollout = StepwiseRollout(tasks, spec, max_turn_tokens=args.max_turn_tokens,
+    _, step = resume_point(args.output_dir, args.resume)
+    dump = RolloutDump(args.dump_rollouts, resume_from=step) if args.dump_rollouts else None
+
+    rollout = LockstepRollout(tasks, args.env_spec(), layout=args.layout,
+                              max_turn_tokens=args.max_turn_tokens,
+                              max_completion_length=args.max_completion_length,
                               env_workers=args.env_workers, system_prompt=args.system_prompt)
     try:
         trainer = StepwiseGRPOTrainer(
-            step_rollout=rollout, advantage=args.advantage, print_samples=args.print_samples,
-            dump=RolloutDump(args.dump_rollouts) if args.dump_rollouts else None, **common)
+            model=model, reward_funcs=REWARD_FUNCS, args=grpo_config(args),
+            train_dataset=build_dataset(tasks, args.num_prompts, seed=args.seed),
+            processing_class=tokenizer, step_rollout=rollout, advantage=args.advantage,
+            print_samples=args.print_samples, dump=dump)
     except BaseException:
         rollout.close()
         raise
@@ -255,7 +240,7 @@ def main(args: Args) -> Any:
         print(f"training {train_top_layers(model, args.trainable_layers):,} parameters")
     trainer, rollout = build_trainer(args, tasks, model, tokenizer)
     try:
-        trainer.train()
+        fit(trainer, args.output_dir, resume=args.resume, tasks=tasks)
     finally:
         rollout.close()
     if args.save_final:

@@ -27,14 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from training.arguments import ReportTo
 from training.episodes import ChatFormat, Layout, tokenize_transcript
+from training.resume import RunOptions, fit
 
 Selection = Literal["correct", "verified", "either"]
 
 
 @dataclass
-class Args:
+class Args(RunOptions):
     """Supervised fine-tuning on selected collected rollouts."""
 
     rollouts: tuple[str, ...] = ("runs/rollouts.jsonl",)
@@ -67,16 +67,6 @@ class Args:
     """Sequences per device per micro-step."""
     gradient_accumulation_steps: int = 8
     """Micro-steps per optimizer step."""
-    trainable_layers: int = 0
-    """Train only the top N decoder layers (and the final norm); 0 trains all. A CPU knob."""
-    bf16: bool = False
-    """Train in bfloat16 (GPU)."""
-    activation_checkpointing: bool = False
-    """Recompute activations in the backward pass (long episodes on a small GPU)."""
-    logging_steps: int = 1
-    """Log every this many optimizer steps."""
-    report_to: ReportTo = "none"
-    """Where to report metrics: none, tensorboard, wandb."""
     seed: int = 0
     """Seed of the trainer."""
 
@@ -169,8 +159,8 @@ def sft_config(args: Args) -> Any:
         gradient_accumulation_steps=args.gradient_accumulation_steps, max_length=None,
         bf16=args.bf16, use_cpu=not torch.cuda.is_available(),
         activation_checkpointing=args.activation_checkpointing,
-        logging_steps=args.logging_steps, report_to=args.report_to, save_strategy="no",
-        seed=args.seed)
+        logging_steps=args.logging_steps, report_to=args.report_to, seed=args.seed,
+        **args.checkpointing())
 
 
 def main(args: Args) -> Any:
@@ -199,7 +189,7 @@ def main(args: Args) -> Any:
                          f"turn within --max-length {args.max_length}; raise --max-length")
     trainer = SFTTrainer(model=model, args=sft_config(args),
                          train_dataset=Dataset.from_list(examples), processing_class=tokenizer)
-    trainer.train()
+    fit(trainer, args.output_dir, resume=args.resume)
     trainer.save_model(args.output_dir)
     tokenizer.save_pretrained(args.output_dir)
     return trainer

@@ -1,28 +1,28 @@
-"""Step-wise episodes: every model turn is one sample, its prompt exactly the evaluation's.
+"""The one lockstep rollout loop of GRPO: episodes played turn by turn, one ``Attempt`` each.
 
-Why. The environment's claim is a bounded observation — the rendered analysis graph
-and a window of recent commands — never the growing transcript (the seed measured
-9,267 tokens per step of transcript replay to deliver ~400 new ones). Evaluation
-honours it: ``OpenAIChatPolicy`` and ``TransformersPolicy`` show one observation per
-turn. The first GRPO layout did not: it concatenated every observation into one
-sequence, so each turn added 1–3k tokens, ``--max-completion-length 8192`` ended
-episodes after 4–6 turns, and the model was trained on contexts it never sees at
-evaluation. Here each turn's prompt is built by ``policies.chat.prompt_ids``
-— the function ``TransformersPolicy`` generates from — from that turn's observation
-and prefill, so a sample's context is bounded by the observation budget whatever the
-turn index, and a 30-step episode trains like a 3-step one. Peers do the same: SkyRL's
-step-wise trajectories and rLLM's step-wise advantage broadcast train each turn as its
-own sample.
+Why lockstep. Every live episode of a batch samples its next turn in one call (one
+batched ``generate`` or one vLLM request), then every env steps in a thread pool (the
+sandbox runs subprocesses, which release the GIL). Turn-at-a-time per episode would
+run the model at batch size 1.
 
-The loop keeps the concatenated layout's lockstep (``training.episodes``): every live
-episode's next turn is sampled in one call, then every env steps in a thread pool.
-Completion ids are kept exactly as sampled (the prompt is tokenized from text, as the
-evaluation policy tokenizes it; the sampled ids are never re-tokenized).
+Why the evaluation's prompt by default. The environment's claim is a bounded
+observation — the rendered analysis graph and a window of recent commands — never the
+growing transcript (the seed measured 9,267 tokens per step of transcript replay to
+deliver ~400 new ones). Evaluation honours it: ``OpenAIChatPolicy`` and
+``TransformersPolicy`` show one observation per turn. So by default each turn's
+context is ``policies.chat.prompt_ids`` of that turn's observation and prefill, a
+sample's context is bounded by the observation budget whatever the turn index, and a
+30-step episode trains like a 3-step one (SkyRL's step-wise trajectories and rLLM's
+step-wise advantage broadcast do the same). The concatenated layout is the same loop
+with another packing (``training.packing``): what a turn is conditioned on and how an
+episode becomes samples is the packing's; playing, recording and faults are this
+module's, once.
 
 Each episode is recorded with the shared ``vera_env.rollout.attempt.Attempt``
 lifecycle, so a sandbox or env fault in one episode becomes that episode's status —
-excluded from training (no gradient, no share of its group's baseline) — instead of a
-crash of the batch. No torch here: a sampler is any callable (``episodes.Sampler``).
+excluded from training (no gradient, no share of its group's baseline), never a reward
+of 0 and never a crash of the batch. No torch here: a sampler is any callable
+(``episodes.Sampler``).
 """
 
 from __future__ import annotations
@@ -33,30 +33,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies.chat import prompt_ids
-from training.episodes import Sampler, Start
+from training.episodes import Sampler, Start, parse_start
+from training.packing import LayoutName, Packing, TurnSample, make_packing
 from vera_env import info as keys
 from vera_env.evaluation import EXCLUDED_STATUSES
 from vera_env.rollout.attempt import Attempt
 
-__all__ = ["StepEpisode", "StepwiseRollout", "TurnSample", "play_stepwise"]
-
-
-@dataclass
-class TurnSample:
-    """One model turn: what the policy saw and what it sampled, with the env's verdict."""
-
-    turn: int
-    observation: str
-    prefill: str
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    logprobs: list[float] | None
-    action: str
-    cut: bool = False  # ``max_turn_tokens`` ended the turn before an end-of-turn token
-    reward: float = 0.0
-    reward_parts: dict[str, Any] = field(default_factory=dict)
-    error: str = ""  # why the env rejected the turn ("" if it was well-formed)
+__all__ = ["LockstepRollout", "StepEpisode", "TurnSample", "any_active", "play_lockstep"]
 
 
 @dataclass
@@ -69,6 +52,7 @@ class StepEpisode:
     observation: str = ""
     info: dict[str, Any] = field(default_factory=dict)
     done: bool = False
+    out_of_tokens: bool = False  # the packing had no room for another turn
 
     @property
     def excluded(self) -> bool:
@@ -85,7 +69,7 @@ class StepEpisode:
                 "format_penalty": float(sum(p.get("penalty", 0.0) for p in parts)),
                 "unscorable": self.excluded, "correct": self.attempt.correct,
                 "answer": self.attempt.answer,
-                "out_of_tokens": False, "n_turns": len(self.turns)}
+                "out_of_tokens": self.out_of_tokens, "n_turns": len(self.turns)}
 
 
 def _reset(env: Any, start: Start) -> StepEpisode:
@@ -111,19 +95,32 @@ def _step(env: Any, episode: StepEpisode, turn: TurnSample) -> None:
         episode.observation, episode.info, episode.done = obs, info, ended
 
 
-def _cut(ids: Sequence[int], logprobs: Sequence[float] | None, eos_ids: Sequence[int],
-         limit: int) -> tuple[list[int], list[float] | None, bool]:
-    """Keep the ids through the first end-of-turn token, at most ``limit``."""
-    end = next((i + 1 for i, tok in enumerate(ids) if tok in eos_ids), len(ids))
-    end = min(end, limit)
-    kept = list(ids[:end])
-    cut = not kept or kept[-1] not in eos_ids
-    return kept, None if logprobs is None else list(logprobs[:end]), cut
+def _next_turn(episode: StepEpisode, packing: Packing) -> TurnSample | None:
+    """The episode's next turn as the packing conditions it, or None (no room: it ends)."""
+    prefill = str(episode.info.get(keys.PREFILL) or "")
+    context = packing.context(episode.turns, episode.observation, prefill)
+    if context is None:
+        episode.done = episode.out_of_tokens = True
+        return None
+    ids, room = context
+    return TurnSample(turn=len(episode.turns), observation=episode.observation,
+                      prefill=prefill, prompt_ids=ids, room=room)
 
 
-def play_stepwise(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
-                  tokenizer: Any, eos_ids: Sequence[int], *, max_turn_tokens: int,
-                  pool: ThreadPoolExecutor, system_prompt: str = "",
+def _take(turn: TurnSample, ids: Sequence[int], logprobs: Sequence[float] | None,
+          eos_ids: Sequence[int], tokenizer: Any) -> None:
+    """Keep the ids through the first end-of-turn token, at most ``turn.room``; the
+    action is the prefill and the decoded turn."""
+    end = min(next((i + 1 for i, tok in enumerate(ids) if tok in eos_ids), len(ids)), turn.room)
+    turn.completion_ids = list(ids[:end])
+    turn.logprobs = None if logprobs is None else list(logprobs[:end])
+    turn.cut = not turn.completion_ids or turn.completion_ids[-1] not in eos_ids
+    turn.action = turn.prefill + tokenizer.decode(
+        [t for t in turn.completion_ids if t not in eos_ids], skip_special_tokens=True)
+
+
+def play_lockstep(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
+                  packing: Packing, tokenizer: Any, *, pool: ThreadPoolExecutor,
                   any_active: Callable[[bool], bool] = lambda local: local,
                   fixed_width: bool = False,
                   timings: dict[str, float] | None = None) -> list[StepEpisode]:
@@ -133,11 +130,9 @@ def play_stepwise(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
         envs: One (wrapped) ``VeraEnv`` per start.
         starts: Task id and seed of each episode.
         sample: The model (see ``training.episodes.Sampler``).
-        tokenizer: The model's tokenizer (prompts go through ``policies.chat``).
-        eos_ids: Token ids that end a model turn.
-        max_turn_tokens: Tokens one turn may sample.
+        packing: What each turn is conditioned on (``training.packing``).
+        tokenizer: The model's tokenizer (decodes the sampled turns into actions).
         pool: Threads that step the envs.
-        system_prompt: System message of every prompt (as the evaluation policy's).
         any_active: Whether any process still has a live episode (distributed: every
             process must sample the same number of times).
         fixed_width: Sample for every episode each round, finished ones with a one-token
@@ -148,37 +143,24 @@ def play_stepwise(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
         The finished episodes (``Attempt.finish`` called), in the order of ``starts``.
 
     Raises:
-        ValueError: Not one env per start, or ``max_turn_tokens`` < 1.
+        ValueError: Not one env per start.
     """
     if len(envs) != len(starts):
         raise ValueError(f"need one env per start, got {len(envs)} envs for {len(starts)}")
-    if max_turn_tokens < 1 or not eos_ids:
-        raise ValueError("max_turn_tokens must be >= 1 and eos_ids non-empty")
+    eos_ids = packing.eos_ids
     episodes = list(pool.map(_reset, envs, starts))
     while any_active(any(not e.done for e in episodes)):
-        live = [i for i, e in enumerate(episodes) if not e.done]
-        turns: dict[int, TurnSample] = {}
-        for i in live:
-            episode = episodes[i]
-            prefill = str(episode.info.get(keys.PREFILL) or "")
-            turns[i] = TurnSample(
-                turn=len(episode.turns), observation=episode.observation, prefill=prefill,
-                prompt_ids=prompt_ids(tokenizer, episode.observation, prefill=prefill,
-                                      system_prompt=system_prompt),
-                completion_ids=[], logprobs=None, action="")
-        asked = list(range(len(episodes))) if fixed_width else live
+        turns = {i: turn for i, e in enumerate(episodes) if not e.done
+                 if (turn := _next_turn(e, packing)) is not None}
+        asked = list(range(len(episodes))) if fixed_width else list(turns)
         contexts = [turns[i].prompt_ids if i in turns else list(eos_ids[:1]) for i in asked]
+        budget = max([t.room for t in turns.values()] or [1])
         began = time.perf_counter()
-        outputs = dict(zip(asked, sample(contexts, max_turn_tokens) if contexts else [],
-                           strict=True))
+        outputs = dict(zip(asked, sample(contexts, budget) if contexts else [], strict=True))
         sampled = time.perf_counter()
-        for i in live:
-            turn = turns[i]
-            turn.completion_ids, turn.logprobs, turn.cut = _cut(*outputs[i], eos_ids,
-                                                                max_turn_tokens)
-            turn.action = turn.prefill + tokenizer.decode(
-                [t for t in turn.completion_ids if t not in eos_ids], skip_special_tokens=True)
-        list(pool.map(lambda i, turns=turns: _step(envs[i], episodes[i], turns[i]), live))
+        for i, turn in turns.items():
+            _take(turn, *outputs[i], eos_ids, tokenizer)
+        list(pool.map(lambda i, turns=turns: _step(envs[i], episodes[i], turns[i]), turns))
         if timings is not None:
             timings["sample_s"] = timings.get("sample_s", 0.0) + sampled - began
             timings["env_s"] = timings.get("env_s", 0.0) + time.perf_counter() - sampled
@@ -188,40 +170,65 @@ def play_stepwise(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
     return episodes
 
 
-class StepwiseRollout:
-    """Plays a generation batch step-wise for ``StepwiseGRPOTrainer`` (its ``step_rollout``).
+def any_active(trainer: Any) -> Callable[[bool], bool]:
+    """Whether any process still has a live episode (every process samples as often)."""
+    import torch  # noqa: PLC0415 - this module is torch-free otherwise
+
+    def check(local: bool) -> bool:
+        flag = torch.tensor([int(local)], device=trainer.accelerator.device)
+        return bool(trainer.accelerator.gather(flag).sum().item() > 0)
+
+    return check
+
+
+class LockstepRollout:
+    """Plays a generation batch for ``StepwiseGRPOTrainer`` (its ``step_rollout``).
 
     Args:
         tasks: The task source the dataset's task ids come from.
         spec: The environment (``training.envs.env_spec``).
+        layout: The packing (``training.packing``): ``stepwise`` or ``episode``.
         max_turn_tokens: Tokens one model turn may sample.
+        max_completion_length: Episode layout: tokens after the first prompt.
         env_workers: Threads stepping envs.
         system_prompt: System message of every prompt (use the evaluation's).
         sampler: Builds the sampler from the trainer (default: vLLM when the trainer
             uses it, else ``model.generate``). A seam for other backends.
 
     The envs (one per episode of the largest batch seen) are kept between calls;
-    ``close()`` releases them. ``timings`` holds the seconds spent sampling and stepping.
+    ``close()`` releases them. ``timings`` holds the seconds spent sampling and stepping
+    and the episodes played.
     """
 
-    def __init__(self, tasks: Any, spec: Any, *, max_turn_tokens: int = 256,
+    def __init__(self, tasks: Any, spec: Any, *, layout: LayoutName = "stepwise",
+                 max_turn_tokens: int = 256, max_completion_length: int = 4096,
                  env_workers: int = 8, system_prompt: str = "",
                  sampler: Callable[[Any], Sampler] | None = None) -> None:
         from training.envs import LockstepEnvs  # noqa: PLC0415
 
-        if max_turn_tokens < 1 or env_workers < 1:
-            raise ValueError(f"max_turn_tokens and env_workers must be >= 1, got "
-                             f"{max_turn_tokens} and {env_workers}")
-        self.max_turn_tokens, self.system_prompt = max_turn_tokens, system_prompt
+        if max_turn_tokens < 1 or env_workers < 1 or max_completion_length < 2:
+            raise ValueError(f"max_turn_tokens and env_workers must be >= 1 and "
+                             f"max_completion_length >= 2, got {max_turn_tokens}, "
+                             f"{env_workers} and {max_completion_length}")
+        self.layout, self.system_prompt = layout, system_prompt
+        self.max_turn_tokens, self.max_completion_length = max_turn_tokens, max_completion_length
         self._sampler_factory = sampler
+        self._packing: tuple[Any, Packing] | None = None
         self._envs = LockstepEnvs(spec, tasks)  # a bad env setting fails here, not mid-run
         self._pool = ThreadPoolExecutor(max_workers=env_workers)
         self.timings: dict[str, float] = {}
 
-    def __call__(self, prompts: list[Any], trainer: Any) -> list[StepEpisode]:
-        from training.concatenated import any_active  # noqa: PLC0415 - needs torch
-        from training.episodes import parse_start  # noqa: PLC0415
+    def packing(self, trainer: Any) -> Packing:
+        """The packing for ``trainer``'s tokenizer (built once per trainer)."""
+        if self._packing is None or self._packing[0] is not trainer:
+            self._packing = (trainer, make_packing(
+                self.layout, trainer.processing_class, trainer.eos_token_ids,
+                max_turn_tokens=self.max_turn_tokens,
+                max_completion_length=self.max_completion_length,
+                system_prompt=self.system_prompt))
+        return self._packing[1]
 
+    def __call__(self, prompts: list[Any], trainer: Any) -> list[StepEpisode]:
         starts = [parse_start(p) for p in prompts]
         if self._sampler_factory is None:
             from training.samplers import trainer_sampler  # noqa: PLC0415 - needs torch
@@ -230,10 +237,10 @@ class StepwiseRollout:
         else:
             sample = self._sampler_factory(trainer)
         distributed = trainer.accelerator.num_processes > 1
-        return play_stepwise(
-            self._envs.take(len(starts)), starts, sample, trainer.processing_class,
-            trainer.eos_token_ids, max_turn_tokens=self.max_turn_tokens, pool=self._pool,
-            system_prompt=self.system_prompt,
+        self.timings["episodes"] = self.timings.get("episodes", 0.0) + len(starts)
+        return play_lockstep(
+            self._envs.take(len(starts)), starts, sample, self.packing(trainer),
+            trainer.processing_class, pool=self._pool,
             any_active=any_active(trainer) if distributed else (lambda local: local),
             fixed_width=distributed, timings=self.timings)
 

@@ -1,14 +1,16 @@
-"""``StepwiseGRPOTrainer``: TRL's GRPO with one sample per model turn.
+"""``StepwiseGRPOTrainer``: TRL's GRPO over lockstep episodes, in either layout.
 
 Why a subclass. TRL's public seam for multi-turn work, ``rollout_func``, must return
 exactly one sample per prompt element, and TRL then groups consecutive rows by
 ``num_generations`` (https://github.com/huggingface/trl/issues/4543 meets the same wall). A step-wise batch has a
 variable number of samples per episode, so this class overrides one method,
-``_generate_and_score_completions``: it plays the episodes (``training.stepwise``),
+``_generate_and_score_completions``: it plays the episodes (``training.stepwise``, the
+one rollout loop), packs them as the layout says (``training.packing``: one sample per
+turn, or one concatenated sample per episode with the env's tokens masked),
 scores each *episode* with the trainer's own reward functions and weights
 (``_calculate_rewards``, so ``reward_weights``, async reward functions and
 ``log_metric`` work as usual), computes group-relative advantages per episode
-(``training.advantages``), broadcasts them to the episode's turns, weights the samples
+(``training.advantages``), broadcasts them to the episode's samples, weights the samples
 so long episodes do not dominate, and returns the dict TRL's loss consumes. Everything
 else — the loss, clipping, ``loss_type``, optimizer, vLLM weight sync, checkpoints — is
 TRL's. The override reads TRL internals (``_calculate_rewards``,
@@ -16,7 +18,7 @@ TRL's. The override reads TRL internals (``_calculate_rewards``,
 range it is tested on (``TESTED_TRL``; pyproject pins the same) and refuses others.
 
 The generation batch (``per_device_train_batch_size * steps_per_generation`` episodes
-per process) becomes all of its episodes' turns; TRL splits them into
+per process) becomes all of its episodes' samples; TRL splits them into
 ``steps_per_generation`` micro-batches, so the number of optimizer steps does not grow
 with episode length (unlike schemes where every turn is a mini-batch row counted
 against the schedule). Each process pads its samples to a multiple of
@@ -40,6 +42,7 @@ from trl.trainer.utils import pad
 
 from training.advantages import AdvantageMode, group_advantages, reward_to_go_advantages, sample_weights
 from training.dump import RolloutDump, format_episode
+from training.packing import Sample, TurnSample
 from training.stepwise import StepEpisode
 
 __all__ = ["TESTED_TRL", "StepwiseGRPOTrainer", "check_trl"]
@@ -57,18 +60,17 @@ def check_trl(version: str = trl.__version__) -> None:
     low, high = map(Version, TESTED_TRL)
     if not low <= Version(version) < high:
         raise RuntimeError(f"training.stepwise_trainer is tested with trl>={TESTED_TRL[0]},"
-                           f"<{TESTED_TRL[1]}; found {version}. Install that range, or use "
-                           "--layout episode (TRL's public rollout_func only)")
+                           f"<{TESTED_TRL[1]}; found {version}. Install that range.")
 
 
 class StepwiseGRPOTrainer(GRPOTrainer):
     """GRPO where every model turn is one sample (see the module docstring).
 
     Args:
-        step_rollout: Plays episodes: ``step_rollout(prompts, trainer) -> list[StepEpisode]``
-            (``training.grpo.StepwiseRollout``).
-        advantage: ``episode`` (broadcast) or ``reward_to_go`` (needs the default
-            reward functions, whose parts it re-weighs per turn).
+        step_rollout: Plays episodes: ``step_rollout(prompts, trainer) -> list[StepEpisode]``,
+            and ``step_rollout.packing(trainer)`` packs them (``training.stepwise.LockstepRollout``).
+        advantage: ``episode`` (broadcast) or ``reward_to_go`` (step-wise layout only;
+            needs the default reward functions, whose parts it re-weighs per turn).
         dump: Where to write sample records (``--dump-rollouts``), or None.
         print_samples: Print this many episodes of every generation batch.
         *args, **kwargs: ``GRPOTrainer``'s (give no ``rollout_func``).
@@ -92,8 +94,13 @@ class StepwiseGRPOTrainer(GRPOTrainer):
             raise ValueError("advantage='reward_to_go' needs training.rewards.REWARD_FUNCS: "
                              "it splits their parts per turn")
         self.step_rollout, self.advantage_mode = step_rollout, advantage
+        self.packing = step_rollout.packing(self)
+        if advantage == "reward_to_go" and self.packing.name != "stepwise":
+            raise ValueError("advantage='reward_to_go' needs one sample per turn "
+                             "(layout stepwise)")
         self.dump, self.print_samples = dump, print_samples
         self.last_episodes: list[StepEpisode] = []
+        self.last_samples: list[Sample] = []
         self.last_records: list[dict[str, Any]] = []
 
     # ----- the override -----
@@ -108,12 +115,14 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         self.last_episodes = episodes
         advantages = self._episode_advantages(inputs, prompts, episodes, mode)
         keep = [not e.excluded for e in episodes]
-        rows = [(e, t, adv) for e, ok, advs in zip(episodes, keep, advantages, strict=True)
-                if ok for t, adv in zip(e.turns, advs, strict=True)]
-        weights = sample_weights([len(e.turns) if ok else 0 for e, ok in zip(episodes, keep, strict=False)])
-        self._record(episodes, advantages, keep, weights)
-        output = self._batch(rows, weights)
-        self._log_batch(episodes, keep, rows, mode)
+        packed = [self.packing.samples(e.turns, advs) if ok else []
+                  for e, ok, advs in zip(episodes, keep, advantages, strict=True)]
+        weights = sample_weights([len(p) for p in packed])
+        samples = [s for p in packed for s in p]
+        self.last_samples = samples
+        self._record(episodes, advantages, keep, packed, weights)
+        output = self._batch(samples, weights)
+        self._log_batch(episodes, keep, samples, mode)
         return output
 
     # ----- rewards and advantages -----
@@ -179,21 +188,20 @@ class StepwiseGRPOTrainer(GRPOTrainer):
 
     # ----- tensors for TRL's loss -----
 
-    def _batch(self, rows: list[tuple[StepEpisode, Any, float]],
-               weights: list[float]) -> dict[str, Any]:
+    def _batch(self, samples: list[Sample], weights: list[float]) -> dict[str, Any]:
         device = self.accelerator.device
         chunks = self.args.steps_per_generation
         eos = self.eos_token_ids[0]
-        samples = [(t.prompt_ids, t.completion_ids, t.logprobs, adv * w, 1)
-                   for (_, t, adv), w in zip(rows, weights, strict=True)]
+        rows = [Sample(s.prompt_ids, s.completion_ids, s.mask, s.logprobs, s.advantage * w)
+                for s, w in zip(samples, weights, strict=True)]
         # Masked dummies: every process gets the same number of rows per micro-step
         # (TRL gathers per-row statistics in its loss, and all_gather needs equal shapes).
-        counts = self.accelerator.gather(torch.tensor([len(samples)], device=device))
+        counts = self.accelerator.gather(torch.tensor([len(rows)], device=device))
         target = max(int(counts.max().item()), chunks)
         target += -target % chunks
-        samples += [([eos], [eos], [0.0], 0.0, 0)] * (target - len(samples))
-        prompt = [torch.tensor(p) for p, *_ in samples]
-        completion = [torch.tensor(c) for _, c, *_ in samples]
+        rows += [Sample([eos], [eos], [0], [0.0], 0.0)] * (target - len(rows))
+        prompt = [torch.tensor(s.prompt_ids) for s in rows]
+        completion = [torch.tensor(s.completion_ids) for s in rows]
         side = {"padding_side": "left", "pad_to_multiple_of": self.pad_to_multiple_of}
         right = {"padding_side": "right", "pad_to_multiple_of": self.pad_to_multiple_of}
         pad_id = self._tokenizer.pad_token_id
@@ -204,15 +212,15 @@ class StepwiseGRPOTrainer(GRPOTrainer):
             "completion_ids": pad(completion, padding_value=pad_id, **right).to(device),
             "completion_mask": pad([torch.ones_like(c) for c in completion], padding_value=0,
                                    **right).to(device),
-            "tool_mask": pad([torch.full_like(c, keep) for c, (*_, keep) in
-                              zip(completion, samples, strict=False)], padding_value=0, **right).to(device),
-            "advantages": torch.tensor([a for *_, a, _ in samples], dtype=torch.float32,
+            "tool_mask": pad([torch.tensor(s.mask) for s in rows], padding_value=0,
+                             **right).to(device),
+            "advantages": torch.tensor([s.advantage for s in rows], dtype=torch.float32,
                                        device=device),
         }
         loss_mask = out["completion_mask"] * out["tool_mask"]
         out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
-        logprobs = [lp for _, _, lp, *_ in samples]
-        self._add_logps(out, None if any(lp is None for lp in logprobs) else logprobs)
+        logprobs = [s.logprobs for s in rows if s.logprobs is not None]
+        self._add_logps(out, logprobs if len(logprobs) == len(rows) else None)
         return out
 
     def _add_logps(self, out: dict[str, Any], sampled: list[list[float]] | None) -> None:
@@ -257,39 +265,43 @@ class StepwiseGRPOTrainer(GRPOTrainer):
     # ----- logging and the dump -----
 
     def _log_batch(self, episodes: Sequence[StepEpisode], keep: list[bool],
-                   rows: list[tuple[StepEpisode, Any, float]], mode: str) -> None:
+                   samples: list[Sample], mode: str) -> None:
         device = self.accelerator.device
-        turns = [t for e, ok in zip(episodes, keep, strict=False) if ok for t in e.turns]
+        turns = [t for e, ok in zip(episodes, keep, strict=True) if ok for t in e.turns]
         local = torch.tensor([len(turns), sum(bool(t.error) for t in turns),
-                              sum(len(t.completion_ids) for t in turns),
                               sum(t.cut for t in turns), sum(keep), len(episodes),
-                              max((len(t.prompt_ids) for t in turns), default=0)],
+                              len(samples), sum(sum(s.mask) for s in samples),
+                              max((len(s.prompt_ids) for s in samples), default=0)],
                              dtype=torch.float64, device=device)
         every = self.accelerator.gather(local.unsqueeze(0))
-        n, errors, tokens, cut, kept, total = every[:, :6].sum(dim=0).tolist()
+        n, errors, cut, kept, total, rows, sampled = every[:, :7].sum(dim=0).tolist()
         metrics = self._metrics[mode]
         metrics["env/format_error_rate"].append(errors / n if n else 0.0)
         metrics["stepwise/turns_per_episode"].append(n / kept if kept else 0.0)
-        metrics["stepwise/samples"].append(n)
+        metrics["stepwise/samples"].append(rows)
         metrics["stepwise/excluded_episodes"].append(total - kept)
-        metrics["stepwise/max_prompt_tokens"].append(every[:, 6].max().item())
-        metrics["completions/mean_length"].append(tokens / n if n else 0.0)
+        metrics["stepwise/max_prompt_tokens"].append(every[:, 7].max().item())
+        metrics["completions/mean_length"].append(sampled / rows if rows else 0.0)
         metrics["completions/clipped_ratio"].append(cut / n if n else 0.0)
         if mode == "train":
-            self.state.num_input_tokens_seen += int(tokens + sum(len(t.prompt_ids)
-                                                                 for _, t, _ in rows))
+            self.state.num_input_tokens_seen += int(sum(len(s.prompt_ids) + len(s.completion_ids)
+                                                        for s in samples))
         metrics["num_tokens"] = [self.state.num_input_tokens_seen]
 
     def _record(self, episodes: Sequence[StepEpisode], advantages: list[list[float]],
-                keep: list[bool], weights: list[float]) -> None:
-        """Dump records (gathered to the main process) and print sample episodes."""
+                keep: list[bool], packed: list[list[Sample]], weights: list[float]) -> None:
+        """Dump records (gathered to the main process) and print sample episodes.
+
+        A turn's ``weight`` is that of the sample(s) its episode was trained as.
+        """
         if self.dump is None and not self.print_samples:
             return
         records: list[list[dict[str, Any]]] = []
         w = iter(weights)
-        for episode, advs, ok in zip(episodes, advantages, keep, strict=True):
-            records.append([_record(episode, turn, adv if ok else None,
-                                    next(w) if ok else 0.0, self._tokenizer, self.state)
+        for episode, advs, ok, samples in zip(episodes, advantages, keep, packed, strict=True):
+            weight = [next(w) for _ in samples][:1] or [0.0]
+            records.append([_record(episode, turn, adv if ok else None, weight[0],
+                                    self._tokenizer, self.state)
                             for turn, adv in zip(episode.turns, advs, strict=True)])
         every = gather_object(records)
         if not self.accelerator.is_main_process:
@@ -308,7 +320,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
             print(format_episode(episode_records), flush=True)
 
 
-def _record(episode: StepEpisode, turn: Any, advantage: float | None, weight: float,
+def _record(episode: StepEpisode, turn: TurnSample, advantage: float | None, weight: float,
             tokenizer: Any, state: Any) -> dict[str, Any]:
     return {
         "step": state.global_step, "episode": None, "group": None,

@@ -6,14 +6,16 @@
 The model is built from a ``Qwen2Config`` with random weights and the locally trained
 2k-token tokenizer (``training.tiny``), saved to a folder and trained by
 ``training.grpo.main`` exactly as a real run would be — real env, real sandbox, real
-checks. Random weights never write a valid turn, so this measures the cost of the loop
-(sampling, env steps, the update), not learning; with the 2k vocabulary, ``0.5b`` has
-Qwen2.5-0.5B's transformer body (24 layers, width 896) but not its 152k-token
-embedding. Prints one JSON object: seconds per optimizer step and where they went.
+checks, every ``training.grpo`` flag (``--layout``, batch sizes, budgets) as given; the
+random model is saved under ``--output-dir``. Random weights never write a valid turn,
+so this measures the cost of the loop (sampling, env steps, the update), not learning;
+with the 2k vocabulary, ``0.5b`` has Qwen2.5-0.5B's transformer body (24 layers, width
+896) but not its 152k-token embedding. Prints one JSON object: seconds per optimizer step and where they went.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -31,31 +33,12 @@ SHAPES: dict[str, dict[str, int]] = {
 
 
 @dataclass
-class Args:
-    """Throughput of training.grpo with a random-weight model."""
+class Args(grpo.Args):
+    """Throughput of training.grpo with a random-weight model (every grpo flag applies;
+    the model is the random one)."""
 
     shape: Literal["tiny", "0.5b"] = "tiny"
     """Model body: tiny (CPU) or a Qwen2.5-0.5B-shaped one (GPU)."""
-    layout: Literal["stepwise", "episode"] = "stepwise"
-    """Training layout (see training.grpo)."""
-    train_steps: int = 3
-    """Optimizer steps to time (the first one includes warm-up)."""
-    num_generations: int = 4
-    """Episodes per task start."""
-    per_device_train_batch_size: int = 8
-    """Episodes per optimizer step."""
-    env_max_steps: int = 6
-    """Step budget of one episode."""
-    max_completion_length: int = 4096
-    """Tokens after the prompt."""
-    max_turn_tokens: int = 256
-    """Tokens one model turn may sample."""
-    use_vllm: bool = False
-    """Sample with vLLM in colocate mode."""
-    bf16: bool = False
-    """bfloat16 weights and training."""
-    output_dir: str = "runs/throughput"
-    """Where the random model is saved and the run writes."""
 
 
 def build_model(shape: str, folder: Path) -> Path:
@@ -81,28 +64,19 @@ def build_model(shape: str, folder: Path) -> Path:
 def main(args: Args) -> dict[str, Any]:
     """Build, train ``train_steps`` steps, report."""
     folder = build_model(args.shape, Path(args.output_dir) / "model")
-    run = grpo.Args(model=str(folder), layout=args.layout, output_dir=args.output_dir,
-                    num_prompts=64,
-                    env_max_steps=args.env_max_steps, num_generations=args.num_generations,
-                    per_device_train_batch_size=args.per_device_train_batch_size,
-                    steps_per_generation=1, train_steps=args.train_steps,
-                    max_completion_length=args.max_completion_length,
-                    max_turn_tokens=args.max_turn_tokens, use_vllm=args.use_vllm,
-                    bf16=args.bf16, save_final=False)
+    run = dataclasses.replace(args, model=str(folder), tiny=False, save_final=False)
     started = time.perf_counter()
     trainer = grpo.main(run)
     wall = time.perf_counter() - started
     steps = [h for h in trainer.state.log_history if "step_time" in h]
-    rollout = trainer.rollout_func if args.layout == "episode" else trainer.step_rollout
-    timings = rollout.timings
-    sampled = sum(h["completions/mean_length"]  # per sample: a turn, or a whole episode
-                  * h.get("stepwise/samples", args.per_device_train_batch_size) for h in steps)
+    timings = trainer.step_rollout.timings
+    sampled = sum(h["completions/mean_length"] * h["stepwise/samples"] for h in steps)
     report = {
         "args": asdict(args), "wall_s": round(wall, 2),
         "step_s": [round(h["step_time"], 2) for h in steps],
         "sample_s": round(timings.get("sample_s", 0.0), 4),
         "env_s": round(timings.get("env_s", 0.0), 4), "rounds": timings.get("rounds", 0),
-        "episodes": args.per_device_train_batch_size * len(steps),
+        "episodes": int(timings.get("episodes", 0)),
         "sampled_tokens_per_s": round(sampled / max(timings.get("sample_s", 0.0), 1e-9), 1),
         "mean_reward": [round(h["reward"], 4) for h in steps],
     }

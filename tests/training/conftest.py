@@ -17,7 +17,7 @@ require("trl", "torch", "transformers", extra="training")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-from vera_env.tasks import Task  # noqa: E402 (after the requirement and environment above)
+from vera_env.tasks import Task, TaskSource  # noqa: E402 (after the requirement and environment above)
 
 VALUES = "".join(f"{i}\n" for i in range(1, 11))
 
@@ -39,3 +39,15 @@ def judged_task(tmp_path_factory: pytest.TempPathFactory) -> Task:
                 answer="the integers 1 to 10", data_dir=Path(data),
                 grader={"kind": "llm", "rubric": "Accept any description of 1..10."})
 
+
+
+@pytest.fixture(scope="session")
+def motif_tasks(judged_task: Task) -> tuple[Task, Task, TaskSource]:
+    """A builtin task a scripted member can verify and answer, and the judged task
+    (every answer unscorable): the two starts of the end-to-end GRPO runs."""
+    from training_turns import MOTIF
+
+    from vera_env.tasks.builtin import make_task
+
+    motif = make_task(MOTIF)
+    return motif, judged_task, TaskSource([motif, judged_task])

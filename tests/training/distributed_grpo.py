@@ -19,6 +19,7 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from stepwise_sampler import StepScripted
+from training_turns import TWO_TURN_RUN, answer_at_once
 
 from training import grpo
 from training.arguments import parse_args
@@ -36,14 +37,9 @@ def checksum(model) -> float:
 
 def main(out: Path) -> None:
     tasks = TaskSource([make_task(t) for t in TASKS])
-    plans = {tasks.get(t).question: {0: [(None, f"FINAL ANSWER: {tasks.get(t).answer}")]}
-             for t in TASKS}
-    args = parse_args(grpo.Args, [
-        "--tiny", "--env-max-steps", "2", "--wrappers", "forced", "--reserve", "1",
-        "--num-prompts", "2", "--num-generations", "2", "--per-device-train-batch-size", "2",
-        "--steps-per-generation", "1", "--train-steps", "1", "--learning-rate", "1e-2",
-        "--max-turn-tokens", "8", "--env-workers", "2", "--output-dir", str(out),
-        "--no-save-final"])
+    plans = answer_at_once(tasks)
+    args = parse_args(grpo.Args, [*TWO_TURN_RUN, "--num-prompts", "2", "--train-steps", "1",
+                                  "--output-dir", str(out), "--no-save-final"])
     tokenizer = tiny_tokenizer()
     model = tiny_model(tokenizer)
     before = checksum(model)

@@ -1,5 +1,6 @@
 """GRPO in the concatenated layout (``--layout episode``) through the real env: two
-optimizer steps of a tiny model, real sandbox and checks.
+optimizer steps of a tiny model, real sandbox and checks, the same loop and trainer as
+the step-wise layout with the other packing.
 
 One run (module fixture) on two task starts, four episodes each:
 
@@ -18,34 +19,23 @@ import re
 import pytest
 import torch
 from scripted_sampler import ASSISTANT, ScriptedTurns
-from training_turns import JUDGED_NODE
+from training_turns import JUDGED_NODE, MOTIF
 
 from policies import ScriptedPolicy
+from training import grpo
 from training.envs import make_env, task_source
-from training.grpo import (
-    REWARD_FUNCS,
-    Args,
-    VeraRollout,
-    build_dataset,
-    grpo_config,
-)
 from training.samplers import trainer_sampler
 from vera_env.rollout import run_episode
-from vera_env.tasks import TaskSource
-from vera_env.tasks.builtin import make_task
 
-MOTIF = "seq.motif_count.easy.s0"
 GROUP = 4
+BUDGET = 1600
 
 
 @pytest.fixture(scope="module")
-def run(tokenizer, judged_task, tmp_path_factory):
-    from trl import GRPOTrainer
-
+def run(tokenizer, motif_tasks, tmp_path_factory):
     from training.tiny import tiny_model
 
-    motif = make_task(MOTIF)
-    tasks = TaskSource([motif, judged_task])
+    motif, judged_task, tasks = motif_tasks
     solution = [motif.solution[0], f"FINAL ANSWER: {motif.answer}"]
     plans = {motif.question: {0: solution, 1: ["\n" + solution[0]]},
              judged_task.question: {0: ["FINAL ANSWER: 42"], 1: [JUDGED_NODE]}}
@@ -55,38 +45,37 @@ def run(tokenizer, judged_task, tmp_path_factory):
         samplers.append(ScriptedTurns(trainer_sampler(trainer), tokenizer, plans))
         return samplers[-1]
 
-    rollout = VeraRollout(tasks, max_steps=3, wrappers=(), max_turn_tokens=384,
-                          env_workers=4, sampler=sampler)
-    args = Args(tiny=True, layout="episode", output_dir=str(tmp_path_factory.mktemp("grpo")),
-                num_generations=GROUP, per_device_train_batch_size=4,
-                steps_per_generation=2, train_steps=2, learning_rate=1e-2,
-                max_completion_length=1600, temperature=1.0)
+    args = grpo.Args(tiny=True, layout="episode", output_dir=str(tmp_path_factory.mktemp("grpo")),
+                     env_max_steps=3, wrappers=(), num_prompts=2, num_generations=GROUP,
+                     per_device_train_batch_size=4, steps_per_generation=2, train_steps=2,
+                     learning_rate=1e-2, max_completion_length=BUDGET, max_turn_tokens=384,
+                     env_workers=4, save_final=False)
     model = tiny_model(tokenizer)
     before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
-    trainer = GRPOTrainer(model=model, reward_funcs=REWARD_FUNCS, args=grpo_config(args),
-                          train_dataset=build_dataset(tasks, 2, seed=0),
-                          processing_class=tokenizer, rollout_func=rollout)
-    scored: list[dict] = []
-    score = trainer._generate_and_score_completions  # TRL internal: the advantages
+    trainer, rollout = grpo.build_trainer(args, tasks, model, tokenizer)
+    rollout._sampler_factory = sampler  # the seam LockstepRollout exposes
+    scored: list[tuple[list, list, dict]] = []
+    score = trainer._generate_and_score_completions
 
     def keep(inputs):
         out = score(inputs)
-        scored.append(out)
+        scored.append((trainer.last_episodes, trainer.last_samples, out))
         return out
 
     trainer._generate_and_score_completions = keep
-    trainer.train()
-    rollout.close()
-    return {"trainer": trainer, "episodes": rollout.last_episodes, "before": before,
-            "scored": scored, "tasks": tasks, "samplers": samplers, "model": model,
-            "solution": solution}
+    try:
+        trainer.train()
+    finally:
+        rollout.close()
+    return {"trainer": trainer, "before": before, "scored": scored, "tasks": tasks,
+            "samplers": samplers, "model": model, "solution": solution}
 
 
 def _groups(episodes):
     return [episodes[i:i + GROUP] for i in range(0, len(episodes), GROUP)]
 
 
-def test_grpo_every_trainable_parameter_changed_and_loss_finite(run):
+def test_grpo_episode_layout_every_trainable_parameter_changed_and_loss_finite(run):
     after = dict(run["model"].named_parameters())
     unchanged = [n for n, p in run["before"].items() if torch.equal(p, after[n].detach())]
     assert unchanged == []
@@ -94,75 +83,68 @@ def test_grpo_every_trainable_parameter_changed_and_loss_finite(run):
     assert len(losses) == 2 and all(math.isfinite(float(x)) for x in losses)
 
 
-def test_grpo_groups_share_one_task_start(run):
-    episodes = run["episodes"]
+def test_grpo_episode_layout_groups_share_one_task_start(run):
+    ((episodes, _, _),) = run["scored"]
     assert len(episodes) == 2 * GROUP
     for group in _groups(episodes):
         assert len({e.start for e in group}) == 1
     assert {g[0].start.task_id for g in _groups(episodes)} == {MOTIF, "judged.values"}
 
 
-def test_grpo_rewards_logged_are_the_envs(run):
-    episodes = run["episodes"]
-    oracle = next(e for e in episodes if e.start.task_id == MOTIF and e.correct)
+def test_grpo_episode_layout_rewards_logged_are_the_envs(run):
+    ((episodes, _, _),) = run["scored"]
+    oracle = next(e for e in episodes if e.start.task_id == MOTIF and e.attempt.correct)
     # The same turns through a plain env score the same: the reward is the harness's.
     replay = run_episode(make_env(run["tasks"], max_steps=3, wrappers=()),
                          ScriptedPolicy(run["solution"]), task_id=MOTIF)
-    assert oracle.verification == pytest.approx(replay.verification_reward) and replay.correct
-    assert oracle.env_reward == pytest.approx(replay.score)
-    scorable = [e for e in episodes if not e.unscorable]
+    assert replay.correct and oracle.attempt.score == pytest.approx(replay.score)
+    assert oracle.fields()["verification"] == pytest.approx(replay.verification_reward)
+    scorable = [e.fields() for e in episodes if not e.excluded]
     logged = run["trainer"].state.log_history[0]
-    for name, value in [("verification_reward", lambda e: e.verification),
-                        ("correctness_reward", lambda e: e.correctness or 0.0),
-                        ("format_reward", lambda e: -e.penalty)]:
-        expected = sum(value(e) for e in scorable) / len(scorable)
+    for name, value in [("verification_reward", lambda f: f["verification"]),
+                        ("correctness_reward", lambda f: f["correctness"] or 0.0),
+                        ("format_reward", lambda f: -f["format_penalty"])]:
+        expected = sum(value(f) for f in scorable) / len(scorable)
         assert logged[f"rewards/{name}/mean"] == pytest.approx(expected, abs=1e-6)
-    assert logged["reward"] == pytest.approx(
-        sum(e.env_reward for e in scorable) / len(scorable), abs=1e-6)
-    judged_node = next(e for e in episodes if e.actions and e.actions[0] == JUDGED_NODE)
-    assert judged_node.verification > 0  # a real check ran and passed in the sandbox
+    judged_node = next(e for e in episodes if e.turns and e.turns[0].action == JUDGED_NODE)
+    assert judged_node.fields()["verification"] > 0  # a real check ran in the sandbox
 
 
-def test_grpo_unscorable_episode_gets_no_advantage_and_no_baseline_share(run):
-    episodes = run["episodes"]
-    (out,) = run["scored"]
-    advantages = out["advantages"].tolist()
-    bad = [i for i, e in enumerate(episodes) if e.unscorable]
-    assert len(bad) == 1 and episodes[bad[0]].actions == ["FINAL ANSWER: 42"]
-    for func in REWARD_FUNCS:
-        rows = func(completions=[""] * len(episodes),
-                    **{k: [getattr(e, a) for e in episodes] for k, a in
-                       [("verification", "verification"), ("correctness", "correctness"),
-                        ("unscorable", "unscorable"), ("correct", "correct"),
-                        ("out_of_tokens", "out_of_tokens"), ("format_penalty", "penalty")]})
-        assert rows[bad[0]] is None and all(r is not None for i, r in enumerate(rows)
-                                            if i != bad[0])
-    assert advantages[bad[0]] == 0.0
+def test_grpo_episode_layout_unscorable_episode_gets_no_sample_and_no_baseline_share(run):
+    ((episodes, samples, out),) = run["scored"]
+    bad = [i for i, e in enumerate(episodes) if e.excluded]
+    assert len(bad) == 1 and [t.action for t in episodes[bad[0]].turns] == ["FINAL ANSWER: 42"]
+    assert len(samples) == len(episodes) - 1  # one sample per scorable episode, none for it
     group = bad[0] // GROUP * GROUP
-    others = [advantages[i] for i in range(group, group + GROUP) if i != bad[0]]
+    kept = [i for i in range(len(episodes)) if i != bad[0]]
+    others = [samples[kept.index(i)].advantage for i in range(group, group + GROUP)
+              if i != bad[0]]
     assert sum(others) == pytest.approx(0.0, abs=1e-4)  # baseline over the scorable three
     assert any(abs(a) > 0.1 for a in others)
+    assert out["advantages"][:len(samples)].tolist() == pytest.approx(
+        [s.advantage for s in samples])  # one episode, one sample: weight 1
     assert any(e.out_of_tokens for e in episodes)  # the token budget ended some episodes
 
 
-def test_grpo_env_mask_zeroes_observations_and_keeps_sampled_ids(run, tokenizer):
-    episodes = run["episodes"]
-    (out,) = run["scored"]
-    for row, episode in enumerate(episodes):
-        n = len(episode.completion_ids)
-        assert n <= 1600 and episode.completion_ids[-1] == tokenizer.eos_token_id
-        assert out["tool_mask"][row, :n].tolist() == episode.env_mask
-        masked = tokenizer.decode([t for t, m in zip(episode.completion_ids, episode.env_mask, strict=False)
-                                   if not m])
-        trained = tokenizer.decode([t for t, m in zip(episode.completion_ids, episode.env_mask, strict=False)
-                                    if m], skip_special_tokens=True)
-        for obs in episode.observations[1:]:
-            assert obs in masked and obs not in trained
-        assert masked.count(ASSISTANT) == len(episode.observations) - 1
-    scripted = run["samplers"][0].scripted_ids
-    oracle = next(e for e in episodes if e.start.task_id == MOTIF and e.correct)
-    first = scripted[0]
-    assert oracle.completion_ids[:len(first)] == first and all(oracle.env_mask[:len(first)])
+def test_grpo_episode_layout_mask_zeroes_observations_and_keeps_sampled_ids(run, tokenizer):
+    ((episodes, samples, out),) = run["scored"]
+    kept = [e for e in episodes if not e.excluded]
+    for row, (episode, sample) in enumerate(zip(kept, samples, strict=True)):
+        n = len(sample.completion_ids)
+        assert n <= BUDGET and sample.completion_ids[-1] == tokenizer.eos_token_id
+        assert out["tool_mask"][row, :n].tolist() == sample.mask
+        masked = tokenizer.decode([t for t, m in zip(sample.completion_ids, sample.mask,
+                                                     strict=True) if not m])
+        trained = tokenizer.decode([t for t, m in zip(sample.completion_ids, sample.mask,
+                                                      strict=True) if m],
+                                   skip_special_tokens=True)
+        for turn in episode.turns[1:]:
+            assert turn.observation in masked and turn.observation not in trained
+        assert masked.count(ASSISTANT) == len(episode.turns) - 1
+    first = run["samplers"][0].scripted_ids[0]
+    oracle = next(s for e, s in zip(kept, samples, strict=True)
+                  if e.start.task_id == MOTIF and e.attempt.correct)
+    assert oracle.completion_ids[:len(first)] == first and all(oracle.mask[:len(first)])
 
 
 def test_task_source_draws_fresh_seeds_from_every_named_source():

@@ -7,8 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from training.grpo import VeraRollout
+from training.envs import env_spec
 from training.samplers import HFSampler, VLLMSampler, trainer_sampler
+from training.stepwise import LockstepRollout
 from vera_env.tasks import load_tasks
 
 
@@ -46,6 +47,10 @@ def test_trainer_sampler_follows_use_vllm():
     assert isinstance(trainer_sampler(hf), HFSampler)
 
 
-def test_rollout_rejects_an_env_setting_before_training():
-    with pytest.raises(ValueError, match="wrappers"):
-        VeraRollout(load_tasks("builtin"), max_steps=2, wrappers=("forced", "nope"))
+def test_rollout_rejects_a_bad_budget_or_env_setting_before_training():
+    tasks = load_tasks("builtin")
+    with pytest.raises(ValueError, match="max_turn_tokens"):
+        LockstepRollout(tasks, env_spec(max_steps=2), max_turn_tokens=0)
+    spec = env_spec(max_steps=2).model_copy(update={"sandbox": "nope"})  # unvalidated
+    with pytest.raises(ValueError, match="nope"):
+        LockstepRollout(tasks, spec)

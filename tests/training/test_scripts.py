@@ -60,7 +60,7 @@ def test_throughput_reports_where_a_step_went(tmp_path):
 
     report = throughput.main(parse_args(throughput.Args, [
         "--train-steps", "1", "--num-generations", "2", "--per-device-train-batch-size", "2",
-        "--env-max-steps", "4", "--max-completion-length", "1200", "--max-turn-tokens", "8",
-        "--output-dir", str(tmp_path)]))
+        "--steps-per-generation", "1", "--num-prompts", "2", "--env-max-steps", "4",
+        "--max-turn-tokens", "8", "--output-dir", str(tmp_path)]))
     assert report["episodes"] == 2 and len(report["step_s"]) == 1
     assert report["sample_s"] > 0 and report["env_s"] > 0 and report["rounds"] >= 1

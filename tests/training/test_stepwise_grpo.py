@@ -25,27 +25,23 @@ from collections import defaultdict
 import pytest
 import torch
 from stepwise_sampler import StepScripted
-from training_turns import JUDGED_NODE
+from training_turns import JUDGED_NODE, MOTIF
 
 from policies.chat import prompt_text
 from training import grpo
 from training.arguments import parse_args
 from training.samplers import trainer_sampler
-from vera_env.tasks import TaskSource
-from vera_env.tasks.builtin import make_task
 
-MOTIF = "seq.motif_count.easy.s0"
 GROUP = 4
 MAX_STEPS = 12
 
 
 @pytest.fixture(scope="module")
-def run(tokenizer, judged_task, tmp_path_factory):
-    from training.stepwise import StepwiseRollout
+def run(tokenizer, motif_tasks, tmp_path_factory):
+    from training.stepwise import LockstepRollout
     from training.tiny import tiny_model
 
-    motif = make_task(MOTIF)
-    tasks = TaskSource([motif, judged_task])
+    motif, judged_task, tasks = motif_tasks
     node_summary = motif.solution[0].split('summary="')[1].split('"')[0]
     plans = {motif.question: {0: [(None, motif.solution[0]),
                                   (node_summary, f"FINAL ANSWER: {motif.answer}")],
@@ -63,8 +59,8 @@ def run(tokenizer, judged_task, tmp_path_factory):
     model, tok = tiny_model(tokenizer), tokenizer
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     trainer, rollout = grpo.build_trainer(args, tasks, model, tok)
-    assert isinstance(rollout, StepwiseRollout)
-    rollout._sampler_factory = lambda t: StepScripted(  # the seam StepwiseRollout exposes
+    assert isinstance(rollout, LockstepRollout)
+    rollout._sampler_factory = lambda t: StepScripted(  # the seam LockstepRollout exposes
         trainer_sampler(t), tok, plans, first=f"Steps left: {MAX_STEPS}.")
     try:
         trainer.train()
