@@ -23,7 +23,8 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 __all__ = [
-    "IGNORE", "ChatFormat", "Layout", "Sampler", "Start", "draw_starts", "format_start",
+    "DRAWN", "IGNORE", "ChatFormat", "Layout", "Sampler", "Start", "deferred_starts", "draw_starts",
+    "format_start",
     "parse_start", "tokenize_transcript",
 ]
 
@@ -59,6 +60,24 @@ def draw_starts(task_ids: Sequence[str], n: int, *, seed: int = 0) -> list[Start
     while len(order) < n:
         order.extend(task_ids[i] for i in rng.permutation(len(task_ids)))
     return [Start(task_id=t, seed=int(rng.integers(2**31))) for t in order[:n]]
+
+
+DRAWN = "drawn:"
+"""Task-id prefix of a start whose task is drawn when it is played, not when the dataset
+is built: a ``Curriculum`` picks from the pass rates of the episodes before it, which a
+dataset built up front cannot know (``deferred_starts``, ``LockstepRollout``)."""
+
+
+def deferred_starts(n: int, *, seed: int = 0) -> list[Start]:
+    """``n`` starts whose tasks are drawn when played (ids ``drawn:0`` ...), with seeds.
+
+    Raises:
+        ValueError: ``n`` < 1.
+    """
+    if n < 1:
+        raise ValueError(f"need at least one start, got n={n}")
+    rng = np.random.default_rng(seed)
+    return [Start(task_id=f"{DRAWN}{i}", seed=int(rng.integers(2**31))) for i in range(n)]
 
 
 def format_start(start: Start) -> str:

@@ -37,13 +37,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from training.envs import EnvOptions, task_source
-from training.episodes import draw_starts, format_start
+from training.episodes import deferred_starts, draw_starts, format_start
 from training.packing import LayoutName
 from training.resume import RunOptions, fit, resume_point
 from training.rewards import REWARD_FUNCS
 from vera_env.observation.prompts import ObservationVariant
 from vera_env.spec import SandboxName
-from vera_env.tasks import TaskSource
+from vera_env.tasks import Curriculum, TaskSource
 from vera_env.tasks.builtin.instance import Difficulty
 from vera_env.wrappers import WrapperName
 
@@ -144,11 +144,13 @@ def build_dataset(tasks: TaskSource, num_prompts: int, *, seed: int = 0) -> Any:
     Draws without replacement while the source lasts, then cycles through reshuffles
     (``training.episodes.draw_starts``). Pass
     ``vera_env.tasks.builtin.builtin_source(seeds=range(n))`` for ``n`` fresh builtin
-    instances of every type.
+    instances of every type. A ``Curriculum``'s starts are drawn when they are played
+    (``training.episodes.deferred_starts``), from the pass rates seen so far.
     """
     from datasets import Dataset  # noqa: PLC0415
 
-    starts = draw_starts(list(tasks.ids()), num_prompts, seed=seed)
+    starts = (deferred_starts(num_prompts, seed=seed) if isinstance(tasks, Curriculum)
+              else draw_starts(list(tasks.ids()), num_prompts, seed=seed))
     return Dataset.from_dict({"prompt": [format_start(s) for s in starts],
                               "task_id": [s.task_id for s in starts],
                               "seed": [s.seed for s in starts]})

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from training.episodes import Sampler, Start, parse_start
+from training.episodes import DRAWN, Sampler, Start, parse_start
 from training.packing import LayoutName, Packing, TurnSample, make_packing
 from vera_env import info as keys
 from vera_env.evaluation import EXCLUDED_STATUSES
@@ -215,6 +215,7 @@ class LockstepRollout:
         self._sampler_factory = sampler
         self._packing: tuple[Any, Packing] | None = None
         self._envs = LockstepEnvs(spec, tasks)  # a bad env setting fails here, not mid-run
+        self._tasks, self._drawn = tasks, dict[str, str]()
         self._pool = ThreadPoolExecutor(max_workers=env_workers)
         self.timings: dict[str, float] = {}
 
@@ -229,7 +230,7 @@ class LockstepRollout:
         return self._packing[1]
 
     def __call__(self, prompts: list[Any], trainer: Any) -> list[StepEpisode]:
-        starts = [parse_start(p) for p in prompts]
+        starts = [self._resolve(parse_start(p)) for p in prompts]
         if self._sampler_factory is None:
             from training.samplers import trainer_sampler  # noqa: PLC0415 - needs torch
 
@@ -243,6 +244,16 @@ class LockstepRollout:
             trainer.processing_class, pool=self._pool,
             any_active=any_active(trainer) if distributed else (lambda local: local),
             fixed_width=distributed, timings=self.timings)
+
+    def _resolve(self, start: Start) -> Start:
+        """A deferred start (``drawn:K``) with its task drawn now from the source: the
+        first time slot K is played; TRL repeats a prompt once per group member, and the
+        whole group must play the same task."""
+        if not start.task_id.startswith(DRAWN):
+            return start
+        if start.task_id not in self._drawn:
+            self._drawn[start.task_id] = self._tasks.sample(1)[0]
+        return Start(task_id=self._drawn[start.task_id], seed=start.seed)
 
     def close(self) -> None:
         """Close every env and stop the step threads."""

@@ -1,0 +1,81 @@
+"""``training.grpo`` on a ``Curriculum``: tasks drawn when played, outcomes fed back.
+
+A dataset built up front cannot follow pass rates that the run itself produces, so a
+curriculum's starts are deferred (``drawn:K``) and drawn by the rollout the first time
+slot K is played; TRL plays each slot once per group member, and the group must share
+its task or its advantages compare different questions.
+"""
+
+from __future__ import annotations
+
+import json
+
+from stepwise_sampler import StepScripted
+from training_turns import TWO_TURN_RUN
+
+from training import grpo
+from training.arguments import parse_args
+from training.episodes import DRAWN, Start
+from training.resume import fit
+from training.samplers import trainer_sampler
+from training.stepwise import LockstepRollout
+from vera_env.tasks import curriculum_source
+
+TYPES = ("tab.sentinel_mean", "seq.gc_content")
+
+
+def _curriculum():
+    return curriculum_source(seeds=range(3), types=TYPES, difficulties=("easy",), seed=1)
+
+
+def test_build_dataset_on_curriculum_defers_every_task():
+    data = grpo.build_dataset(_curriculum(), 5, seed=0)
+    assert [t.startswith(DRAWN) for t in data["task_id"]] == [True] * 5
+    assert len(set(data["task_id"])) == 5  # one slot per prompt
+
+
+def test_build_dataset_on_plain_source_draws_up_front():
+    from vera_env.tasks.builtin import builtin_source
+
+    data = grpo.build_dataset(builtin_source(seeds=range(2), types=TYPES), 3, seed=0)
+    assert not any(t.startswith(DRAWN) for t in data["task_id"])
+
+
+def test_rollout_resolve_gives_a_group_one_task_and_slots_fresh_draws():
+    tasks = _curriculum()
+    rollout = LockstepRollout(tasks, grpo.Args().env_spec(), env_workers=1)
+    try:
+        group = [rollout._resolve(Start(f"{DRAWN}0", 7)) for _ in range(4)]
+        assert len({s.task_id for s in group}) == 1 and group[0].seed == 7
+        assert group[0].task_id.split(".")[2] == "warmup"  # the ladder's first rung
+        others = {rollout._resolve(Start(f"{DRAWN}{k}", k)).task_id for k in range(1, 30)}
+        assert len(others) > 1  # each slot draws again
+        plain = Start("seq.gc_content.easy.s1", 3)
+        assert rollout._resolve(plain) == plain
+    finally:
+        rollout.close()
+
+
+def test_grpo_on_curriculum_plays_drawn_tasks_and_feeds_outcomes_back(tmp_path, tokenizer):
+    from training.tiny import tiny_model
+
+    tasks = _curriculum()
+    plans = {tasks.get(t).question: {0: [(None, f"FINAL ANSWER: {tasks.get(t).answer}")]}
+             for t in tasks.ids() if ".warmup." in t}
+    args = parse_args(grpo.Args, [
+        *TWO_TURN_RUN, "--num-prompts", "4", "--train-steps", "2", "--output-dir",
+        str(tmp_path), "--dump-rollouts", str(tmp_path / "dump.jsonl"), "--no-save-final"])
+    trainer, rollout = grpo.build_trainer(args, tasks, tiny_model(tokenizer), tokenizer)
+    rollout._sampler_factory = lambda t: StepScripted(trainer_sampler(t), tokenizer, plans,
+                                                      first="Steps left: 2.", model_tokens=8)
+    before = json.dumps(tasks.state_dict()["outcomes"], sort_keys=True)
+    try:
+        fit(trainer, args.output_dir, resume=False, tasks=tasks)
+    finally:
+        rollout.close()
+    played = {json.loads(line)["task_id"]
+              for line in (tmp_path / "dump.jsonl").read_text().splitlines()}
+    assert played and all(".warmup." in t for t in played)  # drawn from the first rung
+    outcomes = tasks.state_dict()["outcomes"]
+    assert json.dumps(outcomes, sort_keys=True) != before
+    assert sum(len(v) for v in outcomes.values()) == 4  # 2 steps x 2 episodes, each once
