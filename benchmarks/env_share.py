@@ -188,7 +188,7 @@ def _fault(attempt: Any) -> str:
     """Why an episode is unscorable: the attempt's error or its steps' ``error``."""
     if attempt.error:
         return str(attempt.error)
-    return next((str(s.get("error")) for s in attempt.steps if s.get("error")), "?")
+    return next((s.error for s in attempt.steps if s.error), "?")
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:

@@ -56,7 +56,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from no_analysis import POLICIES, NoAnalysisPolicy, coin_nodes
 
 from vera_env import VeraEnv
-from vera_env import info as keys
 from vera_env.policy import OraclePolicy, ScriptedPolicy
 from vera_env.rollout import Attempt, run_episode
 from vera_env.tasks import Task, TaskSource
@@ -134,19 +133,16 @@ def play(job: Job) -> dict[str, Any]:
 
 def summarise(attempt: Attempt, policy: str, rep: int) -> dict[str, Any]:
     """The row of one episode, read from its recorded steps."""
-    checks = [c for s in attempt.steps for c in s.get(keys.CHECKS) or []]
-    earning = [s[keys.REWARD_PARTS]["verification"] for s in attempt.steps
-               if s.get(keys.REWARD_PARTS) and s[keys.REWARD_PARTS].get("verification")]
+    checks = [c for s in attempt.steps for c in s.checks]
+    earning = [s.reward_parts.verification for s in attempt.steps]
     return {"task_id": attempt.task_id, "policy": policy, "rep": rep,
             "verification": attempt.verification_reward, "correct": attempt.correct,
             "status": attempt.status, "error": attempt.error[:500], "steps": attempt.n_steps,
             "nodes": attempt.n_nodes, "checks": len(checks),
-            "checks_passed": sum(bool(c.get("passed")) for c in checks),
-            "checks_discriminating": sum(bool(c.get("passed") and c.get("discriminating"))
-                                         for c in checks),
+            "checks_passed": sum(c.passed for c in checks),
+            "checks_discriminating": sum(c.earns for c in checks),
             "nodes_earning": sum(v > 0 for v in earning), "wall_s": attempt.wall_s,
-            "earning_checks": [c.get("command", "")[:300] for c in checks
-                               if c.get("passed") and c.get("discriminating")]}
+            "earning_checks": [c.command[:300] for c in checks if c.earns]}
 
 
 def run_jobs(jobs: list[Job], workers: int) -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vera_env.env import VeraEnv
+from vera_env.records import StepRecord
 from vera_env.sandbox import BwrapSandbox, SandboxLimits, probe_bwrap
 from vera_env.sandbox import bwrap as bwrap_module
 from vera_env.sandbox import workspace as workspace_module
@@ -165,6 +166,12 @@ def strength_rows(box: BwrapSandbox, files: dict[str, Path], n: int,
     return rows
 
 
+def _record(result: tuple) -> StepRecord:
+    """The record of an ``env.step`` return (the observation aside)."""
+    _, reward, terminated, truncated, info = result
+    return StepRecord.from_info(info, reward, terminated, truncated)
+
+
 def worst_step_row() -> dict[str, object]:
     """One step that hits every bound at once, with small limits."""
     limits = SandboxLimits(timeout_s=3, check_timeout_s=1.5)
@@ -182,11 +189,11 @@ def worst_step_row() -> dict[str, object]:
         turn += "\n".join(f'CHECK range "c{i}" :: sleep 1.4; test "$(tail -1 w.txt)" -ge {i}'
                            + V for i in range(checks))
         started = time.perf_counter()
-        info = env.step(turn)[-1]
+        step = _record(env.step(turn))
         step_s = time.perf_counter() - started
         env.close()
     bound = step_bound_s(limits, config, checks)
-    details = [c["detail"] for c in info["checks"]]
+    details = [c.detail for c in step.checks]
     return {"step_s": step_s, "bound_s": bound, "checks": checks,
             "deadline_cut": sum("deadline" in d for d in details),
             "timeout_s": limits.timeout_s, "check_timeout_s": limits.check_timeout_s,
@@ -338,10 +345,11 @@ def raw_pin_row() -> dict[str, object]:
         env.reset(options={"task_id": task_id})
         saves = "; ".join(f"zcat -f {n} | wc -l > {n}.n; zcat -f {n} | md5sum > {n}.h"
                           for n in task.data_files())
-        info = env.step(f"<command>{saves}</command>\nNODE kind=load summary=\"pins\"\n"
-                        + "\n".join(f'CHECK range "p{i}" :: {c}' for i, c in enumerate(checks)))[-1]
+        step = _record(env.step(
+            f"<command>{saves}</command>\nNODE kind=load summary=\"pins\"\n"
+            + "\n".join(f'CHECK range "p{i}" :: {c}' for i, c in enumerate(checks))))
         pins += len(checks)
-        earned += sum(bool(c["passed"] and c["discriminating"]) for c in info["checks"])
+        earned += sum(c.earns for c in step.checks)  # the reward's own rule
         env.close()
     return {"tasks": len(source.ids()), "pins": pins, "earned": earned}
 

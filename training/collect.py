@@ -116,7 +116,7 @@ def episode_row(attempt: Attempt, recording: _Recording, question: str, policy: 
         "verification_reward": attempt.verification_reward, "answer": attempt.answer,
         "n_steps": attempt.n_steps, "actions": recording.actions,
         "observations": recording.observations, "prefills": recording.prefills,
-        "rewards": [float(step["reward"]) for step in attempt.steps],
+        "rewards": [step.reward for step in attempt.steps],
         "attempt": attempt.to_json(),
     }
     if fmt is not None and recording.actions:

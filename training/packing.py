@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol
 
 from policies.chat import prompt_ids
 from training.episodes import ChatFormat
+from vera_env.records import RewardPartsRecord
 
 __all__ = ["EpisodePacking", "LayoutName", "Packing", "Sample", "TurnPacking", "TurnSample",
            "make_packing"]
@@ -55,7 +56,7 @@ class TurnSample:
     action: str = ""
     cut: bool = False  # ``room`` ended the turn before an end-of-turn token
     reward: float = 0.0
-    reward_parts: dict[str, Any] = field(default_factory=dict)
+    reward_parts: RewardPartsRecord = field(default_factory=RewardPartsRecord)
     error: str = ""  # why the env rejected the turn ("" if it was well-formed)
 
 

@@ -62,11 +62,11 @@ class StepEpisode:
     def fields(self) -> dict[str, Any]:
         """The episode's measurements, as the reward functions read them."""
         parts = [t.reward_parts for t in self.turns]
-        correctness = [p["correctness"] for p in parts if p.get("correctness") is not None]
+        correctness = [p.correctness for p in parts if p.correctness is not None]
         return {"task_id": self.start.task_id,
-                "verification": float(sum(p.get("verification", 0.0) for p in parts)),
+                "verification": float(sum(p.verification for p in parts)),
                 "correctness": correctness[-1] if correctness else None,
-                "format_penalty": float(sum(p.get("penalty", 0.0) for p in parts)),
+                "format_penalty": float(sum(p.penalty for p in parts)),
                 "unscorable": self.excluded, "correct": self.attempt.correct,
                 "answer": self.attempt.answer,
                 "out_of_tokens": self.out_of_tokens, "n_turns": len(self.turns)}
@@ -89,8 +89,8 @@ def _step(env: Any, episode: StepEpisode, turn: TurnSample) -> None:
     with episode.attempt.capturing():
         obs, reward, terminated, truncated, info = env.step(turn.action)
         ended = episode.attempt.add_step(turn.action, obs, reward, terminated, truncated, info)
-        turn.reward, turn.reward_parts = float(reward), dict(info[keys.REWARD_PARTS])
-        turn.error = str(info.get(keys.ERROR) or "")
+        record = episode.attempt.steps[-1]
+        turn.reward, turn.reward_parts, turn.error = record.reward, record.reward_parts, record.error
         episode.turns.append(turn)
         episode.observation, episode.info, episode.done = obs, info, ended
 

@@ -175,9 +175,9 @@ class StepwiseGRPOTrainer(GRPOTrainer):
 
     def _reward_to_go(self, episodes: Sequence[StepEpisode], groups: int) -> list[list[float]]:
         w_ver, w_cor, w_fmt = self.reward_weights.tolist()
-        turn_rewards = [[w_ver * t.reward_parts.get("verification", 0.0)
-                         + w_cor * (t.reward_parts.get("correctness") or 0.0)
-                         - w_fmt * t.reward_parts.get("penalty", 0.0) for t in e.turns]
+        turn_rewards = [[w_ver * t.reward_parts.verification
+                         + w_cor * (t.reward_parts.correctness or 0.0)
+                         - w_fmt * t.reward_parts.penalty for t in e.turns]
                         for e in episodes]
         # Groups may span processes: gather them whole, normalise, keep this process's part.
         every = gather_object([(r, not e.excluded) for r, e in zip(turn_rewards, episodes, strict=False)])
@@ -330,6 +330,6 @@ def _record(episode: StepEpisode, turn: TurnSample, advantage: float | None, wei
         "completion": tokenizer.decode(turn.completion_ids),
         "completion_tokens": len(turn.completion_ids), "cut": turn.cut,
         "advantage": advantage, "weight": weight, "trained": advantage is not None,
-        "reward": turn.reward, "reward_parts": turn.reward_parts, "error": turn.error,
+        "reward": turn.reward, "reward_parts": turn.reward_parts.to_dict(), "error": turn.error,
         "status": episode.attempt.status, "correct": episode.attempt.correct,
     }

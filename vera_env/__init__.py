@@ -21,8 +21,8 @@ from gymnasium.envs.registration import register, registry
 
 __all__ = [
     "ENV_ID", "FaultError", "GraderError", "PolicyError", "REMOTE_ENV_ID", "ResetNeeded",
-    "RewardConfig", "SandboxError", "Task", "TaskFileError", "UsageError", "VeraEnv",
-    "VeraError", "load_tasks",
+    "RewardConfig", "SandboxError", "StepRecord", "Task", "TaskFileError", "UsageError",
+    "VeraEnv", "VeraError", "load_tasks",
 ]
 # The one source of the version: pyproject.toml reads it ([tool.setuptools.dynamic]) and
 # `vera-env --version` prints it. A literal, so the build parses it without importing.
@@ -34,6 +34,7 @@ REMOTE_ENV_ID = "vera_env/VeraRemote-v0"  # a served env: gym.make_vec(REMOTE_EN
 _LAZY = {
     "VeraEnv": "vera_env.env",
     "RewardConfig": "vera_env.verification.rewards",
+    "StepRecord": "vera_env.records",
     "Task": "vera_env.tasks",
     "load_tasks": "vera_env.tasks",
     "FaultError": "vera_env.errors",

@@ -2,6 +2,8 @@
 
 Users, wrappers and training code read these; a scattered string literal that drifts
 by one character silently reads ``None``. Every step's ``info`` carries every key.
+Whatever keeps a step past ``env.step`` parses it once into a typed record
+(``vera_env.records.StepRecord.from_info``) and reads fields, not keys.
 """
 
 from __future__ import annotations

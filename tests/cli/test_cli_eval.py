@@ -60,8 +60,8 @@ def test_eval_end_to_end_retries_faults_prefills_and_runs_concurrently(tmp_path,
     prefilled = [b for b in server.requests if b.get("continue_final_message")]
     assert prefilled and all(b["messages"][-1]["content"] == "FINAL ANSWER: " for b in prefilled)
     # info["forcing"] describes the next observation: the step after one that set it was forced.
-    forced = [a for a in scored if len(a.steps) > 1 and a.steps[-2]["forcing"]]
-    assert forced and all(a.steps[-1]["action"].startswith("FINAL ANSWER: ") for a in forced)
+    forced = [a for a in scored if len(a.steps) > 1 and a.steps[-2].forcing]
+    assert forced and all(a.steps[-1].action.startswith("FINAL ANSWER: ") for a in forced)
     # One message per turn: the observation, never the transcript.
     assert all([m["role"] for m in b["messages"]] in (["user"], ["user", "assistant"])
                for b in server.requests)

@@ -85,15 +85,17 @@ def test_report_html_is_self_contained_and_names_what_held(oracle_run):
 def test_report_rendered_by_chromium_shows_table_graph_and_failed_check(oracle_run, tmp_path):
     # A wrong attempt with a failed check, beside the oracle's right ones.
     attempts = RunDir(oracle_run).attempts()
-    good = next(a for a in attempts if a.attempt_index == 0 and a.steps[0]["node"]
-                and a.steps[0]["node"]["checks"])
+    good = next(a for a in attempts if a.attempt_index == 0 and a.steps[0].node
+                and a.steps[0].node.checks)
     bad = dataclasses.replace(good, attempt_index=1, correct=False, answer="wrong-answer")
     truth = load_tasks("builtin").get(good.task_id).answer
-    kind = good.steps[0]["node"]["checks"][0]["kind"]
-    node = dict(bad.steps[0]["node"])
-    node["checks"] = [{**node["checks"][0], "passed": False, "detail": "printed False"}]
-    node["summary"] = "a finding whose check FAILED"
-    bad.steps = [{**bad.steps[0], "node": node}, *bad.steps[1:]]
+    node = bad.steps[0].node
+    assert node is not None
+    kind = node.checks[0].kind
+    node = dataclasses.replace(
+        node, summary="a finding whose check FAILED",
+        checks=(dataclasses.replace(node.checks[0], passed=False, detail="printed False"),))
+    bad.steps = [dataclasses.replace(bad.steps[0], node=node), *bad.steps[1:]]
     results = tmp_path / "results.jsonl"
     kept = [a for a in attempts if (a.task_id, a.attempt_index) != (bad.task_id, 1)]
     results.write_text("".join(a.to_json() + "\n" for a in [*kept, bad]))

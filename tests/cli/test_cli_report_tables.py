@@ -8,6 +8,7 @@ from pathlib import Path
 from vera_env.cli import main
 from vera_env.evaluation.report import build_markdown
 from vera_env.evaluation.rundir import RunDir
+from vera_env.records import StepRecord
 from vera_env.rollout import Attempt
 
 ROWS = ("format errors (rejected turns)", "mean return (episode reward)",
@@ -37,7 +38,7 @@ def test_report_oracle_run_shows_turn_metrics_in_json_html_and_markdown(
 def test_build_markdown_cell_text_keeps_the_table_intact(oracle_run: Path) -> None:
     settings = RunDir(oracle_run).settings()
     odd = Attempt(task_id="a|b", answer="x", correct=True, score=1.0,
-                  steps=[{"action": "x", "reward": 1.0, "error": "bad\nturn"}])
+                  steps=[StepRecord(action="x", reward=1.0, error="bad\nturn")])
     text = build_markdown(settings, [odd], truths={"a|b": "two\nlines"})
     row = next(line for line in text.splitlines() if line.startswith("| a\\"))
     assert row == "| a\\|b | two lines | right | 1/1 | 100% |"

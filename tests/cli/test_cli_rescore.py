@@ -30,7 +30,7 @@ def test_rescore_with_another_grader_flips_verdicts_and_scores(oracle_run, tmp_p
     new = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     for row in new:
         was = old[(row["task_id"], row["attempt_index"])]
-        assert row["correct"] is False and row["steps"] == was.steps
+        assert row["correct"] is False and row["steps"] == was.to_dict()["steps"]
         # The harness's verification reward stays; the correctness part is gone.
         assert abs(row["score"] - (was.score - 1.0)) < 1e-9
     summary = json.loads((out / "summary.json").read_text())

@@ -154,7 +154,7 @@ def test_list_shows_families_by_source(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["tasks", "list"]) == 0
     out = capsys.readouterr().out
     heads = [line.split(":")[0] for line in out.splitlines() if line.startswith("== ")]
-    assert heads == ["== builtin", "== real", "== perturbed", "== canary"]
+    assert heads == ["== builtin", "== real", "== perturbed", "== canary", "== curriculum"]
     for name in ("real.bam.duplicates", "real.h5ad.detected_cells", "real.fastq.read_count",
                  "real.gtf.exonic_bp", "real.gff.exon_count", "truncated", "dropped_column"):
         assert name in out

@@ -39,27 +39,28 @@ def test_summary_excludes_provider_and_sandbox_and_counts_no_answer_as_wrong():
                    att("c", 3, correct=False), att("c", 4, "provider")]           # 1/4 scored
                 + [att("d", k, "sandbox", unscorable=True) for k in range(5)])    # excluded
     s = summarise(attempts, k=5)
-    assert (s["scored"], s["excluded"], s["correct"]) == (14, 6, 10)
-    assert s["accuracy"] == pytest.approx(10 / 14)
-    assert s["no_answer_share"] == pytest.approx(2 / 14)
-    assert s["pass@1"] == pytest.approx((1 + 0.8 + 0.25) / 3)
-    assert s["pass@5"] == 1.0 and s["pass@k_tasks"] == 2          # c has 4 scored: not eligible
-    assert s["consistency"] == 1.0 and s["consistency_tasks"] == 2  # a (5/5) and b (4/5)
-    assert s["statuses"]["sandbox"] == 5 and s["statuses"]["provider"] == 1
-    assert s["per_task"]["c"]["outcomes"][1:3] == ["no-answer", "no-answer"]
+    assert (s.scored, s.excluded, s.correct) == (14, 6, 10)
+    assert s.accuracy.rate == pytest.approx(10 / 14)
+    assert s.no_answer_share == pytest.approx(2 / 14)
+    assert s.pass_at.at_1 == pytest.approx((1 + 0.8 + 0.25) / 3)
+    assert s.pass_at.at_k == 1.0 and s.pass_at.tasks_at_k == 2     # c has 4 scored: not eligible
+    assert s.consistency.rate == 1.0 and s.consistency.tasks == 2  # a (5/5) and b (4/5)
+    assert s.statuses["sandbox"] == 5 and s.statuses["provider"] == 1
+    assert s.per_task["c"].outcomes[1:3] == ("no-answer", "no-answer")
+    assert s.to_dict()["pass@5"] == 1.0 and s.to_dict()["pass@k_tasks"] == 2
     assert "consistency (right in >= 4 of 5)" in format_summary(s)
 
 
 def test_consistency_needs_four_of_five():
     s = summarise([att("a", k, correct=k < 3) for k in range(5)], k=5)
-    assert s["consistency"] == 0.0 and s["pass@1"] == pytest.approx(0.6)
+    assert s.consistency.rate == 0.0 and s.pass_at.at_1 == pytest.approx(0.6)
 
 
 def test_unscorable_grade_is_an_exclusion_and_tokens_sum():
     s = summarise([att("a", 0, correct=None, prompt_tokens=10, completion_tokens=3),
                    att("a", 1, prompt_tokens=5, completion_tokens=1)], k=2)
-    assert s["excluded"] == 1 and s["unscorable"] == 1 and s["accuracy"] == 1.0
-    assert (s["tokens_in"], s["tokens_out"]) == (15, 4)
+    assert s.excluded == 1 and s.unscorable == 1 and s.accuracy.rate == 1.0
+    assert (s.tokens_in, s.tokens_out) == (15, 4)
 
 
 def test_latest_attempt_per_key_wins():
@@ -139,7 +140,7 @@ def test_accuracy_interval_is_wilson_and_not_zero_width_at_three_attempts():
     from vera_env.evaluation.metrics import wilson_interval
 
     summary = summarise([att("a", k, correct=False) for k in range(3)], 3)
-    low, high = summary["accuracy_ci95"]
+    low, high = summary.accuracy.ci95 or (None, None)
     assert low == 0.0 and high == pytest.approx(0.5615, abs=1e-3)
     assert "0.0% [0.0–56.2]" in format_summary(summary)
     assert wilson_interval(10, 10)[1] == 1.0 and wilson_interval(5, 10)[0] == pytest.approx(
@@ -156,16 +157,16 @@ def test_answers_are_counted_by_the_phase_that_released_them():
                 att("c", 0, answer_phase="extra", answer_forced=True),
                 att("d", 0, "max_steps")]
     summary = summarise(attempts, 2)
-    assert (summary["answers_free"], summary["answers_under_forcing"],
-            summary["answers_extra_ask"]) == (1, 2, 1)
+    assert (summary.answers.free, summary.answers.under_forcing,
+            summary.answers.extra_ask) == (1, 2, 1)
     assert "answers free / forced / extra ask  1 / 2 / 1" in format_summary(summary)
 
 def test_harness_errors_are_excluded_but_listed_and_printed_first():
     attempts = [att("a", 0), att("b", 0, "error", error="KeyError: 'x' (at env.py:12 in step)"),
                 att("c", 0, "error", error="ValueError: y")]
     s = summarise(attempts, k=1)
-    assert (s["scored"], s["excluded"], s["statuses"]["error"]) == (1, 2, 2)
-    assert s["harness_errors"] == [
+    assert (s.scored, s.excluded, s.statuses["error"]) == (1, 2, 2)
+    assert s.to_dict()["harness_errors"] == [
         {"task_id": "b", "attempt_index": 0, "error": "KeyError: 'x' (at env.py:12 in step)"},
         {"task_id": "c", "attempt_index": 0, "error": "ValueError: y"}]
     first_row = format_summary(s).splitlines()[0]
@@ -180,7 +181,7 @@ def test_summary_reports_canary_rate_apart_from_accuracy():
                 Attempt(task_id=canary, attempt_index=2, answer="", status="provider"),
                 att("real.csv.lung_median.s0", 0)]
     s = summarise(attempts, k=3)
-    assert (s["canary_rate"], s["canary_attempts"]) == (0.5, 2)  # the provider fault excluded
+    assert (s.canaries.rate, s.canaries.attempts) == (0.5, 2)  # the provider fault excluded
     assert "canary rate (answered with a value)  50.0% of 2 canary attempts" in \
         format_summary(s)
     assert "answerable tasks abstained on        0.0%" in format_summary(s)

@@ -8,6 +8,7 @@ import pytest
 
 from vera_env.evaluation.rescore import rescore_run
 from vera_env.evaluation.rundir import RunDir, RunSettings, append
+from vera_env.records import RewardPartsRecord, StepRecord
 from vera_env.rollout import Attempt
 from vera_env.spec import EnvSpec
 from vera_env.tasks import TaskSource
@@ -18,8 +19,8 @@ def test_rescore_uses_the_runs_correctness_weight_not_the_default(alcohol_task, 
     spec = EnvSpec(tasks="suite", reward={"correctness_weight": 2.0})
     run.start(RunSettings(policy="openai", model="m", task_ids=(alcohol_task.id,), attempts=1,
                           seed=0, temperature=0.0, max_tokens=8, env=spec), resume=False)
-    step = {"reward": 0.1, "reward_parts": {"verification": 0.1, "correctness": 0.0,
-                                             "penalty": 0.0}}
+    step = StepRecord(reward=0.1, reward_parts=RewardPartsRecord(verification=0.1,
+                                                                 correctness=0.0))
     stored = Attempt(task_id=alcohol_task.id, answer="5", correct=False, score=0.1,
                      steps=[step])
     with run.open_results() as handle:
@@ -27,4 +28,4 @@ def test_rescore_uses_the_runs_correctness_weight_not_the_default(alcohol_task, 
     summary, changes = rescore_run(run, TaskSource([alcohol_task], name="t"), tmp_path / "out")
     (row,) = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").open()]
     assert row["correct"] is True and row["score"] == pytest.approx(0.1 + 2.0)
-    assert len(changes) == 1 and summary["accuracy"] == 1.0
+    assert len(changes) == 1 and summary.accuracy.rate == 1.0

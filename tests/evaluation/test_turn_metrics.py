@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from vera_env.evaluation.metrics import format_summary, summarise, summary_rows, turn_metrics
+from vera_env.evaluation.summary import TurnMetrics
 from vera_env.policy import ScriptedPolicy
 from vera_env.rollout import Attempt, run_episode
 from vera_env.spec import EnvSpec
@@ -36,13 +37,13 @@ def test_turn_metrics_scripted_episodes_count_rejected_turns_and_mean_return() -
     sloppy = (GARBAGE, GARBAGE, *BUILTIN.get(SECOND).solution)
     attempts = _play(BUILTIN, {FIRST: clean, SECOND: sloppy})
     assert [a.correct for a in attempts] == [True, True]
-    assert [bool(s["error"]) for s in attempts[1].steps[:2]] == [True, True]
+    assert [bool(s.error) for s in attempts[1].steps[:2]] == [True, True]
     summary = summarise(attempts, k=1)
     turns = len(attempts[0].steps) + len(attempts[1].steps)
-    assert (summary["turns"], summary["rejected_turns"]) == (turns, 2)
-    assert summary["format_error_rate"] == pytest.approx(2 / turns)
-    returns = [sum(s["reward"] for s in a.steps) for a in attempts]
-    assert summary["mean_return"] == pytest.approx(sum(returns) / 2)
+    assert (summary.turns.turns, summary.turns.rejected_turns) == (turns, 2)
+    assert summary.turns.format_error_rate == pytest.approx(2 / turns)
+    returns = [sum(s.reward for s in a.steps) for a in attempts]
+    assert summary.turns.mean_return == pytest.approx(sum(returns) / 2)
     # The format penalty makes the sloppy episode's return the lower one.
     assert returns[1] < returns[0]
     rows = dict(summary_rows(summary))
@@ -54,7 +55,7 @@ def test_turn_metrics_scripted_episodes_count_rejected_turns_and_mean_return() -
 def test_turn_metrics_without_canaries_show_a_dash() -> None:
     attempts = _play(BUILTIN, {FIRST: tuple(BUILTIN.get(FIRST).solution)})
     summary = summarise(attempts, k=1)
-    assert summary["canary_right_rate"] is None
+    assert summary.canaries.right_rate is None
     assert dict(summary_rows(summary))["canaries answered undetermined"] == "—"
 
 
@@ -68,7 +69,7 @@ def test_turn_metrics_canaries_right_only_when_answered_cannot_be_determined() -
                               guess_id: tuple(guess.trap.careless_solution)})
     assert [a.correct for a in attempts] == [True, False]
     summary = summarise(attempts, k=1)
-    assert summary["canary_right_rate"] == 0.5 and summary["canary_attempts"] == 2
+    assert summary.canaries.right_rate == 0.5 and summary.canaries.attempts == 2
     assert dict(summary_rows(summary))["canaries answered undetermined"] == \
         "50.0% of 2 canary attempts"
     assert "canaries answered undetermined" in format_summary(summary)
@@ -76,6 +77,6 @@ def test_turn_metrics_canaries_right_only_when_answered_cannot_be_determined() -
 
 def test_turn_metrics_no_turns_and_no_scores_give_none() -> None:
     excluded = Attempt(task_id="t", status="provider", error="down")
-    assert turn_metrics([excluded]) == {"turns": 0, "rejected_turns": 0,
-                                        "format_error_rate": None, "mean_return": None,
-                                        "canary_right_rate": None}
+    assert turn_metrics([excluded]) == TurnMetrics(turns=0, rejected_turns=0,
+                                                   format_error_rate=None, mean_return=None)
+    assert summarise([excluded], k=1).to_dict()["canary_right_rate"] is None

@@ -58,7 +58,7 @@ def test_forced_turn_is_prefilled_and_answer_released(alcohol_task):
     attempt = run_episode(env, policy_for(answering(["<command>true</command>"], seen)))
     env.close()
     assert seen[-1]["continue_final_message"] is True
-    assert attempt.steps[-1]["action"] == "FINAL ANSWER: 5" and attempt.correct is True
+    assert attempt.steps[-1].action == "FINAL ANSWER: 5" and attempt.correct is True
 
 
 def test_prefill_disabled_sends_no_continuation(alcohol_task):

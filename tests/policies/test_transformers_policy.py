@@ -75,8 +75,8 @@ def test_episode_with_a_saved_checkpoint_runs_to_an_attempt(tiny, alcohol_task):
     env.close()
     assert attempt.status in ("ok", "max_steps", "format") and attempt.n_steps >= 2
     assert attempt.prompt_tokens > 0 and attempt.completion_tokens > 0
-    forced_turns = [s["action"] for i, s in enumerate(attempt.steps)
-                    if i > 0 and attempt.steps[i - 1]["forcing"]]
+    forced_turns = [s.action for i, s in enumerate(attempt.steps)
+                    if i > 0 and attempt.steps[i - 1].forcing]
     assert forced_turns and all(t.startswith("FINAL ANSWER: ") for t in forced_turns)
 
 

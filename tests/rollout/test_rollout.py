@@ -31,7 +31,7 @@ def test_run_episode_ok_records_answer_steps_and_counts(alcohol_task):
     assert attempt.n_steps == 2 and attempt.n_nodes == 1 and attempt.n_checks == 1
     assert attempt.score == pytest.approx(1.0 + attempt.verification_reward)
     assert attempt.mean_rho == 1.0 and attempt.seed == 3 and attempt.task_id == "alcohol-mean"
-    assert attempt.steps[0]["node"]["id"] == "n1"
+    assert attempt.steps[0].node is not None and attempt.steps[0].node.id == "n1"
 
 
 def test_policy_transport_failure_is_provider_not_wrong(alcohol_task):
@@ -156,6 +156,6 @@ def test_attempt_with_lone_surrogates_still_writes_one_utf8_json_line():
     line = attempt.to_json()
     assert len(line.encode("utf-8").decode("utf-8").splitlines()) == 1
     back = Attempt.from_json(line)
-    assert back.steps[0]["action"] == "FINAL ANSWER: x\\xff\u2028"
+    assert back.steps[0].action == "FINAL ANSWER: x\\xff\u2028"
     assert back.status == "error" and "x\\xff.tsv" in back.error
     assert "(at test_rollout.py:" in back.error  # where the bug raised

@@ -218,7 +218,7 @@ def test_suite_runs_in_env_with_rubric_judged_over_http(tmp_path: Path, play: st
         finally:
             env.close()
             judge.client.close()
-    assert "16S amplicons" in attempt.steps[0]["command_output"]  # the archive was staged
+    assert "16S amplicons" in attempt.steps[0].command_output  # the archive was staged
     assert (attempt.correct, attempt.unscorable) == (correct, unscorable)
     assert attempt.score is None if unscorable else attempt.score == float(bool(correct))
     shown = server.requests[0][:2]

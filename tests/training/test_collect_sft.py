@@ -49,7 +49,7 @@ def test_collect_rows_hold_task_turns_observations_rewards_and_attempt(rollouts)
         assert len(row["actions"]) == len(row["observations"]) == len(row["rewards"])
         assert row["observations"][0].startswith("QUESTION: " + row["question"])
         attempt = Attempt.from_json(row["attempt"])
-        assert [s["action"] for s in attempt.steps] == row["actions"]
+        assert [s.action for s in attempt.steps] == row["actions"]
         assert sum(row["rewards"]) == pytest.approx(attempt.score)
         assert row["verification_reward"] > 0
     assert down["status"] == "provider" and down["actions"] == [] and down["input_ids"] == []

@@ -33,9 +33,9 @@ def format_table(rows: Sequence[tuple[str, Attempt]]) -> str:
             "answer", "correct")
     body = []
     for policy, a in rows:
-        checks = [c for s in a.steps for c in s["checks"]]
-        passed = sum(c["passed"] for c in checks)
-        strong = sum(c["passed"] and c["discriminating"] is not False for c in checks)
+        checks = [c for s in a.steps for c in s.checks]
+        passed = sum(c.passed for c in checks)
+        strong = sum(c.earns for c in checks)
         answer = a.answer if len(a.answer) <= 18 else a.answer[:15] + "..."
         body.append((policy, a.task_id, a.status, str(a.n_steps), str(a.n_nodes),
                      f"{passed}/{len(checks)}", str(strong), f"{a.verification_reward:.3f}",

@@ -30,7 +30,13 @@ from typing import Any
 from vera_env.cli.policy_loader import POLICY_NAMES, add_model_arguments, make_policy
 from vera_env.cli.presets import PRESETS, DefaultsHelpFormatter, preset_help, resolve_preset
 from vera_env.errors import PolicyError, TaskFileError
-from vera_env.evaluation.metrics import format_summary, is_excluded, latest_attempts, summarise
+from vera_env.evaluation.metrics import (
+    Summary,
+    format_summary,
+    is_excluded,
+    latest_attempts,
+    summarise,
+)
 from vera_env.evaluation.preflight import FETCH_COMMAND, missing_sources
 from vera_env.evaluation.progress import Progress
 from vera_env.evaluation.rundir import RunDir, RunSettings, RunSettingsMismatch, append
@@ -274,28 +280,27 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("every attempt failed at the provider; first error: "
               f"{finished[0].error}", file=sys.stderr)
         code = EXIT_ALL_PROVIDER
-    if code == 0 and summary["statuses"]["error"]:
-        first = summary["harness_errors"][0]
-        print(f"vera-env eval: {summary['statuses']['error']} attempt(s) ended in a harness "
+    if code == 0 and summary.statuses["error"]:
+        first = summary.harness_errors[0]
+        print(f"vera-env eval: {summary.statuses['error']} attempt(s) ended in a harness "
               "error, a bug in vera_env or the policy (model text cannot cause one); they "
-              f"are left out of every rate. First: {first['task_id']} "
-              f"#{first['attempt_index']}: {first['error']}", file=sys.stderr)
+              f"are left out of every rate. First: {first.task_id} "
+              f"#{first.attempt_index}: {first.error}", file=sys.stderr)
         code = EXIT_HARNESS_ERROR
     return code
 
 
 def _write_summary(run: RunDir, args: argparse.Namespace, task_ids: list[str],
-                   wall_s: float, finished: list[Attempt]) -> dict[str, Any]:
+                   wall_s: float, finished: list[Attempt]) -> Summary:
     wanted = set(task_ids)
     attempts = [a for a in latest_attempts(run.attempts())
                 if a.task_id in wanted and a.attempt_index < args.attempts]
     summary = summarise(attempts, args.attempts)
-    summary["settings"] = run.settings().to_dict()
-    summary["invocation"] = {
-        "attempts_run": len(finished), "wall_s": round(wall_s, 3),
-        "episodes_per_min": round(len(finished) / wall_s * 60, 2) if wall_s > 0 else None,
-    }
-    run.write_summary(summary)
+    run.write_summary({**summary.to_dict(), "settings": run.settings().to_dict(),
+                       "invocation": {
+                           "attempts_run": len(finished), "wall_s": round(wall_s, 3),
+                           "episodes_per_min": (round(len(finished) / wall_s * 60, 2)
+                                                if wall_s > 0 else None)}})
     return summary
 
 

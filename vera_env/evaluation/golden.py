@@ -29,8 +29,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from vera_env import info as keys
 from vera_env.errors import GoldenError
+from vera_env.records import StepRecord
 from vera_env.rollout import Attempt, run_episode
 from vera_env.spec import EnvSpec, SandboxName
 from vera_env.verification.grading import Judge
@@ -204,34 +204,33 @@ def _tasks_for(scenario: dict[str, Any], tmp: Path) -> Any:
                  grader=grader, data_dir=data)]
 
 
-def _check_step(want: dict[str, Any], info: dict[str, Any], obs: str) -> list[str]:
-    """``info``: one recorded step of an Attempt; ``obs``: the observation it returned."""
-    reward, terminated, truncated = info["reward"], info["terminated"], info["truncated"]
+def _check_step(want: dict[str, Any], step: StepRecord, obs: str) -> list[str]:
+    """``step``: one recorded step of an Attempt; ``obs``: the observation it returned."""
     got = {
-        "error_contains": info[keys.ERROR], "nudge_contains": info[keys.NUDGE],
-        "command_output_contains": info[keys.COMMAND_OUTPUT],
+        "error_contains": step.error, "nudge_contains": step.nudge,
+        "command_output_contains": step.command_output,
         "observation_contains": obs,
-        "grade_detail_contains": info[keys.GRADE_DETAIL],
+        "grade_detail_contains": step.grade_detail,
     }
     out = [f"{k}: {want[k]!r} not in {got[k][:400]!r}" for k in got
            if k in want and want[k].lower() not in got[k].lower()]
-    if "nudge_lacks" in want and want["nudge_lacks"].lower() in info[keys.NUDGE].lower():
-        out.append(f"nudge_lacks: {want['nudge_lacks']!r} in {info[keys.NUDGE]!r}")
-    checks = info[keys.CHECKS]
+    if "nudge_lacks" in want and want["nudge_lacks"].lower() in step.nudge.lower():
+        out.append(f"nudge_lacks: {want['nudge_lacks']!r} in {step.nudge!r}")
     actual = {
-        "error_empty": info[keys.ERROR] == "", "node_recorded": bool(info[keys.NODE]),
-        "n_checks": len(checks), "checks_passed": [c["passed"] for c in checks],
-        "checks_malformed": [c["malformed"] for c in checks], "terminated": terminated,
-        "truncated": truncated, "answer": info[keys.ANSWER], "forcing": info[keys.FORCING],
-        "prefill": info[keys.PREFILL], "gated": info[keys.GATED],
+        "error_empty": step.error == "", "node_recorded": step.node is not None,
+        "n_checks": len(step.checks), "checks_passed": [c.passed for c in step.checks],
+        "checks_malformed": [c.malformed for c in step.checks],
+        "terminated": step.terminated, "truncated": step.truncated, "answer": step.answer,
+        "forcing": step.forcing, "prefill": step.prefill, "gated": step.gated,
     }
     out += [f"{k}: expected {want[k]!r}, got {actual[k]!r}" for k in actual
             if k in want and want[k] != actual[k]]
+    reward = step.reward
     if "reward" in want and not math.isclose(reward, want["reward"], abs_tol=1e-9):
         out.append(f"reward: expected {want['reward']}, got {reward}")
     if "reward_max" in want and reward > want["reward_max"] + 1e-12:
         out.append(f"reward_max: {reward} > {want['reward_max']}")
-    verification = info[keys.REWARD_PARTS]["verification"]
+    verification = step.reward_parts.verification
     if "verification" in want and not math.isclose(verification, want["verification"],
                                                     abs_tol=1e-9):
         out.append(f"verification: expected {want['verification']}, got {verification}")
@@ -239,17 +238,17 @@ def _check_step(want: dict[str, Any], info: dict[str, Any], obs: str) -> list[st
 
 
 def _check_final(want: dict[str, Any], attempt: Attempt) -> list[str]:
-    info = attempt.steps[-1]
+    last = attempt.steps[-1]
     actual = {
-        "answer": info.get(keys.ANSWER), "correct": info.get(keys.CORRECT),
-        "terminated": info["terminated"], "truncated": info["truncated"],
-        "n_nodes": attempt.n_nodes, "unscorable": info.get(keys.UNSCORABLE),
-        "answer_forced": info.get(keys.ANSWER_FORCED), "gated": info.get(keys.GATED),
-        "steps_taken": info.get(keys.STEP),
+        "answer": last.answer, "correct": last.correct,
+        "terminated": last.terminated, "truncated": last.truncated,
+        "n_nodes": attempt.n_nodes, "unscorable": last.unscorable,
+        "answer_forced": last.answer_forced, "gated": last.gated,
+        "steps_taken": last.step,
     }
     out = [f"{k}: expected {want[k]!r}, got {actual[k]!r}" for k in actual
            if k in want and want[k] != actual[k]]
-    total = info.get(keys.VERIFICATION_TOTAL, 0.0)
+    total = last.verification_total
     if "verification_total" in want and not math.isclose(total, want["verification_total"],
                                                           abs_tol=1e-9):
         out.append(f"verification_total: expected {want['verification_total']}, got {total}")

@@ -15,7 +15,8 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from html import escape
-from typing import Any
+
+from vera_env.records import NodeRecord
 
 __all__ = ["node_colour", "render_graph"]
 
@@ -30,44 +31,43 @@ _STROKE = {"pass": "#2e7d32", "mixed": "#b26a00", "fail": "#c62828", "none": "#7
 PASS_COLOUR, FAIL_COLOUR = "#2e7d32", "#c62828"
 
 
-def node_colour(node: dict[str, Any]) -> str:
-    """``pass``, ``mixed``, ``fail`` or ``none`` (no checks) for a node dict."""
-    checks = node.get("checks") or []
-    if not checks:
+def node_colour(node: NodeRecord) -> str:
+    """``pass``, ``mixed``, ``fail`` or ``none`` (no checks) for a node."""
+    if not node.checks:
         return "none"
-    passed = sum(bool(c.get("passed")) for c in checks)
-    return "pass" if passed == len(checks) else "fail" if passed == 0 else "mixed"
+    passed = node.n_passed
+    return "pass" if passed == len(node.checks) else "fail" if passed == 0 else "mixed"
 
 
-def _layers(nodes: Sequence[dict[str, Any]]) -> dict[str, int]:
+def _layers(nodes: Sequence[NodeRecord]) -> dict[str, int]:
     depth: dict[str, int] = {}
     for node in nodes:  # nodes come in the order they were declared: parents first
-        parents = [depth[p] for p in node.get("parents", []) if p in depth]
-        depth[node["id"]] = max(parents) + 1 if parents else 0
+        parents = [depth[p] for p in node.parents if p in depth]
+        depth[node.id] = max(parents) + 1 if parents else 0
     return depth
 
 
-def _lines(node: dict[str, Any]) -> list[tuple[str, str]]:
+def _lines(node: NodeRecord) -> list[tuple[str, str]]:
     """(css class, text) lines of one box."""
-    head = f"{node['id']}  {node.get('kind', '')}"
-    if node.get("artifact"):
-        head += f"  [{node['artifact']}]"
+    head = f"{node.id}  {node.kind}"
+    if node.artifact:
+        head += f"  [{node.artifact}]"
     out = [("head", head)]
-    out += [("summary", line) for line in textwrap.wrap(node.get("summary", ""), WRAP) or [""]]
-    for check in node.get("checks") or []:
-        mark = "✓" if check.get("passed") else "✗"
-        strength = {True: " · strong", False: " · weak"}.get(check.get("discriminating"), "")
-        text = f"{mark} {check.get('kind', '')}: {check.get('name', '')}{strength}"
-        css = "ok" if check.get("passed") else "bad"
+    out += [("summary", line) for line in textwrap.wrap(node.summary, WRAP) or [""]]
+    for check in node.checks:
+        mark = "✓" if check.passed else "✗"
+        strength = {True: " · strong", False: " · weak", None: ""}[check.discriminating]
+        text = f"{mark} {check.kind}: {check.name}{strength}"
+        css = "ok" if check.passed else "bad"
         wrapped = textwrap.wrap(text, WRAP, subsequent_indent="   ") or [text]
         out += [(css, line) for line in wrapped]
-    if not node.get("checks"):
+    if not node.checks:
         out.append(("muted", "no checks: nothing verified this node"))
     return out
 
 
-def render_graph(nodes: Sequence[dict[str, Any]], *, title: str = "") -> str:
-    """An ``<svg>`` element drawing ``nodes`` (dicts from ``Node.to_dict``).
+def render_graph(nodes: Sequence[NodeRecord], *, title: str = "") -> str:
+    """An ``<svg>`` element drawing ``nodes`` (the recorded nodes of an episode).
 
     Returns:
         The SVG markup; a short note when there are no nodes.
@@ -75,9 +75,9 @@ def render_graph(nodes: Sequence[dict[str, Any]], *, title: str = "") -> str:
     if not nodes:
         return '<p class="muted">No nodes: the model declared nothing it established.</p>'
     depth = _layers(nodes)
-    rows: dict[int, list[dict[str, Any]]] = {}
+    rows: dict[int, list[NodeRecord]] = {}
     for node in nodes:
-        rows.setdefault(depth[node["id"]], []).append(node)
+        rows.setdefault(depth[node.id], []).append(node)
     boxes: dict[str, tuple[float, float, float, list[tuple[str, str]]]] = {}
     width = max(len(r) for r in rows.values()) * (BOX_W + GAP_X) + GAP_X
     y = GAP_Y / 2
@@ -88,7 +88,7 @@ def render_graph(nodes: Sequence[dict[str, Any]], *, title: str = "") -> str:
         for i, node in enumerate(row):
             lines = _lines(node)
             box_h = float(2 * PAD + LINE_H * len(lines))
-            boxes[node["id"]] = (offset + i * (BOX_W + GAP_X), y, box_h, lines)
+            boxes[node.id] = (offset + i * (BOX_W + GAP_X), y, box_h, lines)
             heights.append(box_h)
         y += max(heights) + GAP_Y
     height = y - GAP_Y / 2
@@ -99,8 +99,8 @@ def render_graph(nodes: Sequence[dict[str, Any]], *, title: str = "") -> str:
              'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
              '<path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>']
     for node in nodes:
-        cx, cy, _, _ = boxes[node["id"]]
-        for parent in node.get("parents", []):
+        cx, cy, _, _ = boxes[node.id]
+        for parent in node.parents:
             if parent not in boxes:
                 continue
             px, py, ph, _ = boxes[parent]
@@ -110,9 +110,9 @@ def render_graph(nodes: Sequence[dict[str, Any]], *, title: str = "") -> str:
                          f'{mid:.0f}, {x2:.0f} {y2 - 2:.0f}" fill="none" stroke="#555" '
                          f'stroke-width="1.4" marker-end="url(#arrow)"/>')
     for node in nodes:
-        x, y0, h, lines = boxes[node["id"]]
+        x, y0, h, lines = boxes[node.id]
         colour = node_colour(node)
-        parts.append(f'<g class="node node-{colour}" data-node="{escape(node["id"])}">'
+        parts.append(f'<g class="node node-{colour}" data-node="{escape(node.id)}">'
                      f'<rect x="{x:.0f}" y="{y0:.0f}" width="{BOX_W}" height="{h:.0f}" rx="6" '
                      f'fill="{_FILL[colour]}" stroke="{_STROKE[colour]}" stroke-width="1.6"/>')
         for i, (css, text) in enumerate(lines):

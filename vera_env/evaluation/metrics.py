@@ -56,16 +56,28 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from vera_env.evaluation.summary import (
+    Accuracy,
+    AnswerPhases,
+    Canaries,
+    Consistency,
+    GraphMeans,
+    HarnessError,
+    PassAtK,
+    Summary,
+    TaskSummary,
+    TurnMetrics,
+)
 from vera_env.rollout import STATUSES, Attempt
 from vera_env.tasks.canary import abstention_rate, canary_rate, is_canary
 
-__all__ = ["CONSISTENCY_SHARE", "EXCLUDED_STATUSES", "HARNESS_ERRORS_KEPT", "abstention_rate",
-           "canary_rate", "format_summary", "harness_errors", "is_excluded", "latest_attempts",
-           "outcome", "pass_at_k", "per_task", "summarise", "summary_rows", "turn_metrics",
-           "wilson_interval"]
+__all__ = ["CONSISTENCY_SHARE", "EXCLUDED_STATUSES", "HARNESS_ERRORS_KEPT", "Summary",
+           "abstention_rate", "canary_rate", "format_summary", "harness_errors", "is_excluded",
+           "latest_attempts", "outcome", "pass_at_k", "per_task", "summarise", "summary_rows",
+           "turn_metrics", "wilson_interval"]
 
 EXCLUDED_STATUSES = frozenset({"provider", "sandbox", "error"})
 CONSISTENCY_SHARE = 0.8   # right in at least 4 of 5
@@ -113,9 +125,9 @@ def is_excluded(attempt: Attempt) -> bool:
         attempt.status == "ok" and attempt.correct is None)
 
 
-def harness_errors(attempts: Iterable[Attempt]) -> list[dict[str, Any]]:
+def harness_errors(attempts: Iterable[Attempt]) -> list[HarnessError]:
     """The attempts a harness bug ended (status ``error``): task, attempt index, error."""
-    return [{"task_id": a.task_id, "attempt_index": a.attempt_index, "error": a.error}
+    return [HarnessError(a.task_id, a.attempt_index, a.error)
             for a in attempts if a.status == "error"]
 
 
@@ -127,22 +139,20 @@ def latest_attempts(attempts: Iterable[Attempt]) -> list[Attempt]:
     return list(latest.values())
 
 
-def per_task(attempts: Sequence[Attempt]) -> dict[str, dict[str, Any]]:
+def per_task(attempts: Sequence[Attempt]) -> dict[str, TaskSummary]:
     """Per task: attempts, scored, correct, pass@1, and each attempt's outcome."""
     grouped: dict[str, list[Attempt]] = defaultdict(list)
     for attempt in attempts:
         grouped[attempt.task_id].append(attempt)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, TaskSummary] = {}
     for task_id in sorted(grouped):
         group = sorted(grouped[task_id], key=lambda a: a.attempt_index)
         scored = [a for a in group if not is_excluded(a)]
         correct = sum(bool(a.correct) for a in scored)
-        out[task_id] = {
-            "attempts": len(group), "scored": len(scored), "correct": correct,
-            "pass@1": correct / len(scored) if scored else None,
-            "outcomes": [outcome(a) for a in group],
-            "answers": [a.answer for a in group],
-        }
+        out[task_id] = TaskSummary(
+            attempts=len(group), scored=len(scored), correct=correct,
+            pass_at_1=correct / len(scored) if scored else None,
+            outcomes=tuple(outcome(a) for a in group), answers=tuple(a.answer for a in group))
     return out
 
 
@@ -155,7 +165,7 @@ def outcome(attempt: Attempt) -> str:
     return "right" if attempt.correct else "wrong"
 
 
-def summarise(attempts: Sequence[Attempt], k: int) -> dict[str, Any]:
+def summarise(attempts: Sequence[Attempt], k: int) -> Summary:
     """The run's summary (what ``summary.json`` holds and the table prints).
 
     Args:
@@ -169,84 +179,93 @@ def summarise(attempts: Sequence[Attempt], k: int) -> dict[str, Any]:
         raise ValueError(f"k must be >= 1, got {k}")
     tasks = per_task(attempts)
     scored = [a for a in attempts if not is_excluded(a)]
-    n_scored = len(scored)
-    correct = sum(bool(a.correct) for a in scored)
-    accuracy = correct / n_scored if n_scored else None
     statuses: Counter[str] = Counter(a.status for a in attempts)
-    pass_k: dict[str, float | None] = {}
-    for j in sorted({1, k}):
-        eligible = [t for t in tasks.values() if t["scored"] >= j]
-        pass_k[f"pass@{j}"] = (sum(pass_at_k(t["scored"], t["correct"], j) for t in eligible)
-                               / len(eligible)) if eligible else None
+    return Summary(
+        attempts=len(attempts), tasks=len(tasks), k=k, excluded=len(attempts) - len(scored),
+        accuracy=_accuracy(scored), pass_at=_pass_at(tasks, k),
+        consistency=_consistency(tasks, k),
+        no_answer_share=_share(a.status in _NO_ANSWER_STATUSES for a in scored),
+        statuses={s: statuses.get(s, 0) for s in STATUSES},
+        harness_errors=tuple(harness_errors(attempts)[:HARNESS_ERRORS_KEPT]),
+        unscorable=sum(a.unscorable or (a.status == "ok" and a.correct is None)
+                       for a in attempts),
+        graph=_graph_means(scored), answers=_answers_by_phase(scored),
+        canaries=_canaries(attempts, scored), turns=turn_metrics(attempts),
+        tokens_in=_total(a.prompt_tokens for a in attempts),
+        tokens_out=_total(a.completion_tokens for a in attempts),
+        episode_wall_s=round(sum(a.wall_s for a in attempts), 3), per_task=tasks)
+
+
+def _accuracy(scored: Sequence[Attempt]) -> Accuracy:
+    n_scored, correct = len(scored), sum(bool(a.correct) for a in scored)
+    if not n_scored:
+        return Accuracy(0, 0, None, None, None)
+    accuracy = correct / n_scored
+    return Accuracy(n_scored, correct, accuracy,
+                    math.sqrt(accuracy * (1 - accuracy) / n_scored),
+                    wilson_interval(correct, n_scored))
+
+
+def _pass_at(tasks: Mapping[str, TaskSummary], k: int) -> PassAtK:
+    """pass@1 and pass@k over the tasks with enough scored attempts (None without)."""
+    def mean_pass(j: int) -> float | None:
+        eligible = [t for t in tasks.values() if t.scored >= j]
+        return _mean(pass_at_k(t.scored, t.correct, j) for t in eligible)
+    return PassAtK(k, mean_pass(1), mean_pass(k), sum(t.scored >= k for t in tasks.values()))
+
+
+def _consistency(tasks: Mapping[str, TaskSummary], k: int) -> Consistency:
     threshold = math.ceil(CONSISTENCY_SHARE * k)
-    complete = [t for t in tasks.values() if t["scored"] == k]
-    consistency = (sum(t["correct"] >= threshold for t in complete) / len(complete)
-                   if k >= 2 and complete else None)
-    tokens_in = [a.prompt_tokens for a in attempts if a.prompt_tokens is not None]
-    tokens_out = [a.completion_tokens for a in attempts if a.completion_tokens is not None]
-    canaries, n_canaries = canary_rate(scored)
+    complete = [t for t in tasks.values() if t.scored == k]
+    rate = (_share(t.correct >= threshold for t in complete) if k >= 2 else None)
+    return Consistency(rate, f"right in >= {threshold} of {k}", len(complete))
+
+
+def _graph_means(scored: Sequence[Attempt]) -> GraphMeans:
+    return GraphMeans(
+        verification_reward=_mean(a.verification_reward for a in scored),
+        discriminating_checks=_mean(a.n_discriminating for a in scored),
+        checks=_mean(a.n_checks for a in scored), nodes=_mean(a.n_nodes for a in scored),
+        steps=_mean(a.n_steps for a in scored))
+
+
+def _canaries(attempts: Sequence[Attempt], scored: Sequence[Attempt]) -> Canaries:
+    rate, n_canaries = canary_rate(scored)
     abstained, _ = abstention_rate(scored)
-    return {
-        "attempts": len(attempts), "tasks": len(tasks), "k": k,
-        "scored": n_scored, "excluded": len(attempts) - n_scored, "correct": correct,
-        "accuracy": accuracy,
-        "accuracy_stderr": (math.sqrt(accuracy * (1 - accuracy) / n_scored)
-                            if accuracy is not None else None),
-        "accuracy_ci95": list(wilson_interval(correct, n_scored)) if n_scored else None,
-        **pass_k,
-        "pass@k_tasks": sum(t["scored"] >= k for t in tasks.values()),
-        "consistency": consistency,
-        "consistency_rule": f"right in >= {threshold} of {k}",
-        "consistency_tasks": len(complete),
-        "no_answer_share": (sum(a.status in _NO_ANSWER_STATUSES for a in scored) / n_scored
-                            if n_scored else None),
-        "statuses": {s: statuses.get(s, 0) for s in STATUSES},
-        "harness_errors": harness_errors(attempts)[:HARNESS_ERRORS_KEPT],
-        "unscorable": sum(a.unscorable or (a.status == "ok" and a.correct is None)
-                          for a in attempts),
-        "mean_verification_reward": _mean(a.verification_reward for a in scored),
-        "mean_discriminating_checks": _mean(a.n_discriminating for a in scored),
-        "mean_checks": _mean(a.n_checks for a in scored),
-        "mean_nodes": _mean(a.n_nodes for a in scored),
-        "mean_steps": _mean(a.n_steps for a in scored),
-        **_answers_by_phase(scored),
-        "canary_rate": canaries,
-        "canary_attempts": n_canaries,
-        **turn_metrics(attempts),
-        "abstention_rate": abstained,
-        "tokens_in": sum(tokens_in) if tokens_in else None,
-        "tokens_out": sum(tokens_out) if tokens_out else None,
-        "episode_wall_s": round(sum(a.wall_s for a in attempts), 3),
-        "per_task": tasks,
-    }
+    right = [bool(a.correct) for a in attempts if is_canary(a.task_id) and not is_excluded(a)]
+    return Canaries(rate, n_canaries, _share(right), abstained)
 
 
-def turn_metrics(attempts: Sequence[Attempt]) -> dict[str, Any]:
-    """Format-error rate, mean return and the canaries answered right.
+def turn_metrics(attempts: Sequence[Attempt]) -> TurnMetrics:
+    """Format-error rate and mean return (see the module docstring).
 
-    Returns:
-        ``turns`` and ``rejected_turns`` over every attempt; ``format_error_rate``
-        (None without turns); ``mean_return`` over the attempts with a score (None
-        without); ``canary_right_rate`` over the scored canary attempts (None without).
+    ``turns`` and ``rejected_turns`` count every attempt's steps; ``format_error_rate``
+    is None without turns; ``mean_return`` is over the attempts with a score (None
+    without).
     """
     turns = [step for a in attempts for step in a.steps]
-    rejected = sum(bool(step.get("error")) for step in turns)
-    canaries = [a for a in attempts if is_canary(a.task_id) and not is_excluded(a)]
-    return {
-        "turns": len(turns), "rejected_turns": rejected,
-        "format_error_rate": rejected / len(turns) if turns else None,
-        "mean_return": _mean(a.score for a in attempts if a.score is not None),
-        "canary_right_rate": (sum(bool(a.correct) for a in canaries) / len(canaries)
-                              if canaries else None),
-    }
+    return TurnMetrics(
+        turns=len(turns), rejected_turns=sum(bool(step.error) for step in turns),
+        format_error_rate=_share(bool(step.error) for step in turns),
+        mean_return=_mean(a.score for a in attempts if a.score is not None))
 
 
-def _answers_by_phase(scored: Sequence[Attempt]) -> dict[str, int]:
+def _answers_by_phase(scored: Sequence[Attempt]) -> AnswerPhases:
     answered = [a for a in scored if a.answer]
     phase = [a.answer_phase or ("extra" if a.answer_forced else "") for a in answered]
-    return {"answers_free": phase.count("open"), "answers_under_forcing": phase.count("forced"),
-            "answers_extra_ask": phase.count("extra"),
-            "answers_phase_unknown": phase.count("")}
+    return AnswerPhases(free=phase.count("open"), under_forcing=phase.count("forced"),
+                        extra_ask=phase.count("extra"), phase_unknown=phase.count(""))
+
+
+def _share(flags: Iterable[bool]) -> float | None:
+    """The share of true ``flags``; None when there are none."""
+    return _mean(float(flag) for flag in flags)
+
+
+def _total(values: Iterable[int | None]) -> int | None:
+    """The sum of the reported values; None when none was reported."""
+    reported = [v for v in values if v is not None]
+    return sum(reported) if reported else None
 
 
 def _mean(values: Iterable[float]) -> float | None:
@@ -264,71 +283,77 @@ def _fmt(value: Any, kind: str = "rate", missing: str = "-") -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def summary_rows(summary: Summary) -> list[tuple[str, str]]:
     """The summary as (metric, value) rows, in the order the table prints them."""
-    k = summary["k"]
-    acc = _fmt(summary["accuracy"])
-    if summary.get("accuracy_ci95"):
-        low, high = summary["accuracy_ci95"]
-        acc += f" [{100 * low:.1f}–{100 * high:.1f}]"
-    statuses = " ".join(f"{s}={n}" for s, n in summary["statuses"].items() if n)
-    rows = []
-    errors = summary.get("harness_errors") or []
-    if errors:
-        first = errors[0]
-        rows.append(("HARNESS ERRORS", f"{summary['statuses']['error']} attempt(s) raised in "
-                     f"the harness (a bug, excluded from every rate); first: "
-                     f"{first['task_id']} #{first['attempt_index']}: {first['error'][:160]}"))
-    rows += [
-        ("tasks x attempts", f"{summary['tasks']} x {k} = {summary['attempts']} "
-                             f"({summary['scored']} scored, {summary['excluded']} excluded)"),
-        ("accuracy (95% CI)", acc),
-        ("pass@1", _fmt(summary["pass@1"])),
-    ]
+    return [*_error_rows(summary), *_rate_rows(summary), *_answer_rows(summary),
+            *_watch_rows(summary), *_graph_rows(summary)]
+
+
+def _error_rows(summary: Summary) -> list[tuple[str, str]]:
+    if not summary.harness_errors:
+        return []
+    first = summary.harness_errors[0]
+    return [("HARNESS ERRORS", f"{summary.statuses['error']} attempt(s) raised in the harness "
+             f"(a bug, excluded from every rate); first: {first.task_id} "
+             f"#{first.attempt_index}: {first.error[:160]}")]
+
+
+def _rate_rows(summary: Summary) -> list[tuple[str, str]]:
+    k, acc = summary.k, summary.accuracy
+    shown = _fmt(acc.rate)
+    if acc.ci95:
+        shown += f" [{100 * acc.ci95[0]:.1f}–{100 * acc.ci95[1]:.1f}]"
+    rows = [("tasks x attempts", f"{summary.tasks} x {k} = {summary.attempts} "
+                                 f"({summary.scored} scored, {summary.excluded} excluded)"),
+            ("accuracy (95% CI)", shown), ("pass@1", _fmt(summary.pass_at.at_1))]
     if k > 1:
-        rows.append((f"pass@{k}", f"{_fmt(summary[f'pass@{k}'])} "
-                                  f"(over {summary['pass@k_tasks']} tasks)"))
-        rows.append((f"consistency ({summary['consistency_rule']})",
-                     f"{_fmt(summary['consistency'])} "
-                     f"(over {summary['consistency_tasks']} tasks)"))
-    rows += [
-        ("no usable answer", _fmt(summary["no_answer_share"])),
-        ("answers free / forced / extra ask",
-         " / ".join(str(summary.get(k, "-")) for k in
-                    ("answers_free", "answers_under_forcing", "answers_extra_ask"))),
-        *([("canary rate (answered with a value)", f"{_fmt(summary['canary_rate'])} of "
-                                                   f"{summary['canary_attempts']} canary attempts")]
-          if summary.get("canary_attempts") else []),
-        *([("answerable tasks abstained on", _fmt(summary["abstention_rate"]))]
-          if summary.get("canary_attempts") or summary.get("abstention_rate") else []),
-        *_watch_rows(summary),
-        ("status", statuses or "-"),
-        ("mean verification reward", _fmt(summary["mean_verification_reward"], "float")),
-        ("mean discriminating checks", _fmt(summary["mean_discriminating_checks"], "float")),
-        ("mean steps / nodes", f"{_fmt(summary['mean_steps'], 'float')} / "
-                               f"{_fmt(summary['mean_nodes'], 'float')}"),
-        ("tokens in / out", f"{_fmt(summary['tokens_in'], 'int')} / "
-                            f"{_fmt(summary['tokens_out'], 'int')}"),
-    ]
+        consistency = summary.consistency
+        rows.append((f"pass@{k}", f"{_fmt(summary.pass_at.at_k)} "
+                                  f"(over {summary.pass_at.tasks_at_k} tasks)"))
+        rows.append((f"consistency ({consistency.rule})",
+                     f"{_fmt(consistency.rate)} (over {consistency.tasks} tasks)"))
     return rows
 
 
-def _watch_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """The rows a trainer watches (`turn_metrics`); a summary written before them shows
-    "-" (the keys are read with ``get``)."""
-    canaries = summary.get("canary_attempts")
+def _answer_rows(summary: Summary) -> list[tuple[str, str]]:
+    answers, canaries = summary.answers, summary.canaries
+    rows = [("no usable answer", _fmt(summary.no_answer_share)),
+            ("answers free / forced / extra ask",
+             f"{answers.free} / {answers.under_forcing} / {answers.extra_ask}")]
+    if canaries.attempts:
+        rows.append(("canary rate (answered with a value)",
+                     f"{_fmt(canaries.rate)} of {canaries.attempts} canary attempts"))
+    if canaries.attempts or canaries.abstention_rate:
+        rows.append(("answerable tasks abstained on", _fmt(canaries.abstention_rate)))
+    return rows
+
+
+def _watch_rows(summary: Summary) -> list[tuple[str, str]]:
+    """The rows a trainer watches (``turn_metrics`` and the canaries answered right)."""
+    canaries, turns = summary.canaries, summary.turns
     return [
-        ("canaries answered undetermined",
-         _fmt(summary.get("canary_right_rate"), missing="—")
-         + (f" of {canaries} canary attempts" if canaries else "")),
-        ("format errors (rejected turns)",
-         f"{_fmt(summary.get('format_error_rate'))} ({summary.get('rejected_turns', '-')} of "
-         f"{summary.get('turns', '-')} turns)"),
-        ("mean return (episode reward)", _fmt(summary.get("mean_return"), "float")),
+        ("canaries answered undetermined", _fmt(canaries.right_rate, missing="—")
+         + (f" of {canaries.attempts} canary attempts" if canaries.attempts else "")),
+        ("format errors (rejected turns)", f"{_fmt(turns.format_error_rate)} "
+                                           f"({turns.rejected_turns} of {turns.turns} turns)"),
+        ("mean return (episode reward)", _fmt(turns.mean_return, "float")),
     ]
 
 
-def format_summary(summary: dict[str, Any]) -> str:
+def _graph_rows(summary: Summary) -> list[tuple[str, str]]:
+    graph = summary.graph
+    statuses = " ".join(f"{s}={n}" for s, n in summary.statuses.items() if n)
+    return [
+        ("status", statuses or "-"),
+        ("mean verification reward", _fmt(graph.verification_reward, "float")),
+        ("mean discriminating checks", _fmt(graph.discriminating_checks, "float")),
+        ("mean steps / nodes", f"{_fmt(graph.steps, 'float')} / {_fmt(graph.nodes, 'float')}"),
+        ("tokens in / out", f"{_fmt(summary.tokens_in, 'int')} / "
+                            f"{_fmt(summary.tokens_out, 'int')}"),
+    ]
+
+
+def format_summary(summary: Summary) -> str:
     """The summary as a two-column plain-text table."""
     rows = summary_rows(summary)
     width = max(len(r[0]) for r in rows)

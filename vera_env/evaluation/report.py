@@ -14,11 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
-from typing import Any
 
 from vera_env.evaluation.graph_svg import FAIL_COLOUR, PASS_COLOUR, render_graph
-from vera_env.evaluation.metrics import is_excluded, latest_attempts, outcome, summarise, summary_rows
+from vera_env.evaluation.metrics import (
+    Summary,
+    is_excluded,
+    latest_attempts,
+    outcome,
+    summarise,
+    summary_rows,
+)
 from vera_env.evaluation.rundir import RunSettings
+from vera_env.records import NodeRecord, recorded_nodes
 from vera_env.rollout import Attempt
 from vera_env.wire.protocol import parse_emission
 
@@ -112,10 +119,10 @@ def build_markdown(settings: RunSettings, attempts: Sequence[Attempt], *,
              _md(_settings_line(settings)), "", "| metric | value |", "|---|---|"]
     lines += [f"| {_md(name)} | {_md(value)} |" for name, value in summary_rows(summary)]
     lines += ["", "| task | expected | outcomes | right | pass@1 |", "|---|---|---|---:|---:|"]
-    for task_id, t in summary["per_task"].items():
-        p1 = "-" if t["pass@1"] is None else f"{100 * t['pass@1']:.0f}%"
+    for task_id, t in summary.per_task.items():
+        p1 = "-" if t.pass_at_1 is None else f"{100 * t.pass_at_1:.0f}%"
         lines.append(f"| {_md(task_id)} | {_md(truths.get(task_id, '-'))} | "
-                     f"{_md(' '.join(t['outcomes']))} | {t['correct']}/{t['scored']} | {p1} |")
+                     f"{_md(' '.join(t.outcomes))} | {t.correct}/{t.scored} | {p1} |")
     return "\n".join(lines) + "\n"
 
 
@@ -131,18 +138,18 @@ def _settings_line(s: RunSettings) -> str:
             f"{wrappers} · temperature {s.temperature} · seed {s.seed}")
 
 
-def _summary_table(summary: dict[str, Any]) -> str:
+def _summary_table(summary: Summary) -> str:
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>"
                    for k, v in summary_rows(summary))
     return f'<table class="summary">{rows}</table>'
 
 
-def _task_table(summary: dict[str, Any], attempts: Sequence[Attempt],
+def _task_table(summary: Summary, attempts: Sequence[Attempt],
                 truths: dict[str, str], shown: set[tuple[str, int]]) -> str:
     head = ("<tr><th>task</th><th>expected</th><th>attempts (answer)</th>"
             "<th class=num>right</th><th class=num>pass@1</th></tr>")
     rows = []
-    for task_id, t in summary["per_task"].items():
+    for task_id, t in summary.per_task.items():
         cells = []
         for a in sorted((a for a in attempts if a.task_id == task_id),
                         key=lambda a: a.attempt_index):
@@ -154,9 +161,9 @@ def _task_table(summary: dict[str, Any], attempts: Sequence[Attempt],
             if (a.task_id, a.attempt_index) in shown:
                 inner = f'<a href="#{_anchor(a)}">{inner}</a>'
             cells.append(inner)
-        p1 = t["pass@1"]
+        p1 = t.pass_at_1
         rows.append(f"<tr><td>{escape(task_id)}</td><td>{escape(truths.get(task_id, '-'))}</td>"
-                    f"<td>{''.join(cells)}</td><td class=num>{t['correct']}/{t['scored']}</td>"
+                    f"<td>{''.join(cells)}</td><td class=num>{t.correct}/{t.scored}</td>"
                     f"<td class=num>{'-' if p1 is None else f'{100 * p1:.0f}%'}</td></tr>")
     return f"<table>{head}{''.join(rows)}</table>"
 
@@ -169,17 +176,13 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _nodes(a: Attempt) -> list[dict[str, Any]]:
-    return [s["node"] for s in a.steps if s.get("node")]
-
-
 def _episode(a: Attempt, truth: str | None) -> str:
     result = outcome(a)
     css = result.split(":")[0]
-    nodes = _nodes(a)
-    checks = [c for n in nodes for c in n.get("checks") or []]
-    passed = sum(bool(c.get("passed")) for c in checks)
-    facts = (f"{a.n_steps} steps · {len(nodes)} nodes · checks {passed}/{len(checks)} passed"
+    nodes = recorded_nodes(a.steps)
+    passed = sum(n.n_passed for n in nodes)
+    n_checks = sum(len(n.checks) for n in nodes)
+    facts = (f"{a.n_steps} steps · {len(nodes)} nodes · checks {passed}/{n_checks} passed"
              f" · {a.n_discriminating} discriminating · verification reward "
              f"{a.verification_reward:.3f}" + (" · answer forced" if a.answer_forced else ""))
     answer = (f'answer <b>{escape(a.answer)}</b>' if a.answer else "no answer")
@@ -196,18 +199,18 @@ def _episode(a: Attempt, truth: str | None) -> str:
         _checks_table(nodes), _turns(a), "</div>"])
 
 
-def _checks_table(nodes: list[dict[str, Any]]) -> str:
+def _checks_table(nodes: list[NodeRecord]) -> str:
     rows = []
     for n in nodes:
-        for c in n.get("checks") or []:
-            verdict = ('<span class="ok">passed</span>' if c.get("passed")
+        for c in n.checks:
+            verdict = ('<span class="ok">passed</span>' if c.passed
                        else '<span class="bad">failed</span>')
-            strength = {True: "strong", False: "weak (passes on mutated data)"}.get(
-                c.get("discriminating"), "not tested")
-            rows.append(f"<tr><td>{escape(n['id'])}</td><td>{escape(c.get('kind', ''))}</td>"
-                        f"<td>{escape(c.get('name', ''))}</td><td>{verdict}</td>"
-                        f"<td>{strength}</td><td><pre>{escape(c.get('command', ''))}</pre>"
-                        f"{escape(c.get('detail', ''))}</td></tr>")
+            strength = {True: "strong", False: "weak (passes on mutated data)",
+                        None: "not tested"}[c.discriminating]
+            rows.append(f"<tr><td>{escape(n.id)}</td><td>{escape(c.kind)}</td>"
+                        f"<td>{escape(c.name)}</td><td>{verdict}</td>"
+                        f"<td>{strength}</td><td><pre>{escape(c.command)}</pre>"
+                        f"{escape(c.detail)}</td></tr>")
     if not rows:
         return ""
     return ("<details><summary>Checks the harness ran</summary><table><tr><th>node</th>"
@@ -218,17 +221,17 @@ def _checks_table(nodes: list[dict[str, Any]]) -> str:
 def _turns(a: Attempt) -> str:
     items = []
     for i, s in enumerate(a.steps):
-        emission = parse_emission(s.get("action", ""))
-        note = s.get("error") or ""
+        emission = parse_emission(s.action)
+        note = s.error
         # info["forcing"] describes the next observation: the previous step's flag says
         # whether this turn was asked for an answer only.
-        forced = i > 0 and a.steps[i - 1].get("forcing")
-        head = f"step {s.get('step')}" + (" (answer forced)" if forced else "")
+        forced = i > 0 and a.steps[i - 1].forcing
+        head = f"step {s.step}" + (" (answer forced)" if forced else "")
         if emission.command:
             head += f": $ {_clip(emission.command.splitlines()[0], 90)}"
-        output = _clip(s.get("command_output") or "", _OUTPUT_CHARS)
+        output = _clip(s.command_output, _OUTPUT_CHARS)
         items.append(f"<li><b>{escape(head)}</b>"
                      + (f' <span class="bad">rejected: {escape(note)}</span>' if note else "")
-                     + f"<pre>{escape(s.get('action', ''))}</pre>"
+                     + f"<pre>{escape(s.action)}</pre>"
                      + (f"<pre class=muted>{escape(output)}</pre>" if output else "") + "</li>")
     return f"<details><summary>Turns ({len(a.steps)})</summary><ol>{''.join(items)}</ol></details>"

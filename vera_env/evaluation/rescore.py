@@ -21,9 +21,8 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
-from vera_env.evaluation.metrics import EXCLUDED_STATUSES, latest_attempts, summarise
+from vera_env.evaluation.metrics import EXCLUDED_STATUSES, Summary, latest_attempts, summarise
 from vera_env.evaluation.rundir import RunDir, write_atomic
 from vera_env.rollout import Attempt
 from vera_env.tasks import GraderSpec, TaskSource
@@ -70,7 +69,7 @@ def rescore_attempt(attempt: Attempt, source: TaskSource, *, grader: GraderSpec 
     old_part = _correctness_part(attempt)
     ledger = RewardLedger(RewardConfig(correctness_weight=correctness_weight))
     new_part = ledger.correctness(verdict.correct) or 0.0
-    measured = sum(float(step.get("reward", 0.0)) for step in attempt.steps) - (old_part or 0.0)
+    measured = sum(step.reward for step in attempt.steps) - (old_part or 0.0)
     new = dataclasses.replace(attempt, correct=verdict.correct, unscorable=False,
                               score=measured + new_part)
     return new, verdict.detail
@@ -78,15 +77,14 @@ def rescore_attempt(attempt: Attempt, source: TaskSource, *, grader: GraderSpec 
 
 def _correctness_part(attempt: Attempt) -> float | None:
     for step in reversed(attempt.steps):
-        part = (step.get("reward_parts") or {}).get("correctness")
-        if part is not None:
-            return float(part)
+        if step.reward_parts.correctness is not None:
+            return step.reward_parts.correctness
     return None
 
 
 def rescore_run(run: RunDir, source: TaskSource, out: Path, *,
                 grader: GraderSpec | None = None, judge: Judge | None = None
-                ) -> tuple[dict[str, Any], list[Change]]:
+                ) -> tuple[Summary, list[Change]]:
     """Re-grade every attempt of ``run``; write ``out``/results.jsonl, summary.json, changes.jsonl.
 
     Returns:
@@ -104,12 +102,12 @@ def rescore_run(run: RunDir, source: TaskSource, out: Path, *,
             changes.append(Change(attempt.task_id, attempt.attempt_index, attempt.answer,
                                   attempt.correct, new.correct, detail))
     summary = summarise(rescored, settings.attempts)
-    summary["settings"] = settings.to_dict()
-    summary["rescored"] = {"from": str(run.path), "grader": grader.model_dump() if grader
-                           else "each task's own", "changed": len(changes)}
+    written = {**summary.to_dict(), "settings": settings.to_dict(),
+               "rescored": {"from": str(run.path), "grader": grader.model_dump() if grader
+                            else "each task's own", "changed": len(changes)}}
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "results.jsonl", "".join(a.to_json() + "\n" for a in rescored))
-    write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+    write_atomic(out / "summary.json", json.dumps(written, indent=2, default=str) + "\n")
     write_atomic(out / "changes.jsonl", "".join(
         json_line(dataclasses.asdict(c)) + "\n" for c in changes))
     return summary, changes

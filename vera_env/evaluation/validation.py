@@ -24,6 +24,7 @@ from functools import partial
 from typing import Any, Literal
 
 from vera_env.policy import OraclePolicy, ScriptedPolicy
+from vera_env.records import CheckRecord
 from vera_env.rollout import Attempt, EnvPool, play_job
 from vera_env.spec import EnvSpec
 from vera_env.tasks import Task, TaskSource
@@ -88,10 +89,10 @@ def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
     if not task.solution:
         return Verdict(task.id, "skip", note="no reference solution to replay")
     attempt = play_job(oracle_envs, OraclePolicy(source), (task.id, None))
-    checks = [c for step in attempt.steps for c in step["checks"]]
-    tested = [c for c in checks if c["discriminating"] is not None]
-    passed = f"{sum(c['passed'] for c in checks)}/{len(checks)}"
-    shown = f"{sum(c['discriminating'] for c in tested)}/{len(tested)}" if tested else "-"
+    checks = [c for step in attempt.steps for c in step.checks]
+    tested = [c for c in checks if c.discriminating is not None]
+    passed = f"{sum(c.passed for c in checks)}/{len(checks)}"
+    shown = f"{sum(bool(c.discriminating) for c in tested)}/{len(tested)}" if tested else "-"
     if attempt.unscorable and task.grader.kind == "llm" and not judged:
         return Verdict(task.id, "skip", passed, shown,
                        note="llm-graded: pass --judge-url to grade it")
@@ -137,7 +138,7 @@ def _census_problems(task: Task, files: list[Classified]) -> list[str]:
     return problems
 
 
-def _oracle_problems(task: Task, attempt: Attempt, checks: list[dict[str, Any]]) -> list[str]:
+def _oracle_problems(task: Task, attempt: Attempt, checks: list[CheckRecord]) -> list[str]:
     if attempt.status != "ok":
         return [f"oracle ended {attempt.status}: {attempt.error[:160]}"]
     if attempt.unscorable:
@@ -146,13 +147,10 @@ def _oracle_problems(task: Task, attempt: Attempt, checks: list[dict[str, Any]])
         problems = [f"oracle answer {attempt.answer!r} graded wrong (truth {task.answer!r})"]
     else:
         problems = []
-    problems += [f"check {c['name']!r} failed: {c['detail'][:120]}"
-                 for c in checks if not c["passed"]]
-    problems += [f"node {step['node'].get('id', '?')} earns nothing: "
-                 f"{step['checks'][0]['detail'][:120] if step['checks'] else 'no checks'}"
-                 for step in attempt.steps if step["node"] and step["checks"]
-                 and not any(c["passed"] and c["discriminating"] is not False
-                             for c in step["checks"])]
+    problems += [f"check {c.name!r} failed: {c.detail[:120]}" for c in checks if not c.passed]
+    problems += [f"node {step.node.id or '?'} earns nothing: {step.checks[0].detail[:120]}"
+                 for step in attempt.steps if step.node is not None and step.checks
+                 and not any(c.earns for c in step.checks)]
     if not checks:
         problems.append("the reference solution declares no checks")
     return problems

@@ -30,7 +30,8 @@ Ray workers, training, task validation, golden replay)::
     attempt.finish()                     # summarised from the recorded steps alone
 
 Because ``finish`` reads only the steps, an Attempt is the same whoever played it, and
-a transcript stored as JSON can be summarised again without the environment.
+a transcript stored as JSON can be summarised again without the environment. Each step
+is a ``vera_env.records.StepRecord``, parsed once from the step's ``info``.
 """
 
 from __future__ import annotations
@@ -40,27 +41,20 @@ import json
 import time
 import traceback
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, SupportsFloat, get_args
 
 from vera_env import info as keys
 from vera_env.errors import PolicyError, SandboxError
 from vera_env.policy import EpisodeAware, ReportsUsage
+from vera_env.records import StepRecord, recorded_nodes
 from vera_env.wire.text import json_line, safe_text
 
-__all__ = ["STATUSES", "STEP_FIELDS", "Attempt", "Status"]
+__all__ = ["STATUSES", "Attempt", "Status"]
 
 Status = Literal["ok", "max_steps", "format", "provider", "sandbox", "error"]
 STATUSES: tuple[str, ...] = get_args(Status)
-
-STEP_FIELDS: tuple[str, ...] = (
-    keys.STEP, keys.ERROR, keys.NUDGE, keys.COMMAND_OUTPUT, keys.NODE, keys.CHECKS,
-    keys.REWARD_PARTS, keys.FORCING, keys.PREFILL, keys.ANSWER, keys.ANSWER_FORCED,
-    keys.ANSWER_PHASE, keys.CORRECT, keys.GRADE_DETAIL, keys.UNSCORABLE, keys.GATED,
-    keys.VERIFICATION_TOTAL)
-"""The info keys kept for each step: enough to summarise the episode from its steps.
-Each step also keeps ``action``, ``reward``, ``terminated`` and ``truncated``."""
 
 
 @dataclass(slots=True)
@@ -88,7 +82,7 @@ class Attempt:
     attempt_index: int = 0                # which of the K attempts at this task (0-based)
     prompt_tokens: int | None = None      # summed over the episode; None: not reported
     completion_tokens: int | None = None
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
     _started: float = field(default=0.0, repr=False, compare=False)
     _faulted: bool = field(default=False, repr=False, compare=False)
 
@@ -118,9 +112,8 @@ class Attempt:
         del obs  # the observation is the env's, not the episode's record
         # The action is the policy's text, unchecked: it may hold a lone surrogate (a
         # server's JSON can encode one), which would make ``to_json`` unwritable.
-        self.steps.append({"action": safe_text(action), "reward": float(reward),
-                           "terminated": bool(terminated), "truncated": bool(truncated),
-                           **{k: info.get(k) for k in STEP_FIELDS}})
+        self.steps.append(StepRecord.from_info(info, reward, bool(terminated), bool(truncated),
+                                               action=safe_text(action)))
         return bool(terminated or truncated)
 
     @contextlib.contextmanager
@@ -158,37 +151,35 @@ class Attempt:
             self.score = None
             return self
         last = self.steps[-1]
-        self.answer = last[keys.ANSWER] or ""
-        self.correct = last[keys.CORRECT]
-        self.unscorable = bool(last[keys.UNSCORABLE])
-        self.answer_forced = any(step[keys.ANSWER_FORCED] for step in self.steps)
-        self.answer_phase = last.get(keys.ANSWER_PHASE) or ""
-        self.gated = last[keys.GATED] or 0
-        self.verification_reward = last[keys.VERIFICATION_TOTAL] or 0.0
-        self.score = None if self.unscorable else sum(s["reward"] for s in self.steps)
+        self.answer = last.answer
+        self.correct = last.correct
+        self.unscorable = last.unscorable
+        self.answer_forced = any(step.answer_forced for step in self.steps)
+        self.answer_phase = last.answer_phase
+        self.gated = last.gated
+        self.verification_reward = last.verification_total
+        self.score = None if self.unscorable else sum(s.reward for s in self.steps)
         self.status, self.error = self._ending(last)
         return self
 
-    def _ending(self, last: dict[str, Any]) -> tuple[Status, str]:
+    def _ending(self, last: StepRecord) -> tuple[Status, str]:
         if self.unscorable and not self.answer:
-            return "sandbox", last[keys.ERROR] or last[keys.GRADE_DETAIL] or ""
+            return "sandbox", last.error or last.grade_detail
         if self.answer:
             return "ok", ""
-        if last.get("terminated") is False and last.get("truncated") is False:
+        if not last.terminated and not last.truncated:
             return "max_steps", f"stopped after {len(self.steps)} turns; the episode went on"
-        if all(step[keys.ERROR] for step in self.steps):
-            return "format", f"no well-formed turn: {last[keys.ERROR]}"
+        if all(step.error for step in self.steps):
+            return "format", f"no well-formed turn: {last.error}"
         return "max_steps", "no usable answer within the budget"
 
     def _summarise_graph(self) -> None:
-        nodes = [step[keys.NODE] for step in self.steps if step.get(keys.NODE)]
-        checks = [check for node in nodes for check in node["checks"]]
-        self.n_steps = max((s[keys.STEP] or 0 for s in self.steps), default=0)
+        nodes = recorded_nodes(self.steps)
+        self.n_steps = max((s.step for s in self.steps), default=0)
         self.n_nodes = len(nodes)
-        self.n_checks = len(checks)
-        self.n_discriminating = sum(bool(c["passed"]) and c["discriminating"] is not False
-                                    for c in checks)
-        self.mean_rho = round(sum(n["rho"] for n in nodes) / len(nodes), 4) if nodes else 0.0
+        self.n_checks = sum(len(n.checks) for n in nodes)
+        self.n_discriminating = sum(n.n_earning for n in nodes)
+        self.mean_rho = round(sum(n.rho for n in nodes) / len(nodes), 4) if nodes else 0.0
 
     # ----- usage and serialisation -----
 
@@ -208,9 +199,11 @@ class Attempt:
             self.completion_tokens = (self.completion_tokens or 0) + completion_tokens
 
     def to_dict(self) -> dict[str, Any]:
-        """The public fields, JSON-ready."""
-        data = asdict(self)
-        return {f.name: data[f.name] for f in fields(self) if not f.name.startswith("_")}
+        """The public fields, JSON-ready (each step by ``StepRecord.to_dict``)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)
+                if not f.name.startswith("_")}
+        data["steps"] = [step.to_dict() for step in self.steps]
+        return data
 
     def to_json(self) -> str:
         """One JSON line."""
@@ -218,10 +211,11 @@ class Attempt:
 
     @classmethod
     def from_json(cls, line: str) -> Attempt:
-        """Parse a line written by ``to_json``.
+        """Parse a line written by ``to_json`` (each step by ``StepRecord.from_dict``).
 
         Raises:
-            ValueError: The line is not an Attempt (unknown fields or status).
+            ValueError: The line is not an Attempt (unknown fields or status, or a step
+                that is not a JSON object).
         """
         data = json.loads(line)
         if not isinstance(data, dict) or data.get("status") not in STATUSES:
@@ -230,7 +224,8 @@ class Attempt:
         if any(str(name).startswith("_") for name in data):
             raise ValueError("not an Attempt record: private fields in the line")
         try:
-            return cls(**data)
+            steps = [StepRecord.from_dict(step) for step in data.pop("steps", None) or []]
+            return cls(**data, steps=steps)
         except TypeError as exc:
             raise ValueError(f"not an Attempt record: {exc}") from exc
 

@@ -28,6 +28,7 @@ import gymnasium as gym
 
 from vera_env import info as keys
 from vera_env.errors import ResetNeeded, SessionClosed
+from vera_env.records import StepRecord
 
 __all__ = ["SessionClosed", "Turn", "VeraSession"]
 
@@ -59,6 +60,12 @@ class Turn:
     def unscorable(self) -> bool:
         """An infrastructure fault made this episode unscorable."""
         return bool(self.info[keys.UNSCORABLE])
+
+    def record(self) -> StepRecord:
+        """The step as the one typed record (``vera_env.records``); after a reset, an
+        empty step (``reward`` 0)."""
+        return StepRecord.from_info(self.info, self.reward or 0.0, self.terminated,
+                                    self.truncated)
 
     def fields(self) -> dict[str, Any]:
         """The observation fields of the wire: the text, every ``info`` key, and the flags."""

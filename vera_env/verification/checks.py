@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from vera_env.records import check_earns
 from vera_env.wire.protocol import CheckSpec, verdict_from_output
 
 if TYPE_CHECKING:
@@ -75,8 +76,8 @@ class CheckResult:
 
     @property
     def earns(self) -> bool:
-        """Whether this check counts towards verification reward."""
-        return self.passed and self.discriminating is not False
+        """Whether this check counts towards verification reward (``check_earns``)."""
+        return check_earns(self.passed, self.discriminating)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""

@@ -2,8 +2,9 @@
 
 Per episode, in ``<directory>/<index>-<task_id>/``:
 
-* ``transcript.jsonl`` — one line per step: the action, the command output, the node,
-  the checks, the reward and its parts, the nudge, the error;
+* ``transcript.jsonl`` — one line per step: the step's record
+  (``vera_env.records.StepRecord``: the action, the command output, the node, the
+  checks, the reward and its parts, the nudge, the error, ...);
 * ``graph.txt`` — the full analysis graph (no budget);
 * ``final_answer.txt`` — the released answer ("" if none).
 
@@ -38,14 +39,12 @@ import gymnasium as gym
 from vera_env import info as keys
 from vera_env.env import vera_base
 from vera_env.errors import VeraError
+from vera_env.records import StepRecord
 from vera_env.wire.text import json_line, safe_text
 
 __all__ = ["RecordEpisode"]
 
 _FULL_GRAPH_TOKENS = 10**9
-_STEP_KEYS = (keys.STEP, keys.ERROR, keys.NUDGE, keys.COMMAND_OUTPUT, keys.NODE,
-              keys.CHECKS, keys.REWARD_PARTS, keys.ANSWER, keys.CORRECT, keys.FORCING,
-              keys.PREFILL, keys.UNSCORABLE, keys.GRADE_DETAIL)
 
 
 class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -88,10 +87,9 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self._answer = info[keys.ANSWER]
-        self._write({"event": "step", "action": action, "reward": reward,
-                     "terminated": terminated, "truncated": truncated,
-                     **{k: info[k] for k in _STEP_KEYS}, "observation": obs})
+        record = StepRecord.from_info(info, reward, terminated, truncated, action=action)
+        self._answer = record.answer
+        self._write({"event": "step", **record.to_dict(), "observation": obs})
         if terminated or truncated:  # an outer ForcedAnswer may still ask once more
             self._write_outcome()
         return obs, reward, terminated, truncated, info
