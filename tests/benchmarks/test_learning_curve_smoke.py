@@ -1,0 +1,79 @@
+"""``benchmarks/learning_curve.py --smoke`` runs every stage end to end, and resumes.
+
+The tiny random model learns nothing; what is held is the plumbing the real run depends
+on: checkpoint -> held-out list -> collect -> SFT -> GRPO in two chunks (the second
+``--resume``s the first) -> an evaluation after each, every column with an interval
+around its estimate, on a step axis 0, 1, 2 -- and a second invocation redoes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from extras import require
+
+require("trl", "torch", "transformers", extra="training")
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "learning_curve.py"
+COLUMNS = ("accuracy", "verification", "format_error_rate", "mean_turns", "canary_value_rate",
+           "fingerprint_node_share", "released_share", "forced_share")
+
+
+def _run(out: Path) -> dict:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1",
+           "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--out", str(out)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads((out / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    out = tmp_path_factory.mktemp("learning_curve")
+    return out, _run(out)
+
+
+def test_smoke_evaluates_after_sft_and_each_grpo_chunk(smoke):
+    _, data = smoke
+    points = sorted((v for k, v in data.items() if k.startswith("eval_")),
+                    key=lambda v: v["step"])
+    assert [p["step"] for p in points] == [0, 1, 2]
+    assert "--resume" in data["grpo_2"]["command"] and "--resume" not in data["grpo_1"]["command"]
+    assert data["heldout"]["n"] == 2
+    assert all(int(i.rsplit(".s", 1)[1]) >= 100000 for i in data["heldout"]["ids"])
+
+
+def test_smoke_every_column_has_an_interval_around_its_estimate(smoke):
+    _, data = smoke
+    for step in (0, 1, 2):
+        columns = data[f"eval_{step}"]["columns"]
+        for name in COLUMNS:
+            col = columns[name]
+            assert set(col) == {"mean", "lo", "hi", "n"}
+            if col["mean"] is not None:
+                assert col["lo"] <= col["mean"] <= col["hi"]
+        assert columns["accuracy"]["n"] + columns["excluded"]["n"] == 2
+        assert columns["mean_turns"]["mean"] >= 1
+
+
+def test_smoke_stages_record_wall_time_and_a_rerun_redoes_nothing(smoke):
+    out, data = smoke
+    for stage in ("checkpoint", "collect", "sft", "grpo_1", "grpo_2", "eval_0", "eval_2"):
+        assert data[stage]["wall_s"] >= 0
+    again = _run(out)
+    assert {k: v for k, v in again.items() if k not in ("args", "plot")} == {
+        k: v for k, v in data.items() if k not in ("args", "plot")}
+
+
+def test_smoke_plots_the_curve_as_a_png(smoke):
+    out, data = smoke
+    png = out / "learning_curve.png"
+    assert data["plot"]["png"] == str(png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
