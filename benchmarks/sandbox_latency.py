@@ -4,17 +4,19 @@ Every shell command an agent runs and every check it declares goes through the
 sandbox, so its fixed cost per command multiplies by steps x checks x mutants. This
 measures that cost: the median and p90 wall time of ``true`` and of ``cat`` of a
 small staged file, run (a) as a bare ``subprocess.run(["bash", "-c", cmd])`` — the
-floor, a fork+exec of bash — (b) by the bwrap backend (``run`` and ``run_check``),
-(c) by the bwrap backend with its persistent per-workspace sandbox
-(``make_sandbox("bwrap-server")``, ``run``), (d) by the default backend
+floor, a fork+exec of bash — (b) by the bwrap backend (``run`` and ``run_check``,
+a fresh sandbox each), (c) by the bwrap backend with its persistent per-workspace
+sandboxes (``make_sandbox("bwrap-server")``: ``run`` through the command server,
+``run_check`` through the read-only check server, and ``run_check`` with an
+``overlay``, which still takes a fresh sandbox), (d) by the default backend
 (``make_sandbox("auto")``), (e) by the per-command backend without its memory cgroup
 (what placing each sandbox in a cgroup costs) and (f) by the local backend, all in
 the same process run, N times each after a warm-up.
 
-A second table times a workspace's whole life — ``stage``, k commands, ``close`` —
-for both bwrap backends: the long-lived sandbox costs a start per workspace and
-saves per command, so this shows where it pays (strength replays commands in
-workspaces of their own).
+A second table times a workspace's whole life — ``stage``, k commands or k checks,
+``close`` — for both bwrap backends: a long-lived sandbox costs a start per workspace
+and saves per command, so this shows where it pays (strength replays commands and
+runs checks in shadow workspaces of their own).
 
 A third table times the workspace-size measurement (``disk.measure``, the walk the
 disk watch polls) against the number of entries, whole and stopped at a limit.
@@ -26,6 +28,10 @@ Usage::
 
     python benchmarks/sandbox_latency.py [--n 50] [--warmup 5] [--breakdown]
 
+The first table runs the check paths, the command server and the floor round-robin
+(shuffled per round), so a shared machine's load drifts alike for all of them: that is
+the table for the per-check cost against bare.
+
 Prints markdown tables and writes ``benchmarks/results/sandbox_latency.json``.
 """
 
@@ -35,12 +41,14 @@ import argparse
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from vera_env.sandbox import (
@@ -100,9 +108,13 @@ def main() -> None:
         source = Path(tmp) / "data.txt"
         source.write_text("gene\tcount\n" + "".join(f"g{i}\t{i}\n" for i in range(100)))
         source.chmod(0o444)
+        paired = interleaved(source, args.n, args.warmup)
         rows = run_all(source, args.n, args.warmup)
         lives = lifecycle(source, max(args.n // 4, 5), args.warmup)
     walks = disk_walks(max(args.n // 10, 3))
+    print("Interleaved (each round runs every runner once, in a shuffled order):")
+    print_table(paired, args.n)
+    print("\nOne runner after another:")
     print_table(rows, args.n)
     print_lifecycle(lives)
     print_walks(walks)
@@ -111,7 +123,8 @@ def main() -> None:
         print_breakdown(pieces, args.n)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"n": args.n, "warmup": args.warmup, "machine": machine(),
-                                   "rows": rows, "lifecycle": lives, "disk_walks": walks,
+                                   "interleaved": paired, "rows": rows,
+                                   "lifecycle": lives, "disk_walks": walks,
                                    "breakdown": pieces},
                                   indent=2) + "\n")
     print(f"\nwrote {RESULTS}")
@@ -129,12 +142,17 @@ def run_all(source: Path, n: int, warmup: int) -> list[dict[str, object]]:
     with BwrapSandbox(limits) as box, box.stage(files) as bws, local.stage(files) as lws, \
             ServerSandbox(limits) as fast_box, fast_box.stage(files) as sws, \
             default, default.stage(files) as dws, no_cgroup, no_cgroup.stage(files) as nws:
+        mutant = sws.scratch_dir() / "data.txt"  # readable by the sandbox's host uid
+        mutant.write_bytes(source.read_bytes())
         runners: dict[str, Callable[[str], Callable[[], object]]] = {
             "bare subprocess": bare_runner(lws.path),
             "bwrap run": lambda c: lambda: bws.run(c),
             "bwrap run, no memory cgroup": lambda c: lambda: nws.run(c),
             "bwrap run_check": lambda c: lambda: bws.run_check(c),
             "bwrap-server run": lambda c: lambda: sws.run(c),
+            "bwrap-server run_check (check server)": lambda c: lambda: sws.run_check(c),
+            "bwrap-server run_check with overlay (fresh sandbox)":
+                lambda c: lambda: sws.run_check(c, overlay={"data.txt": mutant}),
             f"default (`auto`: {type(default).__name__}) run": lambda c: lambda: dws.run(c),
             "local run": lambda c: lambda: lws.run(c),
         }
@@ -148,31 +166,71 @@ def run_all(source: Path, n: int, warmup: int) -> list[dict[str, object]]:
     return rows
 
 
+def interleaved(source: Path, n: int, warmup: int) -> list[dict[str, object]]:
+    """A check's two paths, the command server and the bare floor, run round-robin.
+
+    On a shared machine the load moves between one runner's N runs and the next's;
+    here every round runs each runner once, in a shuffled order, so the ratios to
+    bare (median, same run) are not a measure of the load's drift.
+    """
+    limits = SandboxLimits(timeout_s=30)
+    files = {"data.txt": source}
+    rng = random.Random(0)
+    rows: list[dict[str, object]] = []
+    with BwrapSandbox(limits) as box, box.stage(files) as bws, \
+            ServerSandbox(limits) as fast_box, fast_box.stage(files) as sws:
+        for command in COMMANDS:
+            calls: dict[str, Callable[[], object]] = {
+                "bare subprocess": bare_runner(source.parent)(command),
+                "bwrap run_check (fresh sandbox)": partial(bws.run_check, command),
+                "bwrap-server run (command server)": partial(sws.run, command),
+                "bwrap-server run_check (check server)": partial(sws.run_check, command),
+            }
+            samples: dict[str, list[float]] = {name: [] for name in calls}
+            for round_ in range(warmup + n):
+                order = list(calls)
+                rng.shuffle(order)
+                for name in order:
+                    start = time.perf_counter()
+                    calls[name]()
+                    if round_ >= warmup:
+                        samples[name].append(time.perf_counter() - start)
+            bare_ms = statistics.median(samples["bare subprocess"]) * 1e3
+            for name, taken in samples.items():
+                stats = summarize(taken)
+                rows.append({"command": command, "runner": name, **stats,
+                             "ratio_to_bare": stats["median_ms"] / bare_ms})
+    return rows
+
+
 def lifecycle(source: Path, n: int, warmup: int) -> list[dict[str, object]]:
-    """``stage`` + k ``run("true")`` + ``close`` per bwrap backend, k in LIFE_COMMANDS."""
+    """``stage`` + k ``run("true")`` (or k ``run_check("true")``) + ``close`` per bwrap
+    backend, k in LIFE_COMMANDS."""
     limits = SandboxLimits(timeout_s=30)
     files = {"data.txt": source}
     rows: list[dict[str, object]] = []
     with BwrapSandbox(limits) as box, ServerSandbox(limits) as fast_box:
-        for k in LIFE_COMMANDS:
-            for name, sandbox in (("bwrap", box), ("bwrap-server", fast_box)):
-                def life(sandbox: BwrapSandbox = sandbox, k: int = k) -> None:
-                    with sandbox.stage(files) as ws:
-                        for _ in range(k):
-                            ws.run("true")
-                stats = summarize(measure(life, n, warmup))
-                rows.append({"commands": k, "backend": name, **stats,
-                             "per_command_ms": stats["median_ms"] / k})
+        for method in ("run", "run_check"):
+            for k in LIFE_COMMANDS:
+                for name, sandbox in (("bwrap", box), ("bwrap-server", fast_box)):
+                    def life(sandbox: BwrapSandbox = sandbox, k: int = k,
+                             method: str = method) -> None:
+                        with sandbox.stage(files) as ws:
+                            for _ in range(k):
+                                getattr(ws, method)("true")
+                    stats = summarize(measure(life, n, warmup))
+                    rows.append({"method": method, "commands": k, "backend": name, **stats,
+                                 "per_command_ms": stats["median_ms"] / k})
     return rows
 
 
 def print_lifecycle(rows: list[dict[str, object]]) -> None:
-    print("\n| commands per workspace | backend | stage+runs+close median ms | p90 ms | "
-          "per command ms |")
-    print("|---:|---|---:|---:|---:|")
+    print("\n| runs per workspace | backend | stage+runs+close median ms | p90 ms | "
+          "per run ms |")
+    print("|---|---|---:|---:|---:|")
     for row in rows:
-        print(f"| {row['commands']} | {row['backend']} | {row['median_ms']:.1f} | "
-              f"{row['p90_ms']:.1f} | {row['per_command_ms']:.2f} |")
+        print(f"| {row['commands']} x `{row['method']}` | {row['backend']} | "
+              f"{row['median_ms']:.1f} | {row['p90_ms']:.1f} | {row['per_command_ms']:.2f} |")
 
 
 def disk_walks(n: int) -> list[dict[str, object]]:

@@ -3,13 +3,13 @@
 The zygote reports a command's wait status on the socket once it has killed and reaped
 everything of that command; the pipes reach end-of-file then too. ``CommandPump``
 reads both pipes into their captures and the socket for the status until all three
-are done, or until the deadline, the output cap, the disk watch or an abort stops it
-(the caller then kills the sandbox and drains what is left).
+are done, or until the deadline, the output cap, the disk watch (commands only: a
+check cannot write the workspace) or an abort stops it (the caller then kills the
+sandbox and drains what is left).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import signal
@@ -28,7 +28,8 @@ _POLL_S = 0.05
 class CommandPump:
     """Reads a command's pipes and the zygote's status until both are done."""
 
-    def __init__(self, sock: socket.socket, sinks: dict[int, Any], watch: DiskWatch) -> None:
+    def __init__(self, sock: socket.socket, sinks: dict[int, Any],
+                 watch: DiskWatch | None) -> None:
         self._sock = sock
         self._sinks = sinks
         self._selector = selectors.DefaultSelector()
@@ -37,10 +38,9 @@ class CommandPump:
             self._selector.register(fd, selectors.EVENT_READ)
         self._selector.register(sock, selectors.EVENT_READ)
         self._watch = watch
-        self._next_watch = time.monotonic() + watch.poll_s
+        self._next_watch = time.monotonic() + watch.poll_s if watch else float("inf")
         self._bytes = 0
         self.status: int | None = None
-        self.replace = False
         self.timed_out = self.output_limited = self.disk_limited = False
 
     def run(self, deadline: float, max_bytes: int, aborted: threading.Event) -> None:
@@ -56,7 +56,7 @@ class CommandPump:
             if self._bytes > max_bytes:
                 self.output_limited = True
                 return
-            if now >= self._next_watch:
+            if self._watch is not None and now >= self._next_watch:
                 self._next_watch = now + self._watch.poll_s
                 if self._watch.over():
                     self.disk_limited = True
@@ -91,8 +91,7 @@ class CommandPump:
             self._selector.unregister(self._sock)
             if not message:
                 return False
-            report = json.loads(message)
-            self.status, self.replace = report["status"], report["replace"]
+            self.status = int(message.split()[1])  # b"status WAITSTATUS"
         return None
 
     def close(self) -> None:

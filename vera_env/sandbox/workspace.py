@@ -20,8 +20,9 @@ watched by the workspace-size limit (``disk``).
 
 Two extension points serve backends that run commands some other way:
 ``_run_outcome`` (a fresh process per command by default; the ``server`` backend sends
-writable commands to a long-lived sandbox and leaves the rest to this default) and
-``_on_close`` (what to stop before the directory goes: that server). The
+commands and checks without an overlay to long-lived sandboxes and leaves the rest to
+this default) and ``_on_close`` (what to stop before the directory goes: those
+servers). The
 checks around it — the closed workspace, model text that cannot run, the workspace's
 own mode, the disk watch, the result — stay here, the same for every backend.
 
@@ -328,7 +329,7 @@ class BaseWorkspace(abc.ABC):
         """Run one command in a fresh process (``_launch``) and report what it did.
 
         The extension point for backends that run commands another way: override it,
-        handle what you can (the ``server`` backend: writable commands, no overlay)
+        handle what you can (the ``server`` backend: anything without an overlay)
         and call ``super()._run_outcome`` for the rest. The caller has already refused
         a closed workspace and text that cannot run, and turns the outcome into the
         result; ``watch`` (None for checks) must be polled while the command runs.

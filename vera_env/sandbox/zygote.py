@@ -15,13 +15,17 @@ write ends of its stdout and stderr pipes as SCM_RIGHTS) it:
 2. waits for that child, then SIGKILLs every other process in the pid namespace
    (``kill(-1)`` from pid 1 spares only pid 1), so background jobs and ``setsid``
    daemons never outlive their command — as when the command was pid 1 itself;
-3. reaps everything, removes what the command left in ``/tmp`` and ``/dev/shm`` and
-   every SysV IPC object (shared memory, semaphores, message queues: the IPC namespace
-   is this sandbox's, so they would outlive the command), so each command
-   starts as in a fresh sandbox, and reports the wait status. If anything else it can
-   see differs from how it started (a mode changed on ``/tmp``, a ``/dev`` entry
-   replaced, an IPC object it could not remove), or the cleaning fails, it asks to be
-   replaced and exits: the next command then gets a fresh sandbox.
+3. reaps everything and reports the wait status (the harness can return the result
+   now), then removes what the command left in ``/tmp`` and ``/dev/shm`` and every
+   SysV IPC object (shared memory, semaphores, message queues: the IPC namespace is
+   this sandbox's, so they would outlive the command), so each command starts as in
+   a fresh sandbox, and says so in a second message, which the harness reads before
+   it sends the next command. If anything else it can see differs from how it
+   started (a mode changed on ``/tmp``, a ``/dev`` entry replaced, an IPC object it
+   could not remove, a network counter moved: the namespace's state outlives the
+   command's sockets), if the command made a SysV IPC object (removed, it still moves
+   the namespace's id sequence on), or the cleaning fails, it asks to be replaced and
+   exits: the next command then gets a fresh sandbox.
 
 It makes itself non-dumpable first: commands run as the same uid and could otherwise
 ptrace it and run code in the one process that survives between commands. pid 1 gets
@@ -31,7 +35,6 @@ close), which makes the kernel kill the whole namespace.
 """
 
 import ctypes
-import json
 import os
 import resource
 import shutil
@@ -44,6 +47,10 @@ _PR_SET_DUMPABLE = 4
 _IPC_RMID = 0
 _WIPED = ("/tmp", "/dev/shm")
 _SYSV = ("shm", "sem", "msg")  # /proc/sysvipc/<kind>: the id is the second column
+# Traffic, a TIME_WAIT socket or a failed route all move one of these counters, and a
+# command's sockets die with it but the namespace's counters do not: a change replaces
+# the sandbox.
+_NET = ("/proc/net/dev", "/proc/net/snmp", "/proc/net/snmp6", "/proc/net/netstat")
 _MAX_MESSAGE = 1 << 18
 _DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM,
                     signal.SIGQUIT, signal.SIGHUP)
@@ -66,53 +73,57 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_NPROC, (nproc,) * 2)
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize_kb * 1024,) * 2)
     baseline = fingerprint()
-    sock.send(b'{"ready": true}')
+    sock.send(b"ready")
     while True:
         message, fds, _flags, _addr = socket.recv_fds(sock, _MAX_MESSAGE, 2)
         if not message:
             return  # the harness went away: exiting ends the namespace
         for fd in fds:
             os.set_inheritable(fd, False)
-        status = run(json.loads(message)["command"], fds)
+        status = run(message[1:], fds)  # after the b"$" that keeps "" from reading as EOF
+        sock.send(b"status %d" % status)  # the harness reads on now
         try:
+            # A removed SysV object still moves the namespace's id sequence on.
+            used_ipc = any(sysv_ids(kind) for kind in _SYSV)
             clean(baseline)
-            fresh = fingerprint() == baseline
+            fresh = not used_ipc and fingerprint() == baseline
         except OSError:
             fresh = False
-        sock.send(json.dumps({"status": status, "replace": not fresh}).encode())
+        sock.send(b"clean" if fresh else b"replace")  # read before the next command
         if not fresh:
             return
 
 
-def run(command: str, fds: list[int]) -> int:
+def run(command: bytes, fds: list[int]) -> int:
     out, err = fds
     try:
-        pid = os.posix_spawnp(
-            "bash", ["bash", "-c", command], os.environ,
-            file_actions=[(os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2)],
-            setsid=True, setsigmask=(), setsigdef=_DEFAULT_SIGNALS)
-    except OSError as exc:
-        os.write(err, f"bash: cannot start: {exc}\n".encode())
-        return 127 << 8
-    finally:
+        try:
+            pid = os.posix_spawnp(
+                "bash", [b"bash", b"-c", command], os.environ,
+                file_actions=[(os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2)],
+                setsid=True, setsigmask=(), setsigdef=_DEFAULT_SIGNALS)
+        except OSError as exc:
+            os.write(err, f"bash: cannot start: {exc}\n".encode())
+            return 127 << 8
+        _, status = os.waitpid(pid, 0)
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # nothing else was running
+        while True:
+            try:
+                os.wait()
+            except ChildProcessError:
+                break
+        return status
+    finally:  # only now: the pipes' end and the status reach the harness together
         os.close(out)
         os.close(err)
-    _, status = os.waitpid(pid, 0)
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # nothing else was running
-    while True:
-        try:
-            os.wait()
-        except ChildProcessError:
-            break
-    return status
 
 
 def fingerprint() -> dict[str, tuple[int, int, str]]:
-    """Type, mode, owner and link target of /dev's entries and the wiped dirs, and
-    the SysV IPC objects (none, after cleaning)."""
+    """Type, mode, owner and link target of /dev's entries and the wiped dirs, the
+    SysV IPC objects (none, after cleaning) and the network namespace's counters."""
     found = {}
     for path in [*_WIPED, "/dev", *(os.path.join("/dev", n) for n in os.listdir("/dev"))]:
         st = os.lstat(path)
@@ -121,6 +132,12 @@ def fingerprint() -> dict[str, tuple[int, int, str]]:
     for kind in _SYSV:
         for ipc_id in sysv_ids(kind):
             found[f"sysv:{kind}:{ipc_id}"] = (0, 0, "")
+    for path in _NET:
+        try:
+            with open(path) as counters:
+                found[path] = (0, 0, counters.read())
+        except FileNotFoundError:
+            found[path] = (0, 0, "")  # no IPv6 here
     return found
 
 
