@@ -66,9 +66,23 @@ def check_earns(passed: bool, discriminating: bool | None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class CheckRecord:
-    """The harness's verdict on one check, as a step recorded it.
+    """The harness's verdict on one declared check (``verification.checks.CheckResult``).
 
-    The fields are those of ``vera_env.verification.checks.CheckResult``.
+    Attributes:
+        name: What the model said is being checked.
+        kind: The check kind (conservation, range, invariance, type).
+        command: The command that was run, verbatim.
+        passed: The verdict the harness read. False for anything unrunnable.
+        detail: Why it failed (empty when it passed).
+        discriminating: Whether it failed on some mutant of its data; None when
+            strength was not tested.
+        killed_by: The mutants that made it fail.
+        evidence: What strength saw it do: the file it was varied through and its
+            verdicts over every mutant of that file. Checks of one node with the same
+            evidence are one piece of evidence (``distinct_evidence``).
+        malformed: It printed a measurement rather than a verdict.
+        duration_s: Wall seconds of the run on the original workspace (strength bounds
+            its mutant runs by it).
     """
 
     name: str
@@ -89,7 +103,7 @@ class CheckRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CheckRecord:
-        """Parse a check dict (``CheckResult.to_dict``)."""
+        """Parse a check dict (``to_dict``)."""
         discriminating = data.get("discriminating")
         return cls(name=_str(data.get("name")), kind=_str(data.get("kind")),
                    command=_str(data.get("command")), passed=bool(data.get("passed")),
@@ -100,7 +114,7 @@ class CheckRecord:
                    duration_s=float(data.get("duration_s") or 0.0))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, the keys of ``CheckResult.to_dict``."""
+        """JSON-ready: every field, ``killed_by`` as a list."""
         return {"name": self.name, "kind": self.kind, "command": self.command,
                 "passed": self.passed, "detail": self.detail,
                 "discriminating": self.discriminating, "killed_by": list(self.killed_by),

@@ -26,10 +26,9 @@ None where it was not tested (the check failed, or strength is off).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from vera_env.records import check_earns
+from vera_env.records import CheckRecord
 from vera_env.wire.protocol import CheckSpec, verdict_from_output
 
 if TYPE_CHECKING:
@@ -42,48 +41,9 @@ _DETAIL_CHARS = 200
 MAX_CHECKS_PER_NODE = 16
 
 
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    """The harness's verdict on one declared check.
-
-    Attributes:
-        name: What the model said is being checked.
-        kind: The check kind (conservation, range, invariance, type).
-        command: The command that was run, verbatim.
-        passed: The verdict the harness read. False for anything unrunnable.
-        detail: Why it failed (empty when it passed).
-        discriminating: Whether it failed on some mutant of its data; None when
-            strength was not tested.
-        killed_by: The mutants that made it fail.
-        evidence: What strength saw it do: the file it was varied through and its
-            verdicts over every mutant of that file. Checks of one node with the same
-            evidence are one piece of evidence (``distinct_evidence``).
-        malformed: It printed a measurement rather than a verdict.
-        duration_s: Wall seconds of the run on the original workspace (strength bounds
-            its mutant runs by it).
-    """
-
-    name: str
-    kind: str
-    command: str
-    passed: bool
-    detail: str = ""
-    discriminating: bool | None = None
-    killed_by: tuple[str, ...] = ()
-    evidence: str = ""
-    malformed: bool = False
-    duration_s: float = 0.0
-
-    @property
-    def earns(self) -> bool:
-        """Whether this check counts towards verification reward (``check_earns``)."""
-        return check_earns(self.passed, self.discriminating)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field."""
-        out = asdict(self)
-        out["killed_by"] = list(self.killed_by)
-        return out
+CheckResult = CheckRecord
+"""The harness's verdict on one declared check: the record a step carries
+(``vera_env.records.CheckRecord``), made here and nowhere else."""
 
 
 def distinct_evidence(results: Iterable[CheckResult]) -> int:
