@@ -120,6 +120,18 @@ def heldout(args: argparse.Namespace, rec: Record) -> list[str]:
     return list(rec.data["heldout"]["ids"])
 
 
+SAVE_EVERY = 5
+"""Steps between checkpoints of SFT and GRPO: what a sitting cut short loses at most."""
+
+
+def _resume(folder: Path) -> list[str]:
+    """``--resume`` when ``folder`` holds a checkpoint (an earlier sitting's, or the
+    chunk before), else nothing: a fresh run into a folder with checkpoints is refused."""
+    from training.resume import last_checkpoint
+
+    return ["--resume"] if folder.is_dir() and last_checkpoint(folder) is not None else []
+
+
 def collect_and_sft(model: Path, args: argparse.Namespace, rec: Record) -> Path:
     sft, data = args.out / "sft", args.out / "brief.jsonl"
     if not data.is_file():
@@ -132,12 +144,14 @@ def collect_and_sft(model: Path, args: argparse.Namespace, rec: Record) -> Path:
     if (sft / "config.json").is_file():
         return sft
     started = time.perf_counter()
+    # Checkpoints every few steps, so a sitting that ends mid-SFT loses little.
     cmd = _run([sys.executable, "-m", "training.sft", "--model", str(model), "--rollouts",
                 str(data), "--select", "either", "--layout", "turns", "--train-steps",
                 str(args.sft_steps), "--per-device-train-batch-size", "2",
                 "--gradient-accumulation-steps", "2", "--learning-rate", "2e-4",
                 "--trainable-layers", str(args.trainable_layers), "--output-dir", str(sft),
-                "--seed", "0"], args.out / "sft.log")
+                "--seed", "0", "--save-steps", str(SAVE_EVERY), *_resume(sft)],
+               args.out / "sft.log")
     rec.set("sft", {"command": cmd, "steps": args.sft_steps}, started)
     return sft
 
@@ -148,12 +162,13 @@ def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> 
     if f"grpo_{steps}" in rec.data:
         return folder
     started = time.perf_counter()
-    resume = ["--resume"] if steps > args.chunk else []
+    resume = _resume(folder)
     cmd = _run([sys.executable, "-m", "training.grpo", "--model", str(sft), "--output-dir",
                 str(folder), "--tasks", "curriculum", "--difficulties", *DIFFICULTIES, *ENV,
                 "--num-generations", str(args.group), "--per-device-train-batch-size",
                 str(args.group), "--steps-per-generation", "1", "--train-steps", str(steps),
-                "--save-steps", str(args.chunk), "--learning-rate", str(args.learning_rate),
+                "--save-steps", str(min(args.chunk, SAVE_EVERY)),
+                "--learning-rate", str(args.learning_rate),
                 "--max-turn-tokens", str(args.turn_tokens), "--temperature", "1.0",
                 "--trainable-layers", str(args.trainable_layers), "--env-workers", "4",
                 "--dump-rollouts", str(args.out / "rollouts.jsonl"), "--seed", "3", *resume,

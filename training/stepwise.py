@@ -215,7 +215,7 @@ class LockstepRollout:
         self._sampler_factory = sampler
         self._packing: tuple[Any, Packing] | None = None
         self._envs = LockstepEnvs(spec, tasks)  # a bad env setting fails here, not mid-run
-        self._tasks, self._drawn = tasks, dict[str, str]()
+        self._tasks = tasks
         self._pool = ThreadPoolExecutor(max_workers=env_workers)
         self.timings: dict[str, float] = {}
 
@@ -230,7 +230,8 @@ class LockstepRollout:
         return self._packing[1]
 
     def __call__(self, prompts: list[Any], trainer: Any) -> list[StepEpisode]:
-        starts = [self._resolve(parse_start(p)) for p in prompts]
+        drawn: dict[str, str] = {}  # per call: a dataset epoch later, slot K draws anew
+        starts = [self._resolve(parse_start(p), drawn) for p in prompts]
         if self._sampler_factory is None:
             from training.samplers import trainer_sampler  # noqa: PLC0415 - needs torch
 
@@ -245,15 +246,18 @@ class LockstepRollout:
             any_active=any_active(trainer) if distributed else (lambda local: local),
             fixed_width=distributed, timings=self.timings)
 
-    def _resolve(self, start: Start) -> Start:
-        """A deferred start (``drawn:K``) with its task drawn now from the source: the
-        first time slot K is played; TRL repeats a prompt once per group member, and the
-        whole group must play the same task."""
+    def _resolve(self, start: Start, drawn: dict[str, str]) -> Start:
+        """A deferred start (``drawn:K``) with its task drawn now from the source, once per
+        generation batch (``drawn``): TRL puts a prompt's copies, one per group member,
+        in the same generation batch, and the whole group must play the same task.
+
+        With several processes each draws from its own curriculum, and a group split
+        across processes would play different tasks: use one process per group."""
         if not start.task_id.startswith(DRAWN):
             return start
-        if start.task_id not in self._drawn:
-            self._drawn[start.task_id] = self._tasks.sample(1)[0]
-        return Start(task_id=self._drawn[start.task_id], seed=start.seed)
+        if start.task_id not in drawn:
+            drawn[start.task_id] = self._tasks.sample(1)[0]
+        return Start(task_id=drawn[start.task_id], seed=start.seed)
 
     def close(self) -> None:
         """Close every env and stop the step threads."""

@@ -45,13 +45,16 @@ def test_rollout_resolve_gives_a_group_one_task_and_slots_fresh_draws():
     tasks = _curriculum()
     rollout = LockstepRollout(tasks, grpo.Args().env_spec(), env_workers=1)
     try:
-        group = [rollout._resolve(Start(f"{DRAWN}0", 7)) for _ in range(4)]
+        batch: dict[str, str] = {}
+        group = [rollout._resolve(Start(f"{DRAWN}0", 7), batch) for _ in range(4)]
         assert len({s.task_id for s in group}) == 1 and group[0].seed == 7
         assert group[0].task_id.split(".")[2] == "warmup"  # the ladder's first rung
-        others = {rollout._resolve(Start(f"{DRAWN}{k}", k)).task_id for k in range(1, 30)}
-        assert len(others) > 1  # each slot draws again
+        others = {rollout._resolve(Start(f"{DRAWN}{k}", k), batch).task_id for k in range(1, 30)}
+        assert len(others) > 1  # each slot draws its own task
+        later = {rollout._resolve(Start(f"{DRAWN}0", 7), {}).task_id for _ in range(30)}
+        assert len(later) > 1  # the same slot in a later batch (epoch) draws again
         plain = Start("seq.gc_content.easy.s1", 3)
-        assert rollout._resolve(plain) == plain
+        assert rollout._resolve(plain, batch) == plain
     finally:
         rollout.close()
 
