@@ -64,6 +64,9 @@ MODULES = [
     "vera_env/verification/grading/*.py",
     "vera_env/phase.py",
     "vera_env/verification/checks.py",
+    "vera_env/records.py",
+    "vera_env/rollout/attempt.py",
+    "vera_env/evaluation/summary.py",
 ]
 
 # Which tests may kill them: the tests of those modules and the scenario suites that
@@ -81,6 +84,8 @@ TESTS = [
     "tests/rollout/test_rollout.py",
     "tests/test_phase.py",
     "tests/verification/test_checks.py",
+    "tests/test_records.py",
+    "tests/evaluation/test_metrics.py",
 ]
 
 # The tests of each mutated module's own behaviour: ``--retest`` runs a finished run's
@@ -93,6 +98,9 @@ OWN_TESTS = {
     "vera_env/verification/rewards.py": ["tests/verification/test_rewards.py"],
     "vera_env/wire/": ["tests/wire"],
     "vera_env/phase.py": ["tests/test_phase.py"],
+    "vera_env/records.py": ["tests/test_records.py"],
+    "vera_env/rollout/attempt.py": ["tests/rollout/test_rollout.py", "tests/test_records.py"],
+    "vera_env/evaluation/summary.py": ["tests/evaluation/test_metrics.py", "tests/test_records.py"],
 }
 # Copied next to the package: what the selected tests import or read.
 ALSO_COPY = ["policies", "tests", "README.md", "docs"]
