@@ -103,7 +103,7 @@ OWN_TESTS = {
     "vera_env/evaluation/summary.py": ["tests/evaluation/test_metrics.py", "tests/test_records.py"],
 }
 # Copied next to the package: what the selected tests import or read.
-ALSO_COPY = ["policies", "tests", "README.md", "docs"]
+ALSO_COPY = ["policies", "training", "tests", "README.md", "docs"]
 
 PLUGIN = "mutation_guard"
 PLUGIN_SOURCE = '''"""pytest plugin for benchmarks/mutation.py (generated; see its docstring)."""
