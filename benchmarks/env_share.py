@@ -40,6 +40,7 @@ import resource
 import statistics
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -181,7 +182,10 @@ def summarize(n: int, delay_s: float, timeline: Timeline, wall: float, cpu: floa
             "cores_for_16_turns_per_s": per_turn_cpu * TURNS_PER_S,
             "mean_score": statistics.fmean(scores) if scores else None,
             "unscorable": sum(a.score is None for a in attempts),
-            "faults": sorted({_fault(a)[:160] for a in attempts if a.score is None})}
+            "faults": sorted({_fault(a)[:160] for a in attempts if a.score is None}),
+            "steps_per_episode_max": max((a.n_steps for a in attempts), default=0),
+            "step_errors": dict(Counter((s.error or "")[:120] for a in attempts
+                                        for s in a.steps if s.error).most_common(8))}
 
 
 def _fault(attempt: Any) -> str:

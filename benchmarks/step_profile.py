@@ -22,6 +22,14 @@ Worker-busy shares include time a thread waited for the GIL: they apportion the 
 they do not add to it. Counts: check runs, variants built, sandboxes started (a fresh
 ``bwrap`` per check or fallback run, plus a persistent server started per workspace).
 
+CPU per step is counted twice: ``getrusage`` (this process and its reaped children) and,
+where the machine lets the script join a fresh cgroup-v1 ``cpuacct`` group of its own,
+that group's usage (every process started in it, reaped or not). They differ when a
+sandbox server dies with the thread that started it (bwrap's ``--die-with-parent``): bwrap
+is killed before it reaps its zygote, so the zygote's and its commands' CPU never reach
+``getrusage`` (measured: a 0.6 s check in such a server counted 0.002 s). Quote the
+cgroup's figure (``tree_cpu_s_per_step``) when comparing code where that happens.
+
 Last, the per-call cost in one process, median of ``--n``: a bare
 ``subprocess.run(["bash", "-c", "true"])`` vs ``Workspace.run("true")`` (the agent's
 path) vs ``Workspace.run_check("true")`` (every check).
@@ -205,12 +213,13 @@ def step_rows(before: dict[str, Any], after: dict[str, Any], wall_s: float) -> d
             "variants_built": after["variants"] - before["variants"]}
 
 
-def play_episode(task: Task, strength: bool, prof: Attribution) -> dict[str, Any]:
+def play_episode(task: Task, strength: bool, prof: Attribution,
+                 tree_cpu: Callable[[], float | None]) -> dict[str, Any]:
     """The oracle's episode on ``task``, every step attributed (``step_rows``)."""
     env = EnvSpec(reward=RewardConfig(strength=strength)).build(tasks=[task])
     policy = ScriptedPolicy({task.id: tuple(task.solution or ())})
     steps, total = [], 0.0
-    cpu0 = cpu_s()
+    cpu0, tree0 = cpu_s(), tree_cpu()
     try:
         started = time.perf_counter()
         obs, info = env.reset(options={"task_id": task.id})
@@ -225,8 +234,32 @@ def play_episode(task: Task, strength: bool, prof: Attribution) -> dict[str, Any
             ended = terminated or truncated
     finally:
         env.close()  # shadow servers are reaped here: their CPU counts once they exit
+    tree1 = tree_cpu()
     return {"task": task.id, "strength": strength, "reset_s": reset_s, "return": total,
-            "cpu_s": cpu_s() - cpu0, "steps": steps}
+            "cpu_s": cpu_s() - cpu0, "steps": steps,
+            "tree_cpu_s": None if tree0 is None or tree1 is None else tree1 - tree0}
+
+
+@contextmanager
+def cpu_cgroup() -> Iterator[Callable[[], float | None]]:
+    """Run inside a fresh cgroup-v1 ``cpuacct`` group, when one can be made (module
+    docstring); yields a reader of its CPU seconds so far (None: no group)."""
+    base = Path("/sys/fs/cgroup/cpuacct")
+    group = base / f"vera-step-profile-{os.getpid()}"
+    try:
+        group.mkdir()
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+    except OSError:
+        yield lambda: None
+        return
+    try:
+        yield lambda: int((group / "cpuacct.usage").read_text()) / 1e9
+    finally:
+        try:
+            (base / "cgroup.procs").write_text(str(os.getpid()))
+            group.rmdir()  # refused while a process started in it still runs
+        except OSError as exc:
+            print(f"(cpuacct group {group} left behind: {exc})")
 
 
 def cpu_s() -> float:
@@ -279,6 +312,10 @@ def summarize(episode: dict[str, Any]) -> dict[str, Any]:
     return {"task": episode["task"], "strength": episode["strength"], "steps": len(steps),
             "return": episode["return"], "reset_s": episode["reset_s"],
             "episode_s": wall, "median_s": medians, "cpu_s_per_step": episode["cpu_s"] / len(steps),
+            "tree_cpu_s_per_step": (None if episode.get("tree_cpu_s") is None
+                                    else episode["tree_cpu_s"] / len(steps)),
+            "fresh_sandboxes": sum(s["fresh_sandboxes"] for s in steps),
+            "servers_started": sum(s["servers"] for s in steps),
             "share": {row: totals[row] / wall if wall else 0.0 for row in ROWS},
             "step_wall_median_s": statistics.median(s["wall_s"] for s in steps),
             "check_runs_per_step": sum(s["check_runs"] for s in steps) / len(steps),
@@ -306,6 +343,9 @@ def print_summary(r: dict[str, Any]) -> None:
     for row in ROWS:
         print(f"| {row} | {r['median_s'][row]:.3f} | {r['share'][row]:.1%} |")
     print(f"| **step wall** | {r['step_wall_median_s']:.3f} | 100% |")
+    tree = r["tree_cpu_s_per_step"]
+    if tree is not None:
+        print(f"\nCPU-s per step, every process of the run's cgroup: {tree:.2f}")
     print(f"\nCPU-s per step {r['cpu_s_per_step']:.2f} (process + sandboxes, episode mean); "
           f"check runs per step {r['check_runs_per_step']:.1f}; sandboxes started per step "
           f"{r['sandboxes_per_step']:.1f}; variants built in the episode "
@@ -318,15 +358,20 @@ def print_summary(r: dict[str, Any]) -> None:
 
 def print_overview(summaries: list[dict[str, Any]]) -> None:
     """One row per episode: the shares of its step time, and its counts."""
-    print("\n| task | strength | s / step (median) | CPU-s / step | "
+    print("\n| task | strength | s / step (median) | CPU-s / step | CPU-s / step (cgroup) | "
           + " | ".join(ROWS) + " | check runs / step | sandboxes / step | variants |")
-    print("|---|---|---:|---:|" + "---:|" * (len(ROWS) + 3))
+    print("|---|---|---:|---:|---:|" + "---:|" * (len(ROWS) + 3))
     for r in summaries:
         shares = " | ".join(f"{r['share'][row]:.0%}" for row in ROWS)
         print(f"| {r['task']} | {'on' if r['strength'] else 'off'} | "
-              f"{r['step_wall_median_s']:.2f} | {r['cpu_s_per_step']:.2f} | {shares} | "
+              f"{r['step_wall_median_s']:.2f} | {r['cpu_s_per_step']:.2f} | "
+              f"{_maybe(r['tree_cpu_s_per_step'])} | {shares} | "
               f"{r['check_runs_per_step']:.1f} | {r['sandboxes_per_step']:.1f} | "
               f"{r['variants_per_episode']} |")
+
+
+def _maybe(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def load(ids: list[str]) -> list[Task]:
@@ -353,13 +398,14 @@ def main() -> None:
     prof = Attribution()
     prof.install()
     try:
-        for mode in args.strength.split(","):
-            for task in tasks:
-                for _ in range(args.episodes):
-                    episode = play_episode(task, mode == "on", prof)
-                    out["episodes"].append(episode)
-                    out["summaries"].append(summarize(episode))
-                    print_summary(out["summaries"][-1])
+        with cpu_cgroup() as tree_cpu:
+            for mode in args.strength.split(","):
+                for task in tasks:
+                    for _ in range(args.episodes):
+                        episode = play_episode(task, mode == "on", prof, tree_cpu)
+                        out["episodes"].append(episode)
+                        out["summaries"].append(summarize(episode))
+                        print_summary(out["summaries"][-1])
     finally:
         prof.uninstall()
     print_overview(out["summaries"])

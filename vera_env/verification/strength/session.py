@@ -35,7 +35,9 @@ would it have said False?*
 Order and cost. A check that names no workspace file (``check_inputs``) is not tested.
 Task files are tried nearest first, at most ``strength_max_files`` per counterfactual.
 The first mutant runs beside the first control (most checks die there), then the rest;
-the checks of a node are tested concurrently, ``workers`` sandbox runs at a time.
+the checks of a node are tested concurrently, ``workers`` sandbox runs at a time, on
+threads kept for the whole episode (``workers``), so the shadows' sandbox servers
+started on them stay warm from node to node.
 Variants are classified once per task per process and written afresh per episode;
 shadows persist across nodes (``bank``), so each command is replayed once per variant.
 
@@ -46,7 +48,8 @@ staging and replaying shadows and every check run. What is undecided by then ear
 nothing, with a ``detail`` that says so.
 
 The session is per episode and owned by it (``Episode.strength``): the command log,
-the variant files and the shadows die with ``close()``.
+the variant files, the shadows (with their servers) and the run threads die with
+``close()``.
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ from vera_env.verification.strength.shadows import (
     ShadowGroup,
 )
 from vera_env.verification.strength.variants import Variant, copy_variant
+from vera_env.verification.strength.workers import RunPool
 from vera_env.wire.protocol import verdict_from_output
 
 if TYPE_CHECKING:
@@ -123,7 +127,7 @@ class StrengthSession:
                  workers: int | None = None) -> None:
         self._sources = dict(sources)
         self._workspace, self._config, self._limits = workspace, config, limits
-        self._workers = workers or min(8, max(2, os.cpu_count() or 2))
+        self._runs = RunPool(workers or min(8, max(2, os.cpu_count() or 2)))
         self.log = CommandLog(workspace.path, list(self._sources),
                               scan_budget_s=config.strength_scan_budget_s)
         staged = {name: _stat(workspace.path / name, path) for name, path in sources.items()}
@@ -178,7 +182,7 @@ class StrengthSession:
             self._tested += len(passing)
         out = list(results)
         try:
-            with ThreadPoolExecutor(self._workers, "strength-run") as runs, \
+            with self._runs.lease() as runs, \
                     ThreadPoolExecutor(len(passing), "strength-check") as checks:
                 futures = {i: checks.submit(self._probe, results[i], order[i], index,
                                             artifact, runs, time_left, budget_s)
@@ -187,13 +191,23 @@ class StrengthSession:
                     out[i] = future.result()
         except OSError as exc:
             raise SandboxError(f"strength: cannot write a variant: {exc}") from exc
+        except RuntimeError as exc:  # the run pool refused work: close() stopped it
+            if not self._runs.closed:
+                raise
+            raise SandboxError("strength: the episode was closed while its checks were "
+                               "tested") from exc
         finally:
             self.bank.trim()
         return tuple(out)
 
     def close(self) -> None:
-        """Close every shadow and delete every variant file. Idempotent."""
-        self.bank.close()
+        """Close every shadow and delete every variant file, then stop the run threads
+        (after the shadows: their servers are closed, not killed by the threads' exit).
+        Idempotent."""
+        try:
+            self.bank.close()
+        finally:
+            self._runs.close()
 
     # ----- one check -----
 
