@@ -9,7 +9,7 @@ moment it ends (command line, seeds, wall time), and copied to ``--results``:
 2. ``heldout``: the fixed held-out set -- every builtin type x {warmup, easy} x
    ``--heldout-seeds`` seeds from 100000 on, never trained on (training draws seeds
    below 1000: ``training.collect`` ``range(--sft-episodes)``, the curriculum 0-999).
-3. ``collect``: ``training.collect --policy brief`` (short verified turns) on training
+3. ``collect``: ``training.collect --policy analyst`` (compute, re-derive, answer) on training
    seeds; ``sft``: ``training.sft --layout turns`` on them.
 4. ``eval_0``: the post-SFT baseline on the held-out set.
 5. ``grpo_N`` / ``eval_N``: step-wise ``training.grpo --tasks curriculum`` in chunks of
@@ -133,10 +133,10 @@ def _resume(folder: Path) -> list[str]:
 
 
 def collect_and_sft(model: Path, args: argparse.Namespace, rec: Record) -> Path:
-    sft, data = args.out / "sft", args.out / "brief.jsonl"
+    sft, data = args.out / "sft", args.out / "analyst.jsonl"
     if not data.is_file():
         started = time.perf_counter()
-        cmd = _run([sys.executable, "-m", "training.collect", "--policy", "brief",
+        cmd = _run([sys.executable, "-m", "training.collect", "--policy", "analyst",
                     "--difficulties", *DIFFICULTIES, "--num-tasks", str(args.sft_episodes),
                     *ENV, "--output", str(data), "--seed", "1"], args.out / "collect.log")
         rec.set("collect", {"command": cmd, "episodes": args.sft_episodes,
@@ -298,7 +298,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--chunk", type=int, default=20, help="GRPO steps between evaluations")
     parser.add_argument("--group", type=int, default=4)
     parser.add_argument("--learning-rate", type=float, default=2e-5)
-    parser.add_argument("--turn-tokens", type=int, default=96)
+    parser.add_argument("--turn-tokens", type=int, default=208,
+                        help="new tokens a turn may sample (the analyst teacher's turns: up to 204)")
     parser.add_argument("--trainable-layers", type=int, default=4)
     parser.add_argument("--eval-backend", choices=("cli", "lockstep"), default="cli",
                         help="cli: vera-env eval with --eval-concurrency threads (measured "

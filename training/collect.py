@@ -42,8 +42,9 @@ from vera_env.wrappers import WrapperName
 class Args(EnvOptions):
     """Collect rollouts of a policy through VeraEnv."""
 
-    policy: Literal["oracle", "brief", "careless", "openai", "transformers"] = "oracle"
+    policy: Literal["oracle", "brief", "analyst", "careless", "openai", "transformers"] = "oracle"
     """oracle (reference solutions), brief (training.teacher: short verified turns),
+    analyst (training.analyst: compute, re-derive in a check, answer),
     careless (falls into each trap), openai (an OpenAI-compatible endpoint:
     OpenAIChatPolicy) or transformers (a local model folder)."""
     base_url: str = ""
@@ -177,6 +178,10 @@ def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Any:
         from training.teacher import BriefTeacher  # noqa: PLC0415
 
         return BriefTeacher(tasks)
+    if args.policy == "analyst":
+        from training.analyst import AnalystTeacher  # noqa: PLC0415
+
+        return AnalystTeacher(tasks)
     if args.policy == "careless":
         from policies import careless_policy  # noqa: PLC0415
 

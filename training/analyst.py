@@ -1,0 +1,209 @@
+"""A teacher of real analysis in three short turns: compute, re-derive, answer.
+
+Why this exists. ``BriefTeacher`` pins a file's line count -- a fingerprint of the data
+that earns no verification -- and answers with the privileged reference answer; a model
+fine-tuned on it learned exactly that (fingerprint-node share 1.0, accuracy 2.6% on the
+held-out set). This teacher does what the project rewards: one shell one-liner that
+COMPUTES the answer from the data, a node whose check re-runs that computation and
+compares it with the value the observation showed, and an answer that is the same
+value. Every value it writes is read from the observation's command window, never from
+``task.answer``: its turns are right only because the computation was.
+
+The one-liners are written for the 13 builtin types at the ``warmup`` and ``easy``
+difficulties (the same command is right at both; their parameters -- gene, column,
+sample, motif -- are read from the question). The command is saved as ``q.sh`` so that
+the check re-runs it in a few tokens (strength testing replays the file-writing command
+on each variant, so the check still sees the varied data). SmolLM2 tokens per turn:
+node <= 76 and answer <= 14; the command 98-204 (above GRPO's ~120 cap for the matrix,
+ORF, fold-change and trio types).
+
+    python -m training.collect --policy analyst --observation-variant compact ...
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from vera_env import info as keys
+from vera_env.tasks import TaskSource
+
+__all__ = ["AnalystTeacher", "analysis_command"]
+
+_MTX = "/^%/{m=1;next} !m"  # features/barcodes first, then the matrix body
+_SUMMARY = "the answer computed from the data is"
+# The computation is saved as a script so that the check re-runs it in a few tokens.
+_SCRIPT = "cat > q.sh <<'E'\n{}\nE\nsh q.sh"
+
+
+def _q(pattern: str, question: str, default: str = "") -> str:
+    found = re.search(pattern, question)
+    return found.group(1) if found else default
+
+
+def _doublets(q: str) -> str:
+    t, b = (re.findall(r"express (\w+)", q) + ["Cd3e", "Cd19"])[:2]
+    k = _q(r"at least (\d+) counts", q, "3")
+    return ("zcat features.tsv.gz matrix.mtx.gz | awk '" + _MTX
+            + f'{{t=$2=="{t}"?NR:t;b=$2=="{b}"?NR:b;next}} h++&&$3>={k}'
+            + "{x[$1]+=($2==t)+2*($2==b)} END{for(c in x)n+=x[c]==3;print n+0}'")
+
+
+def _knockout(q: str) -> str:
+    return ("zcat genes.tsv.gz barcodes.tsv.gz matrix.mtx.gz | awk 'NR==FNR{g[$1]=$2;"
+            'n+=$2=="control";next} ' + _MTX + "{NF>1?s[++i]=$2:t[++j]=g[$1];next} "
+            'h++&&$3{t[$2]=="treated"?z[$1]=1:d[$1]++} '
+            "END{for(k in s)if(!z[k]&&d[k]>=n/2)print s[k]}' cells.tsv -")
+
+
+def _qc_cells(q: str) -> str:
+    total, pct = _q(r"at least (\d+)", q, "1000"), _q(r"less than (\d+)%", q, "15")
+    return ("zcat genes.tsv.gz matrix.mtx.gz | awk '" + _MTX
+            + "{mt[NR]=$2~/^mt-/;next} h++{t[$2]+=$3;x[$2]+=mt[$1]*$3} "
+            + f"END{{for(c in t)n+=t[c]>={total}&&x[c]<{pct}*t[c]/100;print n}}'")
+
+
+def _gc(q: str) -> str:
+    file = _q(r"of (\S+\.fa(?:\.gz)?)", q, "genome.fa.gz")
+    return (f"zcat -f {file} | awk '!/^>/{{s=toupper($0);g+=gsub(/[GC]/,\"\",s);"
+            "a+=gsub(/[AT]/,\"\",s)} END{printf \"%.2f\\n\",100*g/(g+a)}'")
+
+
+def _orf(q: str) -> str:
+    file = _q(r"in (\S+\.fa)\b", q, "transcripts.fa")
+    return (f"python3 -c \"import re;s=re.sub('>.*','|',open('{file}').read())"
+            ".replace('\\n','').upper();s+='|'+s[::-1].translate(str.maketrans('ACGT','TGCA'));"
+            "print(max(map(len,re.findall('(?=(ATG(?:[^|]{3})*?)(?:TAA|TAG|TGA))',s)))//3)\"")
+
+
+def _motif(q: str) -> str:
+    motif, file = _q(r"motif ([ACGT]+)", q), _q(r"of (\S+\.fa(?:\.gz)?)", q, "seqs.fa.gz")
+    rev = motif[::-1].translate(str.maketrans("ACGT", "TGCA"))
+    return ("python3 -c \"import re,gzip;R=gzip.open('" + file + "','rt').read().upper()"
+            ".split('>')[1:];print(sum(len(re.findall(m,''.join(r.split('\\n')[1:]))) "
+            f"for r in R for m in ['(?={motif})','(?={rev})']))\"")
+
+
+def _fold_change(q: str) -> str:
+    gene = _q(r"fold change of (\S+) between", q)
+    return ("awk 'NR==FNR{c[$1]=substr($2,1,1);next} FNR<2{split($0,h)} "
+            f'$1=="{gene}"{{for(i=2;i<=NF;i++){{s[c[h[i]]]+=2^$i-1;n[c[h[i]]]++}}}} '
+            'END{printf "%.3f\\n",s["t"]/n["t"]*n["c"]/s["c"]}\' samples.tsv expression.tsv')
+
+
+def _label_coding(q: str) -> str:
+    col = _q(r"mean (\S+) of the malignant", q)
+    return ("awk -F, -v m=\"$(grep -o '[01] = malignant' codebook.txt | cut -c1)\" "
+            f"'NR==1{{for(i=1;i<=NF;i++)if($i==\"{col}\")c=i;next}} $NF==m{{s+=$c;n++}} "
+            "END{printf \"%.2f\\n\",s/n}' tumours.csv")
+
+
+def _sentinel(q: str) -> str:
+    col, species = _q(r"mean (\S+) ", q), _q(r"of (\w+) penguins", q)
+    return (f"awk -F, 'NR==1{{for(i=1;i<=NF;i++)if($i==\"{col}\")c=i;next}} "
+            f"$2==\"{species}\"&&$c!=-999&&$c!=\"NA\"&&$c!=\"\"{{s+=$c;n++}} "
+            "END{printf \"%.2f\\n\",s/n}' penguins.csv")
+
+
+def _survival(q: str) -> str:
+    arm = _q(r"of arm (\w+)", q, "B")
+    return (f"awk -F, '$2==\"{arm}\"{{print $3,$4}}' survival.csv | sort -k1n -k2r | "
+            f"awk -v r=$(grep -c ,{arm}, survival.csv) "
+            "'NR<2{s=1} $2{s*=1-1/r} {r--} s<.5+1e-9{print $1;exit}'")
+
+
+def _het(q: str) -> str:
+    sample, file = _q(r"sample (\S+) heterozygous", q), _q(r"in (\S+\.vcf\.gz)", q)
+    return (f"zcat {file} | awk '/^#C/{{for(i=10;i<=NF;i++)if($i==\"{sample}\")c=i}} "
+            "!/^#/&&$c~/^[0-9][\\/|][0-9]/{n+=substr($c,1,1)!=substr($c,3,1)} END{print n+0}'")
+
+
+def _titv(q: str) -> str:
+    file = _q(r"in (\S+\.vcf\.gz)", q, "variants.vcf.gz")
+    return (f"zcat {file} | awk '!/^#/&&$4~/^[ACGT]$/&&$5~/^[ACGT]$/{{x=$4$5;"
+            "if(x~/AG|GA|CT|TC/)i++;else v++} END{printf \"%.3f\\n\",i/v}'")
+
+
+def _trio(q: str) -> str:
+    child = _q(r"child \((\S+)\)", q)
+    men = _q(r"men \(([^)]*)\)", q).replace(", ", "|")
+    return (f"zcat calls.vcf.gz | awk '/^#C/{{for(i=10;i<=NF;i++)if((h[i]=$i)==\"{child}\")k=i}} "
+            "!/^#/{for(i=10;i<=NF;i++)x[h[i]]+=(substr($i,1,3)substr($k,1,3))~/0.01.1|1.10.0/} "
+            f"END{{for(s in x)print x[s],s}}' | grep -wE '{men}' | sort -n | head -1 | cut -d' ' -f2")
+
+
+_COMMANDS: dict[str, Callable[[str], str]] = {
+    "mtx.doublets": _doublets, "mtx.knockout_gene": _knockout, "mtx.qc_cells": _qc_cells,
+    "seq.gc_content": _gc, "seq.longest_orf": _orf, "seq.motif_count": _motif,
+    "tab.fold_change": _fold_change, "tab.label_coding": _label_coding,
+    "tab.sentinel_mean": _sentinel, "tab.survival_median": _survival,
+    "vcf.het_count": _het, "vcf.titv": _titv, "vcf.trio_parentage": _trio,
+}
+_KINDS = {"mtx": "qc", "seq": "transform", "tab": "transform", "vcf": "qc"}
+
+
+def analysis_command(task_type: str, question: str) -> str:
+    """The one-liner that computes the answer of a ``task_type`` task from its data.
+
+    Raises:
+        KeyError: No one-liner is written for ``task_type``.
+    """
+    return _COMMANDS[task_type](question)
+
+
+def _task_type(task_id: str) -> str:
+    return ".".join(task_id.split(".")[:2])
+
+
+class AnalystTeacher:
+    """Compute the answer with one command, re-derive it in a check, answer with it.
+
+    Stateless across calls (the turn is chosen by the observation and ``info``), so one
+    instance serves many concurrent episodes. When the command's output cannot be read
+    (an error, an empty line), it runs the command again until the forced answer, then
+    answers "unknown" -- never with the privileged answer.
+
+    Args:
+        tasks: The task source the environment draws from (for questions and types).
+    """
+
+    def __init__(self, tasks: TaskSource) -> None:
+        self._tasks = tasks
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """The next short turn."""
+        task = self._tasks.get(info[keys.TASK_ID])
+        command = _SCRIPT.format(analysis_command(_task_type(task.id), task.question))
+        value = _printed(observation, command)
+        prefill = str(info.get(keys.PREFILL) or "")
+        if prefill:
+            return prefill + (value or "unknown")
+        if value is None:
+            return f"<command>{command}</command>"
+        if "(checks" not in observation:
+            return self._node(task, command, value)
+        return f"FINAL ANSWER: {value}"
+
+    @staticmethod
+    def _node(task: Any, command: str, value: str) -> str:
+        """The node declaring ``value`` with a check that recomputes it from the data."""
+        family = _task_type(task.id).split(".")[0]
+        artifact = _first_file(command.split("\n")[1])
+        return (f'NODE kind={_KINDS[family]} summary="{_SUMMARY} {value}" artifact={artifact}\n'
+                f'CHECK range "q.sh recomputes {value}" :: test "$(sh q.sh)" = "{value}" '
+                "&& echo True || echo False")
+
+
+def _printed(observation: str, command: str) -> str | None:
+    """The first token printed right after ``$ command`` in the observation's window."""
+    found = re.findall(re.escape(f"$ {command}") + r"\n[ \t]*([^\s$][^\s]*)", observation)
+    # Once the window has scrolled on, the value is still in the node it declared.
+    found = found or re.findall(re.escape(_SUMMARY) + r" ([^\s\"\[]+)", observation)
+    return found[-1] if found else None
+
+
+def _first_file(command: str) -> str:
+    """The first data file the command names (the node's artifact)."""
+    found = re.search(r"[\w.-]+\.(?:gz|fa|tsv|csv|txt)\b", command)
+    return found.group(0) if found else "."
