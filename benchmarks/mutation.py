@@ -86,6 +86,7 @@ TESTS = [
     "tests/verification/test_checks.py",
     "tests/test_records.py",
     "tests/evaluation/test_metrics.py",
+    "tests/rollout/test_attempt_endings.py",
 ]
 
 # The tests of each mutated module's own behaviour: ``--retest`` runs a finished run's
@@ -99,7 +100,8 @@ OWN_TESTS = {
     "vera_env/wire/": ["tests/wire"],
     "vera_env/phase.py": ["tests/test_phase.py"],
     "vera_env/records.py": ["tests/test_records.py"],
-    "vera_env/rollout/attempt.py": ["tests/rollout/test_rollout.py", "tests/test_records.py"],
+    "vera_env/rollout/attempt.py": ["tests/rollout/test_rollout.py", "tests/test_records.py",
+                                    "tests/rollout/test_attempt_endings.py"],
     "vera_env/evaluation/summary.py": ["tests/evaluation/test_metrics.py", "tests/test_records.py"],
 }
 # Copied next to the package: what the selected tests import or read.
