@@ -18,7 +18,7 @@ def test_parse_args_reads_flags_and_uses_field_docstrings_as_help(capsys):
     assert field_docs(grpo.Args)["max_turn_tokens"] == "Tokens one model turn may sample (both layouts)."
     with pytest.raises(SystemExit):
         parse_args(collect.Args, ["--policy", "gpt"])
-    assert "{oracle,brief,careless,openai,transformers}" in capsys.readouterr().err
+    assert "{oracle,brief,analyst,careless,openai,transformers}" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         parse_args(grpo.Args, ["--help"])
     assert "Tokens one model turn may sample (both layouts)." in capsys.readouterr().out
