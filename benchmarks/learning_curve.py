@@ -293,7 +293,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="tiny random model, 2 held-out instances, 2 GRPO steps")
     parser.add_argument("--heldout-seeds", type=int, default=3, help="x 13 types x 2 = n")
     parser.add_argument("--sft-episodes", type=int, default=52)
-    parser.add_argument("--sft-steps", type=int, default=24)
+    parser.add_argument("--sft-steps", type=int, default=120,
+                        help="120: about 3 epochs of the 156 analyst turns (24, 0.6 of one, "
+                             "left the model copying the prompt's example)")
     parser.add_argument("--grpo-steps", type=int, default=300)
     parser.add_argument("--chunk", type=int, default=20, help="GRPO steps between evaluations")
     parser.add_argument("--group", type=int, default=4)

@@ -131,8 +131,20 @@ def pytest_sessionstart(session):
 '''
 
 
-def mutmut_config(modules: list[str]) -> str:
-    """The ``[tool.mutmut]`` table this benchmark runs under, as TOML."""
+def own_tests(modules: list[str]) -> list[str]:
+    """The ``OWN_TESTS`` of ``modules`` (globs as in ``MODULES``), in order, once each."""
+    found: list[str] = []
+    for module in modules:
+        prefix = module.split("*")[0]
+        for owner, tests in OWN_TESTS.items():
+            if prefix.startswith(owner) or owner.startswith(prefix):
+                found += [t for t in tests if t not in found]
+    return found
+
+
+def mutmut_config(modules: list[str], tests: list[str] | None = None) -> str:
+    """The ``[tool.mutmut]`` table this benchmark runs under, as TOML (``tests``: the
+    test selection, ``TESTS`` when None)."""
 
     def toml_list(items: list[str]) -> str:
         return "[" + ", ".join(json.dumps(item) for item in items) + "]"
@@ -143,7 +155,7 @@ def mutmut_config(modules: list[str]) -> str:
         f"only_mutate = {toml_list(modules)}",
         f"also_copy = {toml_list(ALSO_COPY + [PLUGIN + '.py'])}",
         f"pytest_add_cli_args = {toml_list(['-p', PLUGIN, '-p', 'no:cacheprovider'])}",
-        f"pytest_add_cli_args_test_selection = {toml_list(TESTS)}",
+        f"pytest_add_cli_args_test_selection = {toml_list(tests or TESTS)}",
         # A mutant times out at this multiple of its tests' clean run time (+1 s). mutmut's
         # default, 15, gave spurious timeouts on the shared two-core machine at load 20.
         "timeout_multiplier = 30.0",
@@ -151,7 +163,8 @@ def mutmut_config(modules: list[str]) -> str:
     ])
 
 
-def prepare(tree: Path, work: Path, *, fresh: bool, modules: list[str]) -> None:
+def prepare(tree: Path, work: Path, *, fresh: bool, modules: list[str],
+            tests: list[str] | None = None) -> None:
     """Copies what the run needs from ``tree`` into ``work`` (emptied first when ``fresh``).
 
     The configuration is written every time, so a resumed run uses the current one.
@@ -169,7 +182,7 @@ def prepare(tree: Path, work: Path, *, fresh: bool, modules: list[str]) -> None:
                 shutil.copy2(source, work / name)
     pyproject = (tree / "pyproject.toml").read_text()
     pyproject = re.sub(r"(?ms)^\[tool\.mutmut\].*?(?=^\[|\Z)", "", pyproject)
-    (work / "pyproject.toml").write_text(pyproject.rstrip() + "\n\n" + mutmut_config(modules))
+    (work / "pyproject.toml").write_text(pyproject.rstrip() + "\n\n" + mutmut_config(modules, tests))
     (work / f"{PLUGIN}.py").write_text(PLUGIN_SOURCE)
 
 
@@ -304,10 +317,15 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", default=MODULES, metavar="GLOB",
                         help="mutate only these modules (globs as in MODULES), e.g. to rerun a "
                              "part of the slow full run; default: all of MODULES")
+    parser.add_argument("--own-tests", action="store_true",
+                        help="select only the OWN_TESTS of the mutated modules: a mutant of a module "
+                             "every suite imports (records) is then tested in seconds, not minutes, "
+                             "and only its own tests may kill it (stricter than TESTS)")
     parser.add_argument("--results", type=Path, default=RESULTS,
                         help="JSON of counts (survivor diffs go next to it, *_survivors.md)")
     args = parser.parse_args()
     work = args.work.resolve()
+    tests = own_tests(args.only) if args.own_tests else TESTS
 
     wall_s = None
     if args.retest:
@@ -317,7 +335,8 @@ def main() -> None:
         print(f"retested {len(codes)} survivors against {OWN_TESTS}: "
               f"{sum(c == 1 for c in codes.values())} now killed")
     elif not args.report_only:
-        prepare(args.tree.resolve(), work, fresh=not (args.resume and work.exists()), modules=args.only)
+        prepare(args.tree.resolve(), work, fresh=not (args.resume and work.exists()), modules=args.only,
+                tests=tests)
         wall_s = run_mutmut(work, args.max_children)
     counts = collect(work)
     names = survivors(work)
@@ -336,7 +355,7 @@ def main() -> None:
         "when": datetime.now().isoformat(timespec="minutes"), "tree": str(args.tree), "commit": commit,
         "machine": f"{os.cpu_count()} cpus, {platform.platform()}, Python {platform.python_version()}",
         "wall_s": wall_s, "max_children": args.max_children,
-        "tests": OWN_TESTS if args.retest else TESTS, "retest_of_survivors": args.retest,
+        "tests": OWN_TESTS if args.retest else tests, "retest_of_survivors": args.retest,
         "modules": {module: dict(c) for module, c in counts.items()}, "survivors": names,
     }, indent=2) + "\n")
 

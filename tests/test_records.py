@@ -213,3 +213,65 @@ def test_run_folder_written_before_records_gives_the_same_summary_and_report(
     assert html == (FIXTURE / "expected_report.html").read_text(encoding="utf-8")
     assert build_markdown(settings, attempts, truths=truths) == \
         (FIXTURE / "expected_report.md").read_text(encoding="utf-8")
+
+
+# ----- every field survives a round trip -----
+
+def _full_check(i: int) -> CheckRecord:
+    """A check whose every field differs from its default and from check ``i + 1``'s."""
+    return CheckRecord(name=f"c{i}", kind="range", command=f"test {i}", passed=True,
+                       detail=f"detail {i}", discriminating=bool(i % 2), killed_by=(f"m{i}", "m9"),
+                       evidence=f"calls.vcf.gz:F{i}", malformed=True, duration_s=0.25 + i)
+
+
+def _full_step() -> StepRecord:
+    node = NodeRecord(id="n1", kind="qc", summary="12 cells", artifact="a.txt",
+                      parents=("n0", "nX"), command="wc -l a", step=3, rho=0.5,
+                      checks=(_full_check(0), _full_check(1)))
+    return StepRecord(action="act", reward=0.75, terminated=True, truncated=True, step=3,
+                      error="err", nudge="nudge", command_output="out", node=node,
+                      checks=(_full_check(2),),
+                      reward_parts=RewardPartsRecord(verification=0.5, correctness=1.0,
+                                                     penalty=-0.02),
+                      forcing=True, prefill="FINAL ANSWER:", answer="12", answer_forced=True,
+                      answer_phase="forced", correct=False, grade_detail="off by 1",
+                      unscorable=True, gated=2, verification_total=1.5)
+
+
+def test_round_trip_keeps_every_field_of_every_record() -> None:
+    step = _full_step()
+    defaults = StepRecord()
+    for f in dataclasses.fields(StepRecord):  # the fixture sets every field
+        assert getattr(step, f.name) != getattr(defaults, f.name), f.name
+    for f in dataclasses.fields(CheckRecord):
+        assert getattr(_full_check(0), f.name) != getattr(CheckRecord(name="", kind="", command="",
+                                                                       passed=False), f.name), f.name
+    assert StepRecord.from_dict(step.to_dict()) == step
+    assert StepRecord.from_dict(json.loads(json.dumps(step.to_dict()))) == step
+    assert CheckRecord.from_dict(_full_check(1).to_dict()) == _full_check(1)
+    assert NodeRecord.from_dict(step.node.to_dict()) == step.node  # type: ignore[union-attr]
+
+
+def test_from_dict_missing_and_null_fields_take_the_defaults() -> None:
+    empty_check = CheckRecord.from_dict({})
+    assert empty_check == CheckRecord(name="", kind="", command="", passed=False, detail="",
+                                      discriminating=None, killed_by=(), evidence="",
+                                      malformed=False, duration_s=0.0)
+    nulls = {f.name: None for f in dataclasses.fields(CheckRecord)}
+    assert CheckRecord.from_dict(nulls) == empty_check
+    assert RewardPartsRecord.from_dict(None) == RewardPartsRecord()
+    assert RewardPartsRecord.from_dict({"correctness": 0}) == RewardPartsRecord(correctness=0.0)
+    assert StepRecord.from_dict({}) == StepRecord()
+    assert StepRecord.from_dict({keys.NODE: {}}).node is None
+    assert StepRecord.from_dict({keys.CORRECT: 0}).correct is False
+
+
+def test_from_dict_coerces_stored_values_to_the_field_types() -> None:
+    check = CheckRecord.from_dict({"name": 7, "passed": 1, "discriminating": 0,
+                                   "killed_by": [3], "duration_s": "0.5", "malformed": 1})
+    assert (check.name, check.passed, check.discriminating, check.killed_by,
+            check.duration_s, check.malformed) == ("7", True, False, ("3",), 0.5, True)
+    step = StepRecord.from_dict({keys.STEP: "4", keys.GATED: "2", "reward": "1.5",
+                                 keys.VERIFICATION_TOTAL: "0.25", keys.UNSCORABLE: 1})
+    assert (step.step, step.gated, step.reward, step.verification_total, step.unscorable) == (
+        4, 2, 1.5, 0.25, True)

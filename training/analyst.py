@@ -199,7 +199,9 @@ def _printed(observation: str, command: str) -> str | None:
     """The first token printed right after ``$ command`` in the observation's window."""
     found = re.findall(re.escape(f"$ {command}") + r"\n[ \t]*([^\s$][^\s]*)", observation)
     # Once the window has scrolled on, the value is still in the node it declared.
-    found = found or re.findall(re.escape(_SUMMARY) + r" ([^\s\"\[]+)", observation)
+    # (Only the graph: the rules' example node has the same summary with its own value.)
+    graph = observation.rpartition("ANALYSIS SO FAR")[2]
+    found = found or re.findall(re.escape(_SUMMARY) + r" ([^\s\"\[]+)", graph)
     return found[-1] if found else None
 
 

@@ -125,6 +125,13 @@ def test_bwrap_run_nul_byte_command_is_error_value(ws: BwrapWorkspace) -> None:
     assert result.status == "error" and "NUL byte" in result.stderr
 
 
+def test_bwrap_run_and_check_with_a_lone_surrogate_are_error_values(ws: BwrapWorkspace) -> None:
+    # A surrogate outside surrogateescape's range (U+D800) once raised UnicodeEncodeError
+    # out of command_problem; it is the caller's to fix, so it is a value.
+    for result in (ws.run("echo \ud800"), ws.run_check("echo \ud800 True")):
+        assert result.status == "error" and "U+D800, an unpaired surrogate" in result.stderr
+
+
 def test_bwrap_run_overlong_command_is_error_value(ws: BwrapWorkspace) -> None:
     result = ws.run("echo " + "x" * 200_000)
     assert result.status == "error" and "write long scripts to a file" in result.stderr

@@ -16,6 +16,10 @@ summary="<finding>"``), so every free turn was rejected, every GRPO group scored
 same and nothing could be learned. The compact rules fit in a few lines, name the kinds
 instead of ``<kind>``, and show one runnable example per line form built on the task's
 own first file, so a copied line is well-formed (and earns only what its check proves).
+The example's check re-runs the saved computation (``q.sh``) rather than pinning a count
+of the file: with a ``wc -l`` pin as the example, a SmolLM2 fine-tuned on analysis turns
+still wrote that pin in 53 of 55 nodes (a fingerprint, which strength pays nothing) and
+answered with the example's count (issue 20, attempt 2).
 """
 
 from __future__ import annotations
@@ -65,14 +69,19 @@ COMPACT_FORCED_INSTRUCTION = (
     "question asks for, your best estimate even if unsure.")
 
 _COMPACT_RULES = """Each turn, write one or more of these lines, in this order:
-<command>{command}</command>
-NODE kind=load summary="{file} has 12 lines" artifact={file}
-CHECK range "12 lines" :: test "$({count})" -eq 12 && echo True || echo False
+<command>cat > q.sh <<'E'
+{count}
+E
+sh q.sh</command>
+NODE kind=load summary="the answer computed from the data is 12" artifact={file}
+CHECK range "q.sh recomputes 12" :: test "$(sh q.sh)" = "12" && echo True || echo False
 FINAL ANSWER: the value the question asks for
-The command runs in /work; you see its output next turn. A NODE states one finding
-you saw in an output, with its numbers. Each CHECK line under it is one shell command
-that prints True only if the finding is right. Put the numbers you measured in place
-of the example's 12.
+The command runs in /work; you see its output next turn. Put in q.sh the command that
+computes what the question asks from the data. A NODE states one finding you saw in an
+output, with its numbers. Each CHECK line under it is one shell command that prints
+True only if the finding is right: re-run q.sh and compare with the value it printed,
+in place of the example's 12. A check on a whole file (its lines, bytes or hash) earns
+nothing.
 Node kinds: {nodes}.
 Check kinds: {checks}."""
 
@@ -133,8 +142,7 @@ def _compact_rules(files: Sequence[str]) -> str:
     data = [f for f in files if not f.upper().startswith("README")] or list(files) or ["data.txt"]
     file = data[0] if " " not in data[0] else f"'{data[0]}'"
     read = f"zcat {file}" if file.rstrip("'").endswith(".gz") else f"cat {file}"
-    return _COMPACT_RULES.format(command=f"{read} | head -n 5", file=file,
-                                 count=f"{read} | wc -l", nodes=", ".join(NODE_KINDS),
+    return _COMPACT_RULES.format(file=file, count=f"{read} | wc -l", nodes=", ".join(NODE_KINDS),
                                  checks=", ".join(CHECK_KINDS))
 
 

@@ -431,7 +431,11 @@ def command_problem(command: str) -> str:
     """Why ``command`` cannot run at all ("" when it can): the model's to fix."""
     if "\0" in command:
         return "command contains a NUL byte; remove it"
-    size = len(command.encode("utf-8", errors="surrogateescape"))
+    try:
+        size = len(command.encode("utf-8", errors="surrogateescape"))
+    except UnicodeEncodeError as exc:  # a lone surrogate outside surrogateescape's range
+        return (f"command contains U+{ord(command[exc.start]):04X}, an unpaired surrogate "
+                "that is no character; write the byte as an escape ($'\\xff')")
     if size > _MAX_COMMAND_BYTES:
         return (f"command is {size} bytes, over the {_MAX_COMMAND_BYTES}-byte limit; "
                 "write long scripts to a file first")
