@@ -19,7 +19,7 @@ own first file, so a copied line is well-formed (and earns only what its check p
 The example's check re-runs the saved computation (``q.sh``) rather than pinning a count
 of the file: with a ``wc -l`` pin as the example, a SmolLM2 fine-tuned on analysis turns
 still wrote that pin in 53 of 55 nodes (a fingerprint, which strength pays nothing) and
-answered with the example's count (issue 20, attempt 2).
+answered with the example's count (the learning run's second attempt).
 """
 
 from __future__ import annotations
