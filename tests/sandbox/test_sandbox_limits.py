@@ -129,7 +129,7 @@ def test_bwrap_run_and_check_with_a_lone_surrogate_are_error_values(ws: BwrapWor
     # A surrogate outside surrogateescape's range (U+D800) once raised UnicodeEncodeError
     # out of command_problem; it is the caller's to fix, so it is a value.
     for result in (ws.run("echo \ud800"), ws.run_check("echo \ud800 True")):
-        assert result.status == "error" and "U+D800, an unpaired surrogate" in result.stderr
+        assert result.status == "error" and "U+D800 UNPAIRED SURROGATE" in result.stderr
 
 
 def test_bwrap_run_overlong_command_is_error_value(ws: BwrapWorkspace) -> None:

@@ -49,6 +49,7 @@ from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from vera_env.errors import SandboxError, SandboxStartTimeout
+from vera_env.wire.text import describe_char
 
 from .disk import DiskWatch, Usage, inodes_under
 from .process import LaunchSpec, ProcessOutcome, ProcessTracker, run_process
@@ -434,8 +435,8 @@ def command_problem(command: str) -> str:
     try:
         size = len(command.encode("utf-8", errors="surrogateescape"))
     except UnicodeEncodeError as exc:  # a lone surrogate outside surrogateescape's range
-        return (f"command contains U+{ord(command[exc.start]):04X}, an unpaired surrogate "
-                "that is no character; write the byte as an escape ($'\\xff')")
+        return (f"command contains {describe_char(command[exc.start])}; write the byte as "
+                "an escape ($'\\xff')")
     if size > _MAX_COMMAND_BYTES:
         return (f"command is {size} bytes, over the {_MAX_COMMAND_BYTES}-byte limit; "
                 "write long scripts to a file first")
