@@ -50,8 +50,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results" / "learning_curve.json"
 HELDOUT_SEED = 100000
 DIFFICULTIES = ("warmup", "easy")
-COLUMNS = ("accuracy", "verification", "format_error_rate", "mean_turns", "canary_value_rate",
-           "fingerprint_node_share", "released_share", "forced_share")
+COLUMNS = ("accuracy", "reward", "verification", "format_error_rate", "mean_turns",
+           "canary_value_rate", "fingerprint_node_share", "released_share", "forced_share")
 ENV = ["--env-max-steps", "3", "--reserve", "1", "--wrappers", "gate", "forced",
        "--observation-variant", "compact"]
 
@@ -236,6 +236,9 @@ def columns(attempts: list[Any]) -> dict[str, dict[str, Any]]:
     canary = [is_canary(a.task_id) for a in attempts]
     out = {
         "accuracy": mean_ci([float(a.correct is True) for a in scored]),
+        # The env's episode reward, the sum of what GRPO trains on (verification +
+        # correctness - format penalties; ``training.rewards``).
+        "reward": mean_ci([sum(s.reward for s in a.steps) for a in scored]),
         "verification": mean_ci([a.verification_reward for a in scored]),
         "format_error_rate": ratio_ci([sum(bool(s.error) for s in a.steps) for a in attempts],
                                       [len(a.steps) for a in attempts]),
@@ -253,6 +256,19 @@ def columns(attempts: list[Any]) -> dict[str, dict[str, Any]]:
         "excluded": {"n": len(attempts) - len(scored)}}
 
 
+def refresh_columns(rec: Record) -> None:
+    """Recompute the columns of every evaluation recorded before a column was added,
+    from the attempts it kept: an earlier sitting's points stay comparable."""
+    from vera_env.rollout import Attempt
+
+    for stage, value in list(rec.data.items()):
+        if not stage.startswith("eval_") or set(COLUMNS) <= set(value["columns"]):
+            continue
+        path = Path(value["attempts"])
+        attempts = [Attempt.from_json(line) for line in path.read_text().splitlines() if line]
+        rec.set(stage, value | {"columns": columns(attempts)})
+
+
 def plot(args: argparse.Namespace, rec: Record) -> str:
     points = sorted((v for k, v in rec.data.items() if k.startswith("eval_")),
                     key=lambda v: v["step"])
@@ -265,16 +281,18 @@ def plot(args: argparse.Namespace, rec: Record) -> str:
 
     steps = [p["step"] for p in points]
     fig, ax = plt.subplots(figsize=(7, 4))
-    for name, label in (("accuracy", "held-out accuracy"), ("verification",
-                                                           "held-out mean verification")):
-        cols = [p["columns"][name] for p in points]
+    for name, label in (("accuracy", "held-out accuracy"), ("reward", "held-out mean reward"),
+                        ("verification", "held-out mean verification")):
+        cols = [p["columns"].get(name, {"mean": None, "lo": None, "hi": None}) for p in points]
         mean, lo, hi = ([float("nan") if c[k] is None else c[k] for c in cols]
                         for k in ("mean", "lo", "hi"))
         ax.plot(steps, mean, marker="o", label=label)
         ax.fill_between(steps, lo, hi, alpha=0.2)
     n = rec.data["heldout"]["n"]
     ax.set_xlabel(f"GRPO steps after SFT (held-out n={n}; bands: bootstrap 95% CI)")
-    ax.set_ylim(-0.05, 1.25)
+    lows = [p["columns"][k]["lo"] for p in points for k in ("accuracy", "reward")
+            if p["columns"].get(k, {}).get("lo") is not None]
+    ax.set_ylim(min([-0.05, *lows]) - 0.05, 1.25)  # format penalties make reward negative
     ax.legend(fontsize=8)
     fig.tight_layout()
     target = args.out / "learning_curve.png"
@@ -332,6 +350,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     evaluate(sft, 0, ids, args, rec)
     for steps in range(args.chunk, args.grpo_steps + 1, args.chunk):
         evaluate(grpo_chunk(sft, steps, args, rec), steps, ids, args, rec)
+    refresh_columns(rec)
     rec.set("plot", {"png": plot(args, rec)})
     return rec.data
 

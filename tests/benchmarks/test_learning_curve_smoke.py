@@ -21,8 +21,8 @@ require("trl", "torch", "transformers", extra="training")
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "learning_curve.py"
-COLUMNS = ("accuracy", "verification", "format_error_rate", "mean_turns", "canary_value_rate",
-           "fingerprint_node_share", "released_share", "forced_share")
+COLUMNS = ("accuracy", "reward", "verification", "format_error_rate", "mean_turns",
+           "canary_value_rate", "fingerprint_node_share", "released_share", "forced_share")
 
 
 def _run(out: Path) -> dict:
@@ -77,3 +77,30 @@ def test_smoke_plots_the_curve_as_a_png(smoke):
     png = out / "learning_curve.png"
     assert data["plot"]["png"] == str(png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+
+
+def test_reward_column_is_the_episode_reward_and_old_records_gain_it(smoke, tmp_path):
+    """``reward`` is the mean over scored attempts of the summed step rewards (what GRPO
+    trains on); a record written before the column existed is recomputed from its
+    attempts file, and points that have it are left alone."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import learning_curve as lc
+
+    from vera_env.evaluation.metrics import is_excluded
+    from vera_env.rollout import Attempt
+
+    _, data = smoke
+    attempts = [Attempt.from_json(line) for line in
+                Path(data["eval_0"]["attempts"]).read_text().splitlines() if line]
+    scored = [a for a in attempts if not is_excluded(a)]
+    expected = sum(sum(s.reward for s in a.steps) for a in scored) / len(scored)
+    assert data["eval_0"]["columns"]["reward"]["mean"] == pytest.approx(expected)
+
+    old = {k: v for k, v in data["eval_0"]["columns"].items() if k != "reward"}
+    (tmp_path / "results.json").write_text(json.dumps(
+        {"eval_0": data["eval_0"] | {"columns": old}, "eval_1": data["eval_1"]}))
+    rec = lc.Record(tmp_path, None)
+    lc.refresh_columns(rec)
+    again = json.loads((tmp_path / "results.json").read_text())
+    assert again["eval_0"]["columns"]["reward"] == data["eval_0"]["columns"]["reward"]
+    assert again["eval_1"] == data["eval_1"]
