@@ -69,7 +69,10 @@ class StepEpisode:
                 "format_penalty": float(sum(p.penalty for p in parts)),
                 "unscorable": self.excluded, "correct": self.attempt.correct,
                 "answer": self.attempt.answer,
-                "out_of_tokens": self.out_of_tokens, "n_turns": len(self.turns)}
+                "out_of_tokens": self.out_of_tokens, "n_turns": len(self.turns),
+                # Why an excluded episode has no reward: TRL prints these kwargs when
+                # every reward function returns None.
+                "status": self.attempt.status, "error": self.attempt.error}
 
 
 def _reset(env: Any, start: Start) -> StepEpisode:

@@ -109,6 +109,8 @@ def test_play_lockstep_stepwise_sandbox_fault_excludes_only_that_episode(tokeniz
     assert len(broken.turns) == 1 and "the sandbox died" in broken.attempt.error
     assert fine.attempt.status == "ok" and not fine.excluded and len(fine.turns) == 3
     assert broken.fields()["unscorable"] and not fine.fields()["unscorable"]
+    assert broken.fields()["status"] == "sandbox" and "the sandbox died" in broken.fields()["error"]
+    assert fine.fields()["status"] == "ok" and fine.fields()["error"] == ""
 
 
 def test_brief_teacher_answers_and_its_line_count_pin_earns_nothing(tasks):
