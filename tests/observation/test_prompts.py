@@ -1,6 +1,12 @@
 import pytest
 
-from vera_env.observation.prompts import WINDOW_CHARS, render_forced_prompt, render_step_prompt, render_window
+from vera_env.observation.prompts import (
+    COMPACT_WINDOW_CHARS,
+    WINDOW_CHARS,
+    render_forced_prompt,
+    render_step_prompt,
+    render_window,
+)
 from vera_env.observation.state import AnalysisState
 
 
@@ -12,6 +18,23 @@ def test_window_keeps_last_four_newest_has_room():
     assert all(f"cmd{i}" in text for i in range(2, 6))
     assert "END5" in text  # the newest output keeps its tail
     assert text.index("cmd2") < text.index("cmd5")  # reads oldest first
+
+
+def test_compact_window_is_smaller_so_a_printed_matrix_fits_a_small_model():
+    """The compact variant (small models) keeps its window to 3,000 chars; full keeps 12,000.
+
+    The output is the shape that broke a learning run: a matrix printed whole.
+    """
+    matrix = "\n".join(f"{i} {i % 97} {i * 7 % 113}" for i in range(2000)) + "\nLAST"
+    recent = [("zcat matrix.mtx.gz", matrix)]
+    compact, full = (render_step_prompt("q", ["matrix.mtx.gz"], AnalysisState(), recent,
+                                        state_budget=100, variant=v)
+                     for v in ("compact", "full"))
+    compact_window = compact.split("OUTPUT ===\n", 1)[1].rsplit("\n\nYour turn:", 1)[0]
+    full_window = full.split("OUTPUT ===\n", 1)[1].rsplit("\n\nEmit", 1)[0]
+    assert len(compact_window) <= COMPACT_WINDOW_CHARS < len(full_window) <= WINDOW_CHARS
+    assert compact_window.endswith("LAST") and full_window.endswith("LAST")  # tails kept
+    assert "$ zcat matrix.mtx.gz" in compact_window
 
 
 def test_window_empty():

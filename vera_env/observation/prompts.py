@@ -20,6 +20,12 @@ The example's check re-runs the saved computation (``q.sh``) rather than pinning
 of the file: with a ``wc -l`` pin as the example, a SmolLM2 fine-tuned on analysis turns
 still wrote that pin in 53 of 55 nodes (a fingerprint, which strength pays nothing) and
 answered with the example's count (the learning run's second attempt).
+
+``compact`` also keeps its window to ``COMPACT_WINDOW_CHARS`` (3,000): it is the variant
+for small models, and SmolLM2 tokenizes digits one by one, so a 12,000-char window of
+a matrix printed by ``zcat`` was an 11,676-token prompt, past its 8,192 positions (the
+learning run's fourth attempt: 12 GB of RAM and minutes for one sampling round).
+Rules, a 3,000-char window and the graph's token budget fit in 8k with a turn to spare.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from vera_env.wire.text import safe_text, shell_word
 
 __all__ = [
     "COMPACT_FORCED_INSTRUCTION",
+    "COMPACT_WINDOW_CHARS",
     "FORCED_INSTRUCTION",
     "OBSERVATION_VARIANTS",
     "ObservationVariant",
@@ -51,6 +58,7 @@ OBSERVATION_VARIANTS: tuple[str, ...] = get_args(ObservationVariant)
 
 RECENT_WINDOW = 4
 WINDOW_CHARS = 12_000
+COMPACT_WINDOW_CHARS = 3_000
 # A floor per output so that the newest outputs are never starved by a huge older one.
 _MIN_SHARE_CHARS = 600
 _MAX_LISTED_FILES = 60
@@ -177,7 +185,8 @@ def render_step_prompt(question: str, files: Sequence[str], state: AnalysisState
         parts = [f"QUESTION: {question}", "", RULES, "",
                  f"Files in /work:\n{_listing(files)}", "", PROTOCOL, "",
                  "=== ANALYSIS SO FAR ===", state.render(state_budget), ""]
-    window = render_window(recent)
+    window = render_window(recent, budget_chars=COMPACT_WINDOW_CHARS if variant == "compact"
+                           else WINDOW_CHARS)
     if window:
         shown = min(len(recent), RECENT_WINDOW)
         parts += [f"=== YOUR LAST {shown} COMMAND(S) AND OUTPUT ===", window, ""]
