@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vera_env.observation.budget import clip_middle
+
 __all__ = ["chat_messages", "prompt_ids", "prompt_text"]
 
 
@@ -49,7 +51,23 @@ def prompt_text(tokenizer: Any, observation: str, *, prefill: str = "",
 
 
 def prompt_ids(tokenizer: Any, observation: str, *, prefill: str = "",
-               system_prompt: str = "") -> list[int]:
-    """``prompt_text`` as token ids (no special tokens added: the template has them)."""
-    text = prompt_text(tokenizer, observation, prefill=prefill, system_prompt=system_prompt)
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+               system_prompt: str = "", max_tokens: int | None = None) -> list[int]:
+    """``prompt_text`` as token ids (no special tokens added: the template has them).
+
+    With ``max_tokens``, a longer prompt has its observation clipped in the middle
+    (``clip_middle``: the question at its head and the turn's cue at its tail stay, as do
+    the chat template and the prefill) until it fits. The env bounds observations in
+    characters; a model's window is in tokens, and one printed matrix is about a token
+    per character for SmolLM2 (an 11,676-token prompt, past its 8,192 positions).
+    """
+    def ids(obs: str) -> list[int]:
+        text = prompt_text(tokenizer, obs, prefill=prefill, system_prompt=system_prompt)
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    out = ids(observation)
+    chars = len(observation)
+    while max_tokens is not None and len(out) > max_tokens and chars > 0:
+        # Shrink in proportion to the overshoot (a little more, so it converges fast).
+        chars = min(chars - 1, int(chars * max_tokens / len(out) * 0.95))
+        out = ids(clip_middle(observation, max(chars, 0)))
+    return out

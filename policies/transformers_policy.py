@@ -44,7 +44,9 @@ class TransformersPolicy:
         system_prompt: Optional system message before every observation.
         max_new_tokens: Completion cap per turn.
         temperature: 0 decodes greedily; > 0 samples.
-        max_prompt_tokens: Prompts longer than this keep their last tokens (None: no cap).
+        max_prompt_tokens: Prompts longer than this have their observation clipped in
+            the middle until they fit (``policies.chat.prompt_ids``: the question, the
+            chat template and the prefill stay); None: no cap.
 
     Raises:
         ValueError: A negative temperature or a non-positive token cap.
@@ -116,9 +118,8 @@ class TransformersPolicy:
 
         prefill = str(info.get(keys.PREFILL) or "")
         ids = torch.tensor([prompt_ids(self.tokenizer, observation, prefill=prefill,
-                                       system_prompt=self.system_prompt)], dtype=torch.long)
-        if self.max_prompt_tokens is not None:
-            ids = ids[:, -self.max_prompt_tokens:]
+                                       system_prompt=self.system_prompt,
+                                       max_tokens=self.max_prompt_tokens)], dtype=torch.long)
         sampling = ({"do_sample": True, "temperature": self.temperature}
                     if self.temperature > 0 else {"do_sample": False})
         pad_id = self.tokenizer.pad_token_id

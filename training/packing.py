@@ -114,12 +114,16 @@ class TurnPacking:
     max_turn_tokens: int
     system_prompt: str = ""
     name: LayoutName = "stepwise"
+    max_context_tokens: int | None = None  # the model's window: prompt + turn fit in it
 
     def context(self, turns: Sequence[TurnSample], observation: str,
                 prefill: str) -> tuple[list[int], int] | None:
         del turns  # the observation is the whole state: no transcript
+        limit = (None if self.max_context_tokens is None
+                 else max(1, self.max_context_tokens - self.max_turn_tokens))
         return (prompt_ids(self.tokenizer, observation, prefill=prefill,
-                           system_prompt=self.system_prompt), self.max_turn_tokens)
+                           system_prompt=self.system_prompt, max_tokens=limit),
+                self.max_turn_tokens)
 
     def samples(self, turns: Sequence[TurnSample], advantages: Sequence[float]) -> list[Sample]:
         return [Sample(t.prompt_ids, t.completion_ids, [1] * len(t.completion_ids),
@@ -180,8 +184,11 @@ class EpisodePacking:
 
 def make_packing(layout: LayoutName, tokenizer: Any, eos_ids: Sequence[int], *,
                  max_turn_tokens: int, max_completion_length: int = 4096,
-                 system_prompt: str = "") -> Packing:
+                 system_prompt: str = "", max_context_tokens: int | None = None) -> Packing:
     """The packing of ``layout`` for a model's tokenizer.
+
+    ``max_context_tokens`` (the model's ``max_position_embeddings``): a step-wise turn's
+    prompt is fitted to it less the turn's room, its observation clipped in the middle.
 
     Raises:
         ValueError: An unknown layout, a budget below 1 (2 for ``max_completion_length``),
@@ -192,7 +199,8 @@ def make_packing(layout: LayoutName, tokenizer: Any, eos_ids: Sequence[int], *,
                          f"end-of-turn token; got {max_turn_tokens}, {max_completion_length}, "
                          f"{list(eos_ids)}")
     if layout == "stepwise":
-        return TurnPacking(tokenizer, tuple(eos_ids), max_turn_tokens, system_prompt)
+        return TurnPacking(tokenizer, tuple(eos_ids), max_turn_tokens, system_prompt,
+                           max_context_tokens=max_context_tokens)
     if layout == "episode":
         return EpisodePacking(ChatFormat(tokenizer, eos_ids), max_turn_tokens,
                               max_completion_length, system_prompt)

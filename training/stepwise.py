@@ -229,7 +229,8 @@ class LockstepRollout:
                 self.layout, trainer.processing_class, trainer.eos_token_ids,
                 max_turn_tokens=self.max_turn_tokens,
                 max_completion_length=self.max_completion_length,
-                system_prompt=self.system_prompt))
+                system_prompt=self.system_prompt,
+                max_context_tokens=_model_window(trainer)))
         return self._packing[1]
 
     def __call__(self, prompts: list[Any], trainer: Any) -> list[StepEpisode]:
@@ -266,3 +267,10 @@ class LockstepRollout:
         """Close every env and stop the step threads."""
         self._envs.close()
         self._pool.shutdown(wait=True)
+
+
+def _model_window(trainer: Any) -> int | None:
+    """The trainer's model's ``max_position_embeddings`` (None when it has none)."""
+    config = getattr(getattr(trainer, "model", None), "config", None)
+    window = getattr(config, "max_position_embeddings", None)
+    return window if isinstance(window, int) and window > 0 else None

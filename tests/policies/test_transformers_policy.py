@@ -66,6 +66,31 @@ def test_act_returns_prefill_plus_generation_and_counts_tokens(tiny):
     assert prompt_tokens > 5 and 1 <= completion_tokens <= 6
 
 
+def test_a_long_prompt_is_clipped_in_its_observation_not_its_question(tiny):
+    """``max_prompt_tokens`` clips the observation's middle: the question, the template
+    and the prefill stay (keeping the last tokens used to drop the question)."""
+    model, tok, _ = tiny
+    policy = TransformersPolicy(model, tok, max_new_tokens=2, max_prompt_tokens=200)
+    observation = "QUESTION: Mean drinks?\n" + "12 34 56\n" * 400 + "Your turn:"
+    seen = []
+    real = model.generate
+
+    def spy(ids, **kwargs):  # this tokenizer has no decoder: map byte-level tokens back
+        text = " ".join(tok.convert_ids_to_tokens(ids[0].tolist()))
+        seen.append(text.replace(" ", "").replace("Ġ", " ").replace("Ċ", "\n"))
+        return real(ids, **kwargs)
+
+    model.generate = spy
+    try:
+        policy.act(observation, {"prefill": "FINAL ANSWER: "})
+    finally:
+        del model.generate
+    prompt_tokens, _ = policy.last_usage()
+    assert 150 <= prompt_tokens <= 200
+    assert seen[0].startswith("<|user|>QUESTION: Mean drinks?")
+    assert seen[0].endswith("<|assistant|>FINAL ANSWER: ") and "Your turn:" in seen[0]
+
+
 def test_episode_with_a_saved_checkpoint_runs_to_an_attempt(tiny, alcohol_task):
     _, _, folder = tiny
     policy = TransformersPolicy.from_pretrained(str(folder), device="cpu", max_new_tokens=4,

@@ -216,3 +216,26 @@ def test_make_packing_rejects_bad_budgets_and_layouts(tokenizer):
         make_packing("stepwise", tokenizer, [tokenizer.eos_token_id], max_turn_tokens=0)
     with pytest.raises(ValueError, match="layout must be"):
         make_packing("concat", tokenizer, [tokenizer.eos_token_id], max_turn_tokens=8)
+
+
+def test_stepwise_prompt_fits_the_model_window_keeping_question_and_cue(tokenizer):
+    """A turn's prompt is fitted to the model's window less the turn's room: the
+    observation is clipped in the middle, so the question and the cue survive (a printed
+    matrix once made an 11,676-token prompt for an 8,192-position model)."""
+    from policies.chat import prompt_ids
+
+    observation = ("QUESTION: How many cells?\n\n"
+                   + "\n".join(f"{i} {i % 97} {i * 7 % 113}" for i in range(3000))
+                   + "\n\nYour turn:")
+    unbounded = make_packing("stepwise", tokenizer, [tokenizer.eos_token_id], max_turn_tokens=64)
+    bounded = make_packing("stepwise", tokenizer, [tokenizer.eos_token_id], max_turn_tokens=64,
+                           max_context_tokens=1024)
+    full, _ = unbounded.context([], observation, "")
+    ids, room = bounded.context([], observation, "FINAL ANSWER: ")
+    assert len(full) > 1024 and room == 64
+    assert 1024 - 64 - 60 <= len(ids) <= 1024 - 64  # fitted, not gutted
+    text = tokenizer.decode(ids)
+    assert "QUESTION: How many cells?" in text and text.rstrip().endswith("FINAL ANSWER:")
+    assert "Your turn:" in text
+    short = "QUESTION: q\n\nYour turn:"
+    assert prompt_ids(tokenizer, short, max_tokens=1024) == prompt_ids(tokenizer, short)
