@@ -168,7 +168,7 @@ def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> 
                 "--num-generations", str(args.group), "--per-device-train-batch-size",
                 str(args.group), "--steps-per-generation", "1", "--train-steps", str(steps),
                 "--save-steps", str(min(args.chunk, SAVE_EVERY)),
-                "--learning-rate", str(args.learning_rate),
+                "--learning-rate", str(args.learning_rate), "--lr-scheduler", "constant",
                 "--max-turn-tokens", str(args.turn_tokens), "--temperature", "1.0",
                 "--trainable-layers", str(args.trainable_layers), "--env-workers", "4",
                 "--dump-rollouts", str(args.out / "rollouts.jsonl"), "--seed", "3", *resume,

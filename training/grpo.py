@@ -86,7 +86,8 @@ class Args(EnvOptions, RunOptions):
     """How observations tell the rules: full, or compact (short, no placeholders: small models)."""
     state_budget: int = 4000
     """Tokens of the analysis graph in an observation. Step-wise, this and the env's
-    12,000-character command window bound every sample's prompt, whatever the turn."""
+    command window (12,000 characters; 3,000 compact) bound every sample's prompt,
+    whatever the turn, and the prompt is fitted to the model's window besides."""
     system_prompt: str = ""
     """System message before the (first) observation; give evaluation the same."""
     sandbox: SandboxName = "auto"
@@ -105,6 +106,10 @@ class Args(EnvOptions, RunOptions):
     """Optimizer steps to run."""
     learning_rate: float = 1e-6
     """AdamW learning rate."""
+    lr_scheduler: Literal["linear", "constant", "cosine"] = "linear"
+    """Learning-rate schedule over --train-steps (TRL's default: linear to 0). A run
+    extended in chunks (--resume with a larger --train-steps) wants constant: each
+    chunk's linear schedule ends at 0, so its last steps barely train."""
     beta: float = 0.0
     """KL coefficient against the initial model (0: no reference model)."""
     max_completion_length: int = 4096
@@ -196,7 +201,8 @@ def grpo_config(args: Args) -> Any:
         per_device_train_batch_size=args.per_device_train_batch_size,
         steps_per_generation=args.steps_per_generation,
         gradient_accumulation_steps=args.gradient_accumulation_steps,
-        max_steps=args.train_steps, learning_rate=args.learning_rate, beta=args.beta,
+        max_steps=args.train_steps, learning_rate=args.learning_rate,
+        lr_scheduler_type=args.lr_scheduler, beta=args.beta,
         max_completion_length=(args.max_turn_tokens if args.layout == "stepwise"
                                else args.max_completion_length),
         temperature=args.temperature,

@@ -63,6 +63,16 @@ def test_smoke_every_column_has_an_interval_around_its_estimate(smoke):
         assert columns["mean_turns"]["mean"] >= 1
 
 
+def test_smoke_grpo_chunks_keep_one_constant_learning_rate(smoke):
+    """A run trained in chunks has one schedule: with TRL's linear default each chunk's
+    schedule ran to 0, so the resumed chunk started at half the rate."""
+    out, data = smoke
+    rates = [json.loads(line)["learning_rate"]
+             for line in (out / "grpo" / "curve.jsonl").read_text().splitlines()
+             if "learning_rate" in json.loads(line)]
+    assert len(rates) == 2 and rates[0] == rates[1] == float(data["args"]["learning_rate"])
+
+
 def test_smoke_stages_record_wall_time_and_a_rerun_redoes_nothing(smoke):
     out, data = smoke
     for stage in ("checkpoint", "collect", "sft", "grpo_1", "grpo_2", "eval_0", "eval_2"):
