@@ -40,7 +40,8 @@ def score_model(model: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> dict[
     from training.episodes import IGNORE, ChatFormat, tokenize_transcript
 
     fmt = ChatFormat(tokenizer)
-    turns: dict[int, list[tuple[int, int, bool, float, float]]] = {}
+    # Per turn index: (argmax hits, label tokens, log p of the turn), one per turn.
+    turns: dict[int, list[tuple[int, int, float]]] = {}
     model.eval()
     for row in rows:
         sequences = tokenize_transcript(fmt, row["observations"], row["actions"], "turns",
@@ -52,19 +53,21 @@ def score_model(model: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> dict[
             keep = target != IGNORE
             logp = torch.log_softmax(logits[keep], dim=-1)
             gold = target[keep]
-            token_logp = logp.gather(1, gold[:, None])[:, 0]
-            right = int((logp.argmax(-1) == gold).sum())
+            hits = int((logp.argmax(-1) == gold).sum())
             turns.setdefault(index, []).append(
-                (right, int(keep.sum()), right == int(keep.sum()),
-                 float(-token_logp.mean()), float(token_logp.sum())))
-    return {index: {
-        "turns": len(rows_),
-        "median_tokens": median(n for _, n, _, _, _ in rows_),
-        "token_accuracy": sum(r for r, _, _, _, _ in rows_) / sum(n for _, n, _, _, _ in rows_),
-        "nll": sum(nll * n for _, n, _, nll, _ in rows_) / sum(n for _, n, _, _, _ in rows_),
-        "exact": sum(e for _, _, e, _, _ in rows_) / len(rows_),
-        "median_logp": median(lp for _, _, _, _, lp in rows_),
-    } for index, rows_ in sorted(turns.items())}
+                (hits, int(keep.sum()), float(logp.gather(1, gold[:, None]).sum())))
+    table = {}
+    for index, scored in sorted(turns.items()):
+        tokens = sum(n for _, n, _ in scored)
+        table[index] = {
+            "turns": len(scored),
+            "median_tokens": median(n for _, n, _ in scored),
+            "token_accuracy": sum(hits for hits, _, _ in scored) / tokens,
+            "nll": -sum(lp for _, _, lp in scored) / tokens,
+            "exact": sum(hits == n for hits, n, _ in scored) / len(scored),
+            "median_logp": median(lp for _, _, lp in scored),
+        }
+    return table
 
 
 def load(folder: str) -> tuple[Any, Any]:
