@@ -165,7 +165,8 @@ def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> 
     resume, extra = _resume(folder), shlex.split(args.grpo_extra)
     if args.trainable_layers == 0 and "--activation-checkpointing" not in extra:
         # Every layer's activations kept for the backward took the first GRPO step to
-        # 23.6 GB resident and the OOM killer on this 24 GB machine; recomputed: 6 GB.
+        # 23.6 GB resident and the OOM killer on this 24 GB machine; recomputed: 5.5 GB
+        # median, 9.8 GB peak.
         extra.append("--activation-checkpointing")
     cmd = _run([sys.executable, "-m", "training.grpo", "--model", str(sft), "--output-dir",
                 str(folder), "--tasks", "curriculum", "--difficulties", *DIFFICULTIES, *ENV,
@@ -321,7 +322,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--grpo-steps", type=int, default=300)
     parser.add_argument("--chunk", type=int, default=20, help="GRPO steps between evaluations")
     parser.add_argument("--group", type=int, default=4)
-    parser.add_argument("--learning-rate", type=float, default=2e-5)
+    parser.add_argument("--learning-rate", type=float, default=5e-6,
+                        help="GRPO's constant rate (2e-5 on every layer broke a right program "
+                             "in 15 steps: benchmarks/README.md, attempt 9)")
     parser.add_argument("--turn-tokens", type=int, default=208,
                         help="new tokens a turn may sample (the analyst teacher's turns: up to 204)")
     parser.add_argument("--trainable-layers", type=int, default=0,
@@ -337,7 +340,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="model folder or hub id instead of SmolLM2 (the GPU recipe)")
     parser.add_argument("--grpo-extra", default="",
                         help="more training.grpo flags, e.g. '--use-vllm --bf16' (GPU); one flag "
-                             "alone needs the = form: --grpo-extra=--activation-checkpointing")
+                             "alone needs the = form: --grpo-extra=--bf16")
     args = parser.parse_args(argv)
     if args.smoke:
         args.results = None
