@@ -23,7 +23,7 @@ from transformers import TrainerCallback
 
 from training import grpo, sft
 from training.arguments import parse_args
-from training.resume import CURVE, TASK_STATE, fit, keep_until, last_checkpoint, resume_point
+from training.resume import CURVE, TASK_STATE, RunOptions, fit, keep_until, last_checkpoint, resume_point
 from training.samplers import trainer_sampler
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin import make_task
@@ -101,6 +101,21 @@ def test_resume_killed_grpo_run_ends_at_the_planned_step(resumed):
     assert resumed["stopped"]["checkpoint"].name == f"checkpoint-{STOP_AT - 1}"
     assert resumed["trainer"].state.global_step == STEPS
     assert last_checkpoint(resumed["folder"]).name == f"checkpoint-{STEPS}"
+
+
+def test_resume_keeps_only_the_newest_checkpoints(resumed):
+    # --save-total-limit defaults to 2: a long run does not fill the disk.
+    kept = sorted(p.name for p in resumed["folder"].glob("checkpoint-*"))
+    assert kept == sorted([f"checkpoint-{STEPS - 1}", f"checkpoint-{STEPS}"])
+
+
+def test_checkpoint_policy_keywords():
+    assert RunOptions(save_steps=5).checkpointing() == {
+        "save_strategy": "steps", "save_steps": 5, "save_total_limit": 2}
+    assert RunOptions(save_steps=5, save_total_limit=0).checkpointing()["save_total_limit"] is None
+    assert RunOptions().checkpointing() == {"save_strategy": "no"}
+    with pytest.raises(ValueError, match="save_total_limit"):
+        RunOptions(save_steps=5, save_total_limit=-1).checkpointing()
 
 
 def test_resume_dump_has_every_generation_once_appended(resumed):
