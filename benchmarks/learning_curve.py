@@ -179,9 +179,36 @@ def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> 
                 "--dump-rollouts", str(args.out / "rollouts.jsonl"), "--seed", "3", *resume,
                 *extra],
                args.out / "grpo.log")
+    done = [int(k.split("_", 1)[1]) for k in rec.data if k.startswith("grpo_")]
     rec.set(f"grpo_{steps}", {"command": cmd, "steps": steps,
-                              "training_seeds": "curriculum 0..999"}, started)
+                              "training_seeds": "curriculum 0..999",
+                              "groups": training_groups(args.out / "rollouts.jsonl",
+                                                        max(done, default=0), steps)}, started)
     return folder
+
+
+def training_groups(dump: Path, after: int, upto: int) -> dict[str, Any]:
+    """What GRPO steps ``after``+1..``upto`` played (the dump numbers generations from 0):
+    episodes right, groups mixed (the only ones with an advantage) or all one way, and
+    right/played per task type -- whether the curriculum found anything to learn from."""
+    episodes: dict[tuple[int, int], tuple[int, str, bool]] = {}
+    for line in dump.read_text(encoding="utf-8").splitlines() if dump.is_file() else []:
+        row = json.loads(line)
+        if after <= row["step"] < upto:
+            episodes[(row["step"], row["episode"])] = (row["group"], row["task_id"],
+                                                       row["correct"] is True)
+    groups: dict[tuple[int, int], list[bool]] = {}
+    per_type: dict[str, list[int]] = {}
+    for (step, _), (group, task, right) in sorted(episodes.items()):
+        groups.setdefault((step, group), []).append(right)
+        tally = per_type.setdefault(task.rsplit(".", 2)[0], [0, 0])
+        tally[0] += right
+        tally[1] += 1
+    return {"episodes": len(episodes), "right": sum(r for _, _, r in episodes.values()),
+            "groups": len(groups), "mixed": sum(0 < sum(g) < len(g) for g in groups.values()),
+            "all_right": sum(all(g) for g in groups.values()),
+            "all_wrong": sum(not any(g) for g in groups.values()),
+            "per_type": {t: f"{r}/{n}" for t, (r, n) in sorted(per_type.items())}}
 
 
 def evaluate(model: Path, step: int, ids: list[str], args: argparse.Namespace,
@@ -315,10 +342,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--smoke", action="store_true",
                         help="tiny random model, 2 held-out instances, 2 GRPO steps")
     parser.add_argument("--heldout-seeds", type=int, default=3, help="x 13 types x 2 = n")
-    parser.add_argument("--sft-episodes", type=int, default=52)
+    parser.add_argument("--sft-episodes", type=int, default=520,
+                        help="teacher episodes, 3 turns each (52, 3 epochs of them, was "
+                             "memorised: benchmarks/README.md, attempt 6)")
     parser.add_argument("--sft-steps", type=int, default=120,
-                        help="120: about 3 epochs of the 156 analyst turns (24, 0.6 of one, "
-                             "left the model copying the prompt's example)")
+                        help="4 sequences a step: 120 steps see 0.31 of an epoch of 520 "
+                             "episodes' 1,560 turns (attempts 7-10)")
     parser.add_argument("--grpo-steps", type=int, default=300)
     parser.add_argument("--chunk", type=int, default=20, help="GRPO steps between evaluations")
     parser.add_argument("--group", type=int, default=4)

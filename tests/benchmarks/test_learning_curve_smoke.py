@@ -63,6 +63,20 @@ def test_smoke_every_column_has_an_interval_around_its_estimate(smoke):
         assert columns["mean_turns"]["mean"] >= 1
 
 
+def test_smoke_each_grpo_chunk_records_the_groups_it_played(smoke):
+    """Each chunk summarises only its own generations of the appended rollout dump."""
+    out, data = smoke
+    dumped = {(json.loads(line)["step"], json.loads(line)["episode"])
+              for line in (out / "rollouts.jsonl").read_text().splitlines()}
+    assert {step for step, _ in dumped} == {0, 1}
+    for chunk in ("grpo_1", "grpo_2"):
+        groups = data[chunk]["groups"]
+        assert groups["episodes"] == 2 and groups["groups"] == 1  # one group of 2 a step
+        assert groups["mixed"] + groups["all_right"] + groups["all_wrong"] == 1
+        played = [tuple(map(int, v.split("/"))) for v in groups["per_type"].values()]
+        assert sum(n for _, n in played) == 2 and sum(r for r, _ in played) == groups["right"]
+
+
 def test_smoke_grpo_chunks_keep_one_constant_learning_rate(smoke):
     """A run trained in chunks has one schedule: with TRL's linear default each chunk's
     schedule ran to 0, so the resumed chunk started at half the rate."""
