@@ -191,6 +191,8 @@ def training_groups(dump: Path, after: int, upto: int) -> dict[str, Any]:
     """What GRPO steps ``after``+1..``upto`` played (the dump numbers generations from 0):
     episodes right, groups mixed (the only ones with an advantage) or all one way, and
     right/played per task type -- whether the curriculum found anything to learn from."""
+    from vera_env.tasks.builtin import parse_task_id
+
     episodes: dict[tuple[int, int], tuple[int, str, bool]] = {}
     for line in dump.read_text(encoding="utf-8").splitlines() if dump.is_file() else []:
         row = json.loads(line)
@@ -201,7 +203,7 @@ def training_groups(dump: Path, after: int, upto: int) -> dict[str, Any]:
     per_type: dict[str, list[int]] = {}
     for (step, _), (group, task, right) in sorted(episodes.items()):
         groups.setdefault((step, group), []).append(right)
-        tally = per_type.setdefault(task.rsplit(".", 2)[0], [0, 0])
+        tally = per_type.setdefault(parse_task_id(task)[0], [0, 0])
         tally[0] += right
         tally[1] += 1
     return {"episodes": len(episodes), "right": sum(r for _, _, r in episodes.values()),
