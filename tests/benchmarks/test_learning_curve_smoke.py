@@ -128,3 +128,29 @@ def test_reward_column_is_the_episode_reward_and_old_records_gain_it(smoke, tmp_
     again = json.loads((tmp_path / "results.json").read_text())
     assert again["eval_0"]["columns"]["reward"] == data["eval_0"]["columns"]["reward"]
     assert again["eval_1"] == data["eval_1"]
+
+
+def test_heldout_set_follows_its_difficulties_and_a_run_keeps_its_set(tmp_path):
+    """The held-out set is every type at ``--heldout-difficulties``; a folder whose
+    evaluations were made on another set refuses to be continued on this one, and a
+    record from before the option counts as warmup + easy."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import learning_curve as lc
+
+    from vera_env.tasks.builtin import TASK_TYPES
+
+    medium = lc.parse_args(["--out", str(tmp_path), "--heldout-difficulties", "medium",
+                            "--heldout-seeds", "2"])
+    ids = lc.heldout(medium, lc.Record(tmp_path, None))
+    assert len(ids) == 2 * len(TASK_TYPES) and all(".medium.s1000" in i for i in ids)
+    assert lc.Record(tmp_path, None).data["heldout"]["difficulties"] == ["medium"]
+    with pytest.raises(SystemExit, match="holds out"):
+        lc.heldout(lc.parse_args(["--out", str(tmp_path)]), lc.Record(tmp_path, None))
+
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "results.json").write_text(json.dumps({"heldout": {"ids": ["x"], "n": 1}}))
+    assert lc.heldout(lc.parse_args(["--out", str(old)]), lc.Record(old, None)) == ["x"]
+    with pytest.raises(SystemExit, match="holds out"):
+        lc.heldout(lc.parse_args(["--out", str(old), "--heldout-difficulties", "medium"]),
+                   lc.Record(old, None))
