@@ -58,16 +58,21 @@ def make_env(tasks: TaskSource, *, max_steps: int,
                     state_budget=state_budget).build(tasks=tasks)
 
 
-def task_source(spec: str, difficulties: Sequence[str], num_prompts: int) -> TaskSource:
-    """A named source (``builtin``, ``real``, ``perturbed``, ``canary``) as a fresh-seed
-    stream of ``num_prompts`` seeds per type; anything else through ``load_tasks``.
+def task_source(spec: str, difficulties: Sequence[str], num_prompts: int,
+                start: str | None = None) -> TaskSource:
+    """A named source (``builtin``, ``real``, ``perturbed``, ``canary``, ``curriculum``)
+    as a fresh-seed stream of ``num_prompts`` seeds per type; anything else through
+    ``load_tasks``. ``start``: the curriculum's warm-start rung (``named_source``).
 
     Fresh seeds per type keep a dataset from repeating a task instance, so a GRPO group
     never trains twice on the same start by accident.
     """
     if spec not in SOURCE_NAMES:
+        if start is not None:
+            raise ValueError(f"a start rung needs the curriculum source, not {spec!r}")
         return load_tasks(spec)
-    return named_source(spec, seeds=range(num_prompts), difficulties=tuple(difficulties))
+    return named_source(spec, seeds=range(num_prompts), difficulties=tuple(difficulties),
+                        start=start)
 
 
 class EnvOptions:

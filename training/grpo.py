@@ -72,7 +72,12 @@ class Args(EnvOptions, RunOptions):
     'canary' (real data), each drawn with --num-prompts seeds per type -- a suite folder or
     a .jsonl file."""
     difficulties: tuple[Difficulty, ...] = ("easy",)
-    """Builtin difficulties to draw from (easy, medium, hard)."""
+    """Builtin difficulties to draw from (easy, medium, hard); the curriculum's rungs
+    after warmup."""
+    curriculum_start: Difficulty | None = None
+    """--tasks curriculum: the rung every type begins on (default warmup). A warm start
+    for a policy that already solves the lower rungs: their groups would be all right,
+    zero advantage."""
     num_prompts: int = 256
     """Task starts in the dataset; a named source gets that many seeds per type (builtin
     seeds never repeat a task; real types have fewer distinct subjects than seeds)."""
@@ -240,7 +245,7 @@ def build_trainer(args: Args, tasks: TaskSource, model: Any, tokenizer: Any
 def main(args: Args) -> Any:
     """Train; returns the trainer (its ``state.log_history`` holds the metrics)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    tasks = task_source(args.tasks, args.difficulties, args.num_prompts)
+    tasks = task_source(args.tasks, args.difficulties, args.num_prompts, args.curriculum_start)
     model, tokenizer = load_model(args)
     if args.trainable_layers:
         from training.layers import train_top_layers  # noqa: PLC0415

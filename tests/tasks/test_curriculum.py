@@ -13,7 +13,7 @@ from vera_env.env import vera_base
 from vera_env.spec import EnvSpec
 from vera_env.tasks import TaskSource, load_tasks
 from vera_env.tasks.curriculum import Curriculum, builtin_band, curriculum_source
-from vera_env.tasks.named import source_table
+from vera_env.tasks.named import named_source, source_table
 from vera_env.tasks.source import OutcomeListener
 
 TYPES = ["seq.gc_content", "tab.sentinel_mean"]
@@ -137,6 +137,39 @@ def test_curriculum_wraps_any_source_with_a_band_function(alcohol_task) -> None:
     cur.update("alc-a-0", True)
     cur.update("alc-a-1", True)
     assert cur.level("alc") == "b"
+
+
+def test_curriculum_warm_start_draws_only_its_rung_until_a_fall_reopens_the_one_below() -> None:
+    cur = _cur(start="medium")
+    assert {cur.level(t) for t in TYPES} == {"medium"}
+    assert {builtin_band(i)[1] for i in cur.sample(60)} == {"medium"}, "skipped rungs unmeasured"
+    _feed(cur, "seq.gc_content", "medium", [False] * 8)
+    assert cur.level("seq.gc_content") == "easy"
+    drawn = Counter(builtin_band(i) for i in cur.sample(200))
+    assert drawn[("seq.gc_content", "easy")] > 0 and drawn[("seq.gc_content", "warmup")] == 0
+    _feed(cur, "seq.gc_content", "easy", [True] * 8)
+    assert cur.level("seq.gc_content") == "medium", "the fallen rung is climbed again"
+    again = Counter(builtin_band(i) for i in cur.sample(200))
+    assert again[("seq.gc_content", "easy")] == 0, "a mastered record below is not drawn"
+    restored = _cur()
+    restored.load_state_dict(json.loads(json.dumps(cur.state_dict())))
+    assert restored.level("seq.gc_content") == "medium"
+    assert restored.level("tab.sentinel_mean") == "medium"
+
+
+def test_curriculum_warm_start_type_without_the_rung_takes_its_highest_below() -> None:
+    from vera_env.tasks.builtin import builtin_source
+
+    source = builtin_source(("warmup", "easy"), range(2), ["seq.gc_content"])
+    cur = Curriculum(source, ladder=("warmup", "easy", "medium"), start="medium")
+    assert cur.level("seq.gc_content") == "easy"
+
+
+def test_curriculum_start_elsewhere_is_refused_with_reason() -> None:
+    with pytest.raises(ValueError, match="not on the ladder"):
+        _cur(start="hard")
+    with pytest.raises(ValueError, match="only the curriculum"):
+        named_source("builtin", start="easy")
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [

@@ -15,11 +15,12 @@ from training_turns import TWO_TURN_RUN
 
 from training import grpo
 from training.arguments import parse_args
+from training.envs import task_source
 from training.episodes import DRAWN, Start
 from training.resume import fit
 from training.samplers import trainer_sampler
 from training.stepwise import LockstepRollout
-from vera_env.tasks import curriculum_source
+from vera_env.tasks import Curriculum, curriculum_source
 
 TYPES = ("tab.sentinel_mean", "seq.gc_content")
 
@@ -32,6 +33,15 @@ def test_build_dataset_on_curriculum_defers_every_task():
     data = grpo.build_dataset(_curriculum(), 5, seed=0)
     assert [t.startswith(DRAWN) for t in data["task_id"]] == [True] * 5
     assert len(set(data["task_id"])) == 5  # one slot per prompt
+
+
+def test_grpo_curriculum_start_flag_reaches_the_source():
+    args = parse_args(grpo.Args, ["--tasks", "curriculum", "--difficulties", "easy", "medium",
+                                  "--curriculum-start", "medium", "--num-prompts", "2"])
+    tasks = task_source(args.tasks, args.difficulties, args.num_prompts, args.curriculum_start)
+    assert isinstance(tasks, Curriculum)
+    assert {tasks.level(t) for t in ("seq.gc_content", "vcf.titv")} == {"medium"}
+    assert parse_args(grpo.Args, []).curriculum_start is None
 
 
 def test_build_dataset_on_plain_source_draws_up_front():

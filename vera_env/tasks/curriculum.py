@@ -15,7 +15,10 @@ default): it starts on the first rung; a rung whose rate reaches ``high`` over a
 that climbing again must be re-earned with fresh episodes (no oscillation on old data).
 Rungs below a type's current one are drawn only while their record is informative; a
 current rung that is not (all wrong on the first rung, all right on the last) keeps a
-small ``floor`` weight, so that it is still measured.
+small ``floor`` weight, so that it is still measured. A warm start (``start``) puts every
+type on a higher rung from the outset -- for a policy that already solves the lower ones,
+whose episodes there would be all right and teach nothing; the rungs it skips have no
+record and are not drawn unless a fall sends the type back to them.
 
 Outcomes arrive through ``update`` -- called by ``VeraEnv`` at the end of every episode
 (`vera_env.tasks.source.OutcomeListener`); environments learn together only when they
@@ -82,15 +85,18 @@ class Curriculum(TaskSource):
         high: At or above it a band is mastered (all right).
         floor: Weight of a current rung that is not informative.
         seed: Seeds the rng of ``sample``.
+        start: The rung every type begins on (a type without it: its highest rung below
+            it); default the first.
 
     Raises:
-        ValueError: Bad thresholds, an empty ladder, or no id of ``base`` on the ladder.
+        ValueError: Bad thresholds, an empty ladder, no id of ``base`` on the ladder, or a
+            ``start`` off the ladder.
     """
 
     def __init__(self, base: TaskSource, *, ladder: Sequence[str] = ("warmup", "easy"),
                  band_of: Callable[[str], Band] = builtin_band, window: int = 32,
                  min_episodes: int = 8, low: float = 0.1, high: float = 0.9,
-                 floor: float = 0.1, seed: int = 0) -> None:
+                 floor: float = 0.1, seed: int = 0, start: str | None = None) -> None:
         if not 0 <= low < high <= 1 or not 0 < floor <= 1:
             raise ValueError(f"need 0 <= low < high <= 1 and 0 < floor <= 1, got "
                              f"low={low}, high={high}, floor={floor}")
@@ -98,6 +104,8 @@ class Curriculum(TaskSource):
             raise ValueError(f"need 1 <= min_episodes <= window, got {min_episodes}, {window}")
         if not ladder or len(set(ladder)) != len(ladder):
             raise ValueError(f"the ladder must name distinct difficulties, got {list(ladder)}")
+        if start is not None and start not in ladder:
+            raise ValueError(f"start {start!r} is not on the ladder {list(ladder)}")
         super().__init__(name=f"curriculum({base.name})", ids=base.ids(), factory=base.get)
         self.base, self.ladder, self._band_of = base, tuple(ladder), band_of
         self.window, self.min_episodes, self.low, self.high = window, min_episodes, low, high
@@ -112,7 +120,10 @@ class Curriculum(TaskSource):
         self._rungs: dict[str, tuple[Band, ...]] = {}
         for band in sorted(self._members, key=lambda b: (b[0], self.ladder.index(b[1]))):
             self._rungs[band[0]] = (*self._rungs.get(band[0], ()), band)
-        self._level = dict.fromkeys(self._rungs, 0)
+        top = self.ladder.index(start) if start is not None else 0
+        self._level = {t: max(i for i, band in enumerate(rungs)
+                              if i == 0 or self.ladder.index(band[1]) <= top)
+                       for t, rungs in self._rungs.items()}
         self._outcomes: dict[Band, deque[bool]] = {b: deque(maxlen=window)
                                                    for b in self._members}
         self._rng = np.random.default_rng(seed)
@@ -160,15 +171,20 @@ class Curriculum(TaskSource):
             for index, band in enumerate(rungs):
                 if index > self._level[task_type]:
                     break
-                informative = self._informative(band)
+                informative = self._informative(band, below=index < self._level[task_type])
                 out[band] = (1.0 if informative else
                              self.floor if index == self._level[task_type] else 0.0)
         return out
 
-    def _informative(self, band: Band) -> bool:
+    def _informative(self, band: Band, *, below: bool = False) -> bool:
+        """Worth drawing: unmeasured, or a rate strictly between ``low`` and ``high``. A
+        rung ``below`` a type's current one counts only once measured: a climb leaves it
+        measured, so an unmeasured one was skipped by a warm start."""
+        measured = len(self._outcomes[band]) >= self.min_episodes
+        if not measured:
+            return not below
         rate = self.pass_rate(band)
-        return (len(self._outcomes[band]) < self.min_episodes or rate is None
-                or self.low < rate < self.high)
+        return rate is not None and self.low < rate < self.high
 
     # ----- what is learned -----
 
@@ -245,10 +261,12 @@ class Curriculum(TaskSource):
 
 
 def curriculum_source(seeds: Sequence[int] = range(1000), types: Sequence[str] | None = None,
-                      difficulties: Sequence[str] = ("easy",), seed: int = 0) -> Curriculum:
+                      difficulties: Sequence[str] = ("easy",), seed: int = 0,
+                      start: str | None = None) -> Curriculum:
     """The source behind the name ``curriculum``: builtin ids of every type (or
     ``types``) at ``seeds``, on a ladder that starts at ``warmup`` and climbs the given
-    ``difficulties`` in order of size (default: warmup, easy).
+    ``difficulties`` in order of size (default: warmup, easy); every type begins on
+    ``start`` (default ``warmup``; see `Curriculum`).
 
     Raises:
         UnknownTaskError: An unknown type or difficulty.
@@ -261,4 +279,5 @@ def curriculum_source(seeds: Sequence[int] = range(1000), types: Sequence[str] |
         raise UnknownTaskError(f"unknown difficulties {sorted(unknown)}; expected some of "
                                f"{list(ALL_DIFFICULTIES)}")
     ladder = tuple(d for d in ALL_DIFFICULTIES if d in wanted)
-    return Curriculum(builtin_source(ladder, seeds, types), ladder=ladder, seed=seed)
+    return Curriculum(builtin_source(ladder, seeds, types), ladder=ladder, seed=seed,
+                      start=start)

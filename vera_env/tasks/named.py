@@ -27,7 +27,7 @@ SOURCE_NAMES: dict[str, str] = {
 def named_source(name: str, *, seeds: Sequence[int] | None = None,
                  types: Sequence[str] | None = None,
                  difficulties: Sequence[str] = ("easy",), kinds: Sequence[str] | None = None,
-                 base: str = "real") -> TaskSource:
+                 base: str = "real", start: str | None = None) -> TaskSource:
     """The source a name stands for, sampled like the builtin source.
 
     Args:
@@ -39,14 +39,19 @@ def named_source(name: str, *, seeds: Sequence[int] | None = None,
             ``curriculum`` climbs after ``warmup``.
         kinds: Perturbation or canary kinds (default all that apply).
         base: What ``perturbed`` perturbs: ``real`` or ``builtin``.
+        start: The rung ``curriculum`` begins every type on (a warm start; default
+            ``warmup``); other sources refuse it.
 
     Raises:
-        ValueError: An unknown name.
+        ValueError: An unknown name, or ``start`` for a source other than the curriculum.
     """
     if name == "curriculum":
         from vera_env.tasks.curriculum import curriculum_source  # noqa: PLC0415
 
-        return curriculum_source(range(1000) if seeds is None else seeds, types, difficulties)
+        return curriculum_source(range(1000) if seeds is None else seeds, types, difficulties,
+                                 start=start)
+    if start is not None:
+        raise ValueError(f"only the curriculum has a start rung; {name!r} is not one")
     seeds = (0,) if seeds is None else seeds
     if name == "builtin":
         from vera_env.tasks.builtin import builtin_source  # noqa: PLC0415
