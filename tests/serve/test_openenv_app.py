@@ -107,9 +107,13 @@ def test_openenv_slow_step_does_not_block_other_sessions():
         async with GenericEnvClient(base_url=url) as slow, \
                 GenericEnvClient(base_url=url) as quick:
             await slow.reset(task_id=task_id)
+            await quick.reset(task_id=task_id)  # staging is not part of the race
             sleeping = asyncio.ensure_future(
-                slow.step({"text": "<command>sleep 3; echo slept</command>"}))
-            await quick.reset(task_id=task_id)
+                slow.step({"text": "<command>sleep 10; echo slept</command>"}))
+            for _ in range(200):  # until the server is inside the slow step
+                if any(s.busy for s in app.state.vera.registry.sessions()):
+                    break
+                await asyncio.sleep(0.05)
             await quick.step({"text": BUILTIN.get(task_id).solution[0]})
             finished_first = not sleeping.done()
             result = await sleeping
