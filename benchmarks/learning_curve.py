@@ -188,7 +188,8 @@ def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> 
                args.out / "grpo.log")
     done = [int(k.split("_", 1)[1]) for k in rec.data if k.startswith("grpo_")]
     rec.set(f"grpo_{steps}", {"command": cmd, "steps": steps,
-                              "training_seeds": f"{args.grpo_tasks} 0..999",
+                              # training.grpo's --num-prompts default: seeds per type
+                              "training_seeds": f"{args.grpo_tasks} 0..255",
                               "groups": training_groups(args.out / "rollouts.jsonl",
                                                         max(done, default=0), steps)}, started)
     return folder
