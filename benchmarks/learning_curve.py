@@ -128,6 +128,8 @@ def heldout(args: argparse.Namespace, rec: Record) -> list[str]:
 
 SAVE_EVERY = 5
 """Steps between checkpoints of SFT and GRPO: what a sitting cut short loses at most."""
+GRPO_PROMPTS = 256
+"""Seeds per type GRPO draws from (0..GRPO_PROMPTS-1; training.grpo --num-prompts)."""
 
 
 def _resume(folder: Path) -> list[str]:
@@ -183,13 +185,13 @@ def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> 
                 "--learning-rate", str(args.learning_rate), "--lr-scheduler", "constant",
                 "--max-turn-tokens", str(args.turn_tokens), "--temperature", "1.0",
                 "--trainable-layers", str(args.trainable_layers), "--env-workers", "4",
-                "--dump-rollouts", str(args.out / "rollouts.jsonl"), "--seed", "3", *resume,
+                "--dump-rollouts", str(args.out / "rollouts.jsonl"), "--seed", "3",
+                "--num-prompts", str(GRPO_PROMPTS), *resume,
                 *extra],
                args.out / "grpo.log")
     done = [int(k.split("_", 1)[1]) for k in rec.data if k.startswith("grpo_")]
     rec.set(f"grpo_{steps}", {"command": cmd, "steps": steps,
-                              # training.grpo's --num-prompts default: seeds per type
-                              "training_seeds": f"{args.grpo_tasks} 0..255",
+                              "training_seeds": f"{args.grpo_tasks} 0..{GRPO_PROMPTS - 1}",
                               "groups": training_groups(args.out / "rollouts.jsonl",
                                                         max(done, default=0), steps)}, started)
     return folder
