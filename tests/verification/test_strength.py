@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import gzip
 import os
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from vera_env.errors import SandboxError, SandboxStartTimeout
-from vera_env.sandbox import LocalSandbox, SandboxLimits, make_sandbox
+from vera_env.sandbox import ExecResult, LocalSandbox, SandboxLimits, make_sandbox
 from vera_env.verification.checks import CheckResult, distinct_evidence, run_checks
 from vera_env.verification.rewards import RewardConfig
 from vera_env.verification.strength import Reference, StrengthSession
+from vera_env.verification.strength.session import _Site
 from vera_env.wire.protocol import CheckSpec
 
 TABLE = "id\tgroup\tdrinks\n1\ta\t3\n2\tb\t5\n3\ta\t7\n4\tb\t-999\n"
@@ -436,6 +439,44 @@ def test_assess_metadata_detector_never_reads_the_data_and_earns_nothing(classif
     seen = classified.run(probe).strip()
     results = classified.assess(f'test "$({probe})" = "{seen}"{V}')
     assert _earns(results) == [False], results[0].detail
+
+
+def _timed_sites(late: threading.Event, controls: int, mutants: int, *,
+                 controls_follow_time: bool) -> tuple[list[_Site], list[_Site]]:
+    """Controls that pass (until ``late`` is set, if ``controls_follow_time``) and
+    mutants that fail: a check on when it runs, or an honest one."""
+    def site(label: str, control: bool) -> _Site:
+        def run(cmd: str, timeout_s: float) -> ExecResult:
+            ok = control and not (controls_follow_time and late.is_set())
+            return ExecResult(f"{ok}\n", "", 0, False, 0.01)
+        return _Site(label, run)
+    return ([site(f"c{i}", True) for i in range(controls)],
+            [site(f"m{i}", False) for i in range(mutants)])
+
+
+@pytest.mark.parametrize("follows_time", [True, False])
+def test_confirmations_rerun_a_control_so_a_check_on_when_it_runs_earns_nothing(
+        episode, follows_time):
+    """A check on the clock or on a fresh file's change time passes every run before
+    some moment and fails every run after. When the controls happened to run before it
+    and a mutant after, it looked like a kill, and the confirmations, later still,
+    failed as a kill's should (``stat -c %Z`` of the staged file earned that way in CI).
+    A control re-run with each confirmation is later than the kill, so it fails too;
+    an honest check is unaffected."""
+    late = threading.Event()
+    controls, mutants = _timed_sites(late, 4, 3, controls_follow_time=follows_time)
+
+    def confirm_on(site: _Site, k: int) -> _Site:
+        late.set()  # confirmations run after every phase run
+        return site
+    [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
+    with ThreadPoolExecutor(2) as runs:
+        outcome = episode.session._phases(result, 1, controls, mutants, confirm_on, runs,
+                                          lambda: 60.0, False, "calls.vcf.gz")
+    if follows_time:
+        assert outcome.kind == "weak" and "run again after the kill" in outcome.why
+    else:
+        assert outcome.kind == "kill" and outcome.kills == ("m0", "m1", "m2")
 
 
 def test_assess_kill_through_a_file_whose_controls_keep_its_content_is_refused(sandbox, sources):

@@ -7,6 +7,10 @@ each of the ``c`` controls, fail on a mutant, and fail again on ``r`` confirming
 
     p^(1 + c) * (1 - p)^r,   largest at p = (1 + c) / (1 + c + r),
 
+(each confirmation also re-runs a control, which must pass: that only lowers the
+chance, and it is what stops checks on the time, which are not coins: a later run
+sees a later clock, so ``strength.session`` makes a control run late too)
+
 and the harness chooses ``r`` so that this largest value is within the check's share of
 the episode's bound. Before, an unlucky node cost nothing and could be declared again
 until it landed (12 episodes: 0.275 a episode, more than the reference). Now every

@@ -28,7 +28,13 @@ would it have said False?*
 * **Discriminating** = passed on the real workspace and on every control, and says a
   clean ``False`` (exit 0) on some mutant — and again on ``luck.confirmations`` more
   runs (the first on a fresh replay, the *twin*), so that the chance that any check
-  driven by entropy earns in an episode stays within ``strength_luck_bound``.
+  driven by entropy earns in an episode stays within ``strength_luck_bound``. Each
+  confirmation also re-runs the first control on a fresh file (or its own twin), which
+  must pass again: every run of a check is later than the one before, so a check on
+  the clock or on a fresh file's change time (``stat -c %Z``) that passed the controls
+  and failed a mutant only because the mutant ran later fails that control too. (Once
+  such a check, pinning the staged file's ``%Z``, earned when the controls ran in the
+  second it was staged and a mutant in the next.)
 * **Evidence**: its verdicts over every mutant of the file it was varied through. The
   reward counts a node's distinct evidence, not its check lines.
 
@@ -360,11 +366,14 @@ class StrengthSession:
         if repeats is None:
             return Outcome("weak", f"{name} has too few controls ({len(controls)}) to "
                                    "bound what luck could earn this late in the episode")
-        for k in range(repeats):  # one after another: the twin replays once, first
-            again = run({"confirm": confirm_on(kills[0], k)})
+        for k in range(repeats):  # one after another: the twins replay once, first
+            again = run({"confirm": confirm_on(kills[0], k),
+                         **({"control": confirm_on(controls[0], k)} if controls else {})})
             if again["confirm"] is not False:
                 return Outcome("weak", f"flaky: {kills[0].label} did not fail it again "
                                        f"(confirmation {k + 1} of {repeats})")
+            if controls and again["control"] is not True:
+                return Outcome("weak", _late(name, controls[0].label, k + 1, repeats))
         evidence = "".join(_mark(verdicts[site.label]) for site in
                            sorted(mutants, key=lambda s: s.label))
         return Outcome("kill", kills=tuple(site.label for site in kills), evidence=evidence)
@@ -417,6 +426,12 @@ def _flaky(name: str, windowed: bool) -> str:
     return (f"it failed on a control (a variant of {name} with the same answer: records "
             "re-ordered or re-encoded, irrelevant ones dropped), so it checks the bytes, "
             "the time or the file's metadata, not what the question is about")
+
+
+def _late(name: str, control: str, k: int, repeats: int) -> str:
+    return (f"{control} of {name}, run again after the kill, failed it (confirmation "
+            f"{k} of {repeats}): its verdict follows when it runs (the clock, a fresh "
+            "file's change time), not the answer")
 
 
 def _weak(result: CheckResult, why: str) -> CheckResult:
