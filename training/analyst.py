@@ -18,18 +18,29 @@ node <= 76 and answer <= 14; the command 98-204 (above GRPO's ~120 cap for the m
 ORF, fold-change and trio types).
 
     python -m training.collect --policy analyst --observation-variant compact ...
+
+**Repair** (``repair``, ``training.collect --analyst-repair``). A model fine-tuned on
+this teacher never saw a command fail, so it never retried one: on a family whose
+harder files are gzipped it read the ``.gz`` as text, the error stood on screen, and
+its next turns declared and answered anyway (0 of 32 sampled episodes retried,
+``benchmarks/README.md``). With ``repair`` > 0 a share of tasks (chosen by task id)
+open with a deliberate, realistic mistake -- the data file's name misspelt, or a quote
+left unclosed -- whose error the observation shows, and the next turn runs the right
+command. The mistaken turn is reported by ``deliberate_mistake``, so the collected row
+marks it ``learn`` False and SFT trains on the repair, never on the mistake.
 """
 
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable
 from typing import Any
 
 from vera_env import info as keys
 from vera_env.tasks import TaskSource
 
-__all__ = ["AnalystTeacher", "analysis_command"]
+__all__ = ["AnalystTeacher", "analysis_command", "mistaken_command"]
 
 _MTX = "/^%/{m=1;next} !m"  # features/barcodes first, then the matrix body
 _SUMMARY = "the answer computed from the data is"
@@ -152,6 +163,26 @@ def analysis_command(task_type: str, question: str) -> str:
     return _COMMANDS[task_type](question)
 
 
+def mistaken_command(command: str, key: str) -> str:
+    """``command`` with a mistake an analyst makes, chosen by ``key``: the first data
+    file's name misspelt (a letter dropped before its extension), or its last quote left
+    unclosed. Either fails with an error on screen. (Not a misspelt name for ``zcat``:
+    in the sandbox gzip reports a missing file as "Function not implemented", its errno
+    overwritten by the refused ``getrandom`` of glibc's first allocation.)"""
+    file = _first_file(command)
+    stem, dot, rest = file.partition(".")
+    if (zlib.crc32(f"kind|{key}".encode()) % 2 == 0 and len(stem) > 1 and dot
+            and "zcat" not in command):
+        return command.replace(file, stem[:-1] + dot + rest, 1)
+    quote = max(("'", '"'), key=command.rfind)
+    cut = command.rfind(quote)
+    return command if cut < 0 else command[:cut] + command[cut + 1:]
+
+
+def _chosen(key: str, share: float) -> bool:
+    return zlib.crc32(f"repair|{key}".encode()) / 2**32 < share
+
+
 def _task_type(task_id: str) -> str:
     return ".".join(task_id.split(".")[:2])
 
@@ -166,10 +197,14 @@ class AnalystTeacher:
 
     Args:
         tasks: The task source the environment draws from (for questions and types).
+        repair: Share of tasks (by task id) whose first command is a deliberate mistake
+            (``mistaken_command``) that the next turn repairs (see the module docstring).
     """
 
-    def __init__(self, tasks: TaskSource) -> None:
-        self._tasks = tasks
+    def __init__(self, tasks: TaskSource, repair: float = 0.0) -> None:
+        if not 0.0 <= repair <= 1.0:
+            raise ValueError(f"repair is a share in [0, 1], got {repair}")
+        self._tasks, self._repair = tasks, repair
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         """The next short turn."""
@@ -180,10 +215,24 @@ class AnalystTeacher:
         if prefill:
             return prefill + (value or "unknown")
         if value is None:
+            mistake = self._mistake(task)
+            if mistake is not None and f"$ {mistake}" not in observation:
+                return f"<command>{mistake}</command>"
             return f"<command>{command}</command>"
         if "(checks" not in observation:
             return self._node(task, command, value)
         return f"FINAL ANSWER: {value}"
+
+    def deliberate_mistake(self, action: str, info: dict[str, Any]) -> bool:
+        """Whether ``action`` is this task's deliberate mistake (not to be imitated)."""
+        mistake = self._mistake(self._tasks.get(info[keys.TASK_ID]))
+        return mistake is not None and action == f"<command>{mistake}</command>"
+
+    def _mistake(self, task: Any) -> str | None:
+        if not _chosen(task.id, self._repair):
+            return None
+        one_liner = analysis_command(_task_type(task.id), task.question)
+        return _SCRIPT.format(mistaken_command(one_liner, task.id))
 
     @staticmethod
     def _node(task: Any, command: str, value: str) -> str:

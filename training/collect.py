@@ -8,6 +8,9 @@
 One row per episode: the task, the policy's turns and the observations it answered,
 the reward of each step, the env's verdicts (correct, verification reward, unscorable)
 and the full ``Attempt`` as JSON (``vera_env.rollout.Attempt.from_json`` reads it back).
+``learn`` flags each turn worth imitating: False on a teacher's deliberate mistake (a
+policy with ``deliberate_mistake(action, info)``, e.g. ``--analyst-repair``), which
+``training.sft`` keeps as context only.
 With ``--tokenizer``, also ``input_ids`` and ``labels``: the episode as one sequence in
 the chat template, exactly as ``training.grpo`` lays it out, with ``-100`` on every
 prompt and observation token — ready for ``SFTTrainer``. Load with
@@ -47,6 +50,9 @@ class Args(EnvOptions):
     analyst (training.analyst: compute, re-derive in a check, answer),
     careless (falls into each trap), openai (an OpenAI-compatible endpoint:
     OpenAIChatPolicy) or transformers (a local model folder)."""
+    analyst_repair: float = 0.0
+    """Share of tasks (by task id) on which the analyst's first command has a deliberate
+    mistake (a misspelt file name, an unclosed quote) that its next turn repairs."""
     base_url: str = ""
     """Endpoint root with the version, e.g. http://127.0.0.1:8000/v1 (policy openai)."""
     model: str = ""
@@ -95,12 +101,15 @@ class _Recording:
         self.observations: list[str] = []
         self.actions: list[str] = []
         self.prefills: list[str] = []
+        self.learn: list[bool] = []
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         action: str = self._policy.act(observation, info)
         self.observations.append(observation)
         self.actions.append(action)
         self.prefills.append(str(info.get(keys.PREFILL) or ""))
+        deliberate = getattr(self._policy, "deliberate_mistake", None)
+        self.learn.append(not (deliberate is not None and deliberate(action, info)))
         return action
 
     def __getattr__(self, name: str) -> Any:  # begin_episode, last_usage, ... if present
@@ -117,11 +126,13 @@ def episode_row(attempt: Attempt, recording: _Recording, question: str, policy: 
         "verification_reward": attempt.verification_reward, "answer": attempt.answer,
         "n_steps": attempt.n_steps, "actions": recording.actions,
         "observations": recording.observations, "prefills": recording.prefills,
+        "learn": recording.learn,
         "rewards": [step.reward for step in attempt.steps],
         "attempt": attempt.to_json(),
     }
     if fmt is not None and recording.actions:
-        ((ids, labels),) = tokenize_transcript(fmt, recording.observations, recording.actions)
+        ((ids, labels),) = tokenize_transcript(fmt, recording.observations, recording.actions,
+                                               learn=recording.learn)
         row["input_ids"], row["labels"] = ids, labels
     elif fmt is not None:
         row["input_ids"], row["labels"] = [], []
@@ -181,7 +192,7 @@ def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Any:
     if args.policy == "analyst":
         from training.analyst import AnalystTeacher  # noqa: PLC0415
 
-        return AnalystTeacher(tasks)
+        return AnalystTeacher(tasks, repair=args.analyst_repair)
     if args.policy == "careless":
         from policies import careless_policy  # noqa: PLC0415
 

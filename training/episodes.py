@@ -183,7 +183,8 @@ class ChatFormat:
 
 def tokenize_transcript(fmt: ChatFormat, observations: Sequence[str], actions: Sequence[str],
                         layout: Layout = "episode", *, prefills: Sequence[str] = (),
-                        system_prompt: str = "") -> list[tuple[list[int], list[int]]]:
+                        system_prompt: str = "",
+                        learn: Sequence[bool] = ()) -> list[tuple[list[int], list[int]]]:
     """A played transcript as ``(input_ids, labels)`` sequences for supervised training.
 
     ``observations[i]`` is what the policy saw before ``actions[i]``. Labels are the ids
@@ -191,27 +192,35 @@ def tokenize_transcript(fmt: ChatFormat, observations: Sequence[str], actions: S
     In the ``turns`` layout each sequence's context is exactly what an evaluation policy
     is conditioned on (``policies.chat.prompt_ids``: system prompt, observation, and the
     turn's prefill ``prefills[i]``, which the action then starts with and which is not
-    labelled).
+    labelled). A turn with ``learn[i]`` False (a teacher's deliberate mistake: the
+    collected row's ``learn``) is context only: no sequence of its own in ``turns``,
+    ``IGNORE`` labels in ``episode``.
 
     Raises:
-        ValueError: Not one observation per action, or an unknown layout.
+        ValueError: Not one observation per action (or ``learn`` flag, when given), or
+            an unknown layout.
     """
     if len(observations) != len(actions) or not actions:
         raise ValueError(f"need one observation per action, got {len(observations)} "
                          f"observations for {len(actions)} actions")
+    if learn and len(learn) != len(actions):
+        raise ValueError(f"need one learn flag per action, got {len(learn)} for "
+                         f"{len(actions)} actions")
     if layout not in ("episode", "turns"):
         raise ValueError(f"layout must be 'episode' or 'turns', got {layout!r}")
+    learned = list(learn) or [True] * len(actions)
     if layout == "turns":
         return [_turn_sequence(fmt, obs, action, prefill, system_prompt)
-                for obs, action, prefill in zip(observations, actions,
-                                                list(prefills) or [""] * len(actions), strict=False)]
+                for obs, action, prefill, keep in zip(
+                    observations, actions, list(prefills) or [""] * len(actions), learned,
+                    strict=False) if keep]
     ids: list[int] = []
     labels: list[int] = []
     for i, (obs, action) in enumerate(zip(observations, actions, strict=False)):
         context = fmt.first(obs) if i == 0 else fmt.observation(obs)
         turn = fmt.encode(action) + list(fmt.eos_ids[:1])
         ids += context + turn
-        labels += [IGNORE] * len(context) + turn
+        labels += [IGNORE] * len(context) + (turn if learned[i] else [IGNORE] * len(turn))
     return [(ids, labels)]
 
 

@@ -123,7 +123,8 @@ def to_examples(rows: Sequence[dict[str, Any]], fmt: ChatFormat, *, layout: Layo
             continue
         for ids, labels in tokenize_transcript(fmt, row["observations"], row["actions"], layout,
                                                prefills=row.get("prefills") or (),
-                                               system_prompt=system_prompt):
+                                               system_prompt=system_prompt,
+                                               learn=row.get("learn") or ()):
             ids, labels = ids[:max_length], labels[:max_length]
             if any(label != -100 for label in labels):
                 examples.append({"input_ids": ids, "labels": labels})

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from training.analyst import AnalystTeacher
+from training.analyst import _SCRIPT, AnalystTeacher, analysis_command
+from training.collect import collect
 from training.envs import make_env
+from training.episodes import draw_starts
 from vera_env.evaluation.fingerprints import fingerprint_kind
-from vera_env.rollout import run_episode
+from vera_env.rollout import Attempt, run_episode
+from vera_env.spec import EnvSpec
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin import TASK_TYPES, make_task
 
@@ -55,3 +58,40 @@ def test_analyst_teacher_unreadable_output_reruns_then_answers_without_the_refer
     assert teacher.act("$ something else\nerror", info).startswith("<command>cat > q.sh")
     answer = teacher.act("no output", {**info, "step": 2, "prefill": "FINAL ANSWER: "})
     assert answer == "FINAL ANSWER: unknown" and str(task.answer) not in answer
+
+
+@pytest.mark.parametrize("difficulty", ["warmup", "easy"])
+def test_analyst_repair_fails_first_then_repairs_and_marks_the_mistake_unlearned(difficulty):
+    ids = [f"{task_type}.{difficulty}.s0" for task_type in sorted(TASK_TYPES)]
+    tasks = TaskSource([make_task(i) for i in ids])
+    spec = EnvSpec(max_steps=4, wrappers=("gate", "forced"), reserve=1,
+                   observation_variant="compact")
+    rows = collect(tasks, AnalystTeacher(tasks, repair=1.0), draw_starts(ids, len(ids)),
+                   make_env_fn=lambda: spec.build(tasks=tasks), concurrency=2)
+    for row in rows:
+        attempt = Attempt.from_json(row["attempt"])
+        first = attempt.steps[0]
+        assert row["correct"] and row["verification_reward"] > 0, (row["task_id"], row["actions"])
+        assert row["learn"] == [False, True, True, True], row["task_id"]
+        # The mistake fails with an error the observation shows; the next turn is the
+        # teacher's own command, which re-writes q.sh for the node's check.
+        assert "[exit " in row["observations"][1] and "[stderr]" in row["observations"][1]
+        assert first.action != row["actions"][1] and "$(sh q.sh)" in row["actions"][2]
+        assert row["actions"][1] == ("<command>" + _SCRIPT.format(
+            analysis_command(".".join(row["task_id"].split(".")[:2]),
+                             tasks.get(row["task_id"]).question)) + "</command>")
+
+
+def test_analyst_repair_share_is_chosen_by_task_id_and_validated():
+    ids = [f"tab.sentinel_mean.easy.s{seed}" for seed in range(40)]
+    tasks = TaskSource([make_task(i) for i in ids])
+    teacher = AnalystTeacher(tasks, repair=0.5)
+    first = [teacher.act("QUESTION", {"task_id": i, "prefill": ""}) for i in ids]
+    mistaken = [teacher.deliberate_mistake(a, {"task_id": i}) for a, i in zip(first, ids, strict=True)]
+    assert 8 <= sum(mistaken) <= 32  # about half, the same every time
+    assert mistaken == [AnalystTeacher(tasks, repair=0.5).deliberate_mistake(a, {"task_id": i})
+                        for a, i in zip(first, ids, strict=True)]
+    assert not any(AnalystTeacher(tasks).deliberate_mistake(a, {"task_id": i})
+                   for a, i in zip(first, ids, strict=True))
+    with pytest.raises(ValueError, match="share"):
+        AnalystTeacher(tasks, repair=1.5)

@@ -52,6 +52,7 @@ def test_collect_rows_hold_task_turns_observations_rewards_and_attempt(rollouts)
         assert [s.action for s in attempt.steps] == row["actions"]
         assert sum(row["rewards"]) == pytest.approx(attempt.score)
         assert row["verification_reward"] > 0
+        assert row["learn"] == [True] * len(row["actions"])  # no deliberate mistakes
     assert down["status"] == "provider" and down["actions"] == [] and down["input_ids"] == []
 
 
@@ -73,6 +74,16 @@ def test_collect_labels_mask_every_observation_token(rollouts, tokenizer):
     assert trained == "".join(a + "<|im_end|>" for a in row["actions"])
     for obs in row["observations"]:
         assert obs in masked
+
+
+def test_sft_examples_leave_out_turns_marked_not_to_learn(rollouts, tmp_path):
+    row = rollouts["rows"][0]
+    marked = {**row, "learn": [False] + [True] * (len(row["actions"]) - 1)}
+    (loaded,) = load_rollouts([write_rows([marked], tmp_path / "m.jsonl")])
+    fmt = rollouts["fmt"]
+    kept = to_examples([loaded], fmt, layout="turns")
+    assert len(kept) == len(row["actions"]) - 1
+    assert kept == to_examples([row], fmt, layout="turns")[1:]
 
 
 def test_sft_selection_keeps_successes_and_drops_faults(rollouts):

@@ -68,6 +68,22 @@ def test_tokenize_transcript_labels_only_the_actions(tokenizer, fmt):
         tokenize_transcript(fmt, observations, actions[:1])
 
 
+def test_tokenize_transcript_turns_not_to_learn_are_context_only(tokenizer, fmt):
+    observations = ["first view", "error on screen", "fixed"]
+    actions = ["<command>cat nope</command>", "<command>cat data</command>", "FINAL ANSWER: 3"]
+    learn = [False, True, True]
+    ((ids, labels),) = tokenize_transcript(fmt, observations, actions, learn=learn)
+    trained = tokenizer.decode([t for t, label in zip(ids, labels, strict=True) if label != IGNORE])
+    assert trained == "<command>cat data</command><|im_end|>FINAL ANSWER: 3<|im_end|>"
+    assert "cat nope" in tokenizer.decode(ids)  # still the context of the next turn
+    turns = tokenize_transcript(fmt, observations, actions, layout="turns", learn=learn)
+    assert [tokenizer.decode([t for t, label in zip(i, lab, strict=True) if label != IGNORE])
+            for i, lab in turns] == ["<command>cat data</command><|im_end|>",
+                                     "FINAL ANSWER: 3<|im_end|>"]
+    with pytest.raises(ValueError, match="one learn flag per action"):
+        tokenize_transcript(fmt, observations, actions, learn=learn[:2])
+
+
 @pytest.mark.parametrize("template", ["qwen2_5.jinja", "qwen3.jinja"])
 def test_chat_format_suffix_with_real_model_templates(tokenizer, template):
     # Qwen3 re-renders the earlier assistant turn (drops an empty <think>): the suffix
