@@ -29,12 +29,16 @@ would it have said False?*
   clean ``False`` (exit 0) on some mutant — and again on ``luck.confirmations`` more
   runs (the first on a fresh replay, the *twin*), so that the chance that any check
   driven by entropy earns in an episode stays within ``strength_luck_bound``. Each
-  confirmation also re-runs the first control on a fresh file (or its own twin), which
-  must pass again: every run of a check is later than the one before, so a check on
-  the clock or on a fresh file's change time (``stat -c %Z``) that passed the controls
-  and failed a mutant only because the mutant ran later fails that control too. (Once
-  such a check, pinning the staged file's ``%Z``, earned when the controls ran in the
-  second it was staged and a mutant in the next.)
+  confirmation also re-runs the first control (on a fresh file, or on its shadow: no
+  second replay), which must pass again: every run is later than the one before, so a
+  check on the clock, or on the change time of the fresh file each frozen run gets
+  (``stat -c %Z``), that passed the controls and failed a mutant only because the
+  mutant ran later fails that control too. (Once such a check, pinning the staged
+  file's ``%Z``, earned when the controls ran in the second it was staged and a mutant
+  in the next.) A shadow's files keep the change time of the moment the shadows were
+  written (in a random order), which the model never sees: a check on it must place
+  a threshold inside those milliseconds, and the twin, written later, does not redraw
+  it -- a gap this leaves, bounded by that guess, not by the luck bound.
 * **Evidence**: its verdicts over every mutant of the file it was varied through. The
   reward counts a node's distinct evidence, not its check lines.
 
@@ -368,7 +372,7 @@ class StrengthSession:
                                    "bound what luck could earn this late in the episode")
         for k in range(repeats):  # one after another: the twins replay once, first
             again = run({"confirm": confirm_on(kills[0], k),
-                         **({"control": confirm_on(controls[0], k)} if controls else {})})
+                         **({"control": controls[0]} if controls else {})})
             if again["confirm"] is not False:
                 return Outcome("weak", f"flaky: {kills[0].label} did not fail it again "
                                        f"(confirmation {k + 1} of {repeats})")
