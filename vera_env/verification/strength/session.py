@@ -370,7 +370,7 @@ class StrengthSession:
         if repeats is None:
             return Outcome("weak", f"{name} has too few controls ({len(controls)}) to "
                                    "bound what luck could earn this late in the episode")
-        for k in range(repeats):  # one after another: the twins replay once, first
+        for k in range(repeats):  # one after another: the twin replays once, first
             again = run({"confirm": confirm_on(kills[0], k),
                          **({"control": controls[0]} if controls else {})})
             if again["confirm"] is not False:
