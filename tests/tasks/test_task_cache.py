@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vera_env.tasks import cache_dir
-from vera_env.tasks.cache import CACHE_ENV_VAR, materialise
+from vera_env.tasks.cache import CACHE_ENV_VAR, _publish, materialise
 
 FILES = {"a.txt": b"alpha\n", "sub/b.gz": b"\x1f\x8bbeta"}
 
@@ -46,6 +46,26 @@ def test_materialise_repairs_a_damaged_folder(tmp_path: Path) -> None:
     (folder / "a.txt").unlink()
     assert materialise("k", FILES, root=tmp_path) == folder
     assert (folder / "a.txt").read_bytes() == FILES["a.txt"]
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]
+
+
+def test_a_folder_published_by_another_writer_meanwhile_is_never_moved_aside(
+        tmp_path: Path) -> None:
+    """The first look misses a folder that another writer renames into place just
+    after; the second look must take it as it is, not repair it away."""
+    folder = materialise("k", FILES, root=tmp_path)
+    inode = folder.stat().st_ino
+    looks: list[Path] = []
+
+    def complete(path: Path) -> bool:
+        looks.append(path)
+        return len(looks) > 1  # not there yet at the first look, published at the next
+
+    def fill(path: Path) -> None:
+        raise AssertionError("a published folder was written again")
+
+    assert _publish(tmp_path, folder.name, fill, complete) == folder
+    assert folder.stat().st_ino == inode  # the same folder, not a replacement
     assert [p.name for p in tmp_path.iterdir()] == [folder.name]
 
 
