@@ -87,13 +87,14 @@ def _publish(parent: Path, name: str, fill: Callable[[Path], None],
     if final.is_dir() and complete(final):
         return final
     parent.mkdir(parents=True, exist_ok=True)
-    # Looked at again: another writer may have renamed its copy into place since the
-    # check above, and moving a complete folder aside pulls it from under a caller that
-    # already returned it (measured: a GRPO group's four env workers drawing one new id,
-    # one episode's Task found its data_dir gone).
-    if final.is_dir() and complete(final):
-        return final
-    if final.exists():  # damaged by hand; move it aside so the rename below can land
+    if final.exists():
+        # Judged again now that it exists: another writer may have renamed its copy into
+        # place since the look above, and moving a complete folder aside pulls it from
+        # under a caller that already returned it (measured: a GRPO group's four env
+        # workers drawing one new id, one episode's Task found its data_dir gone).
+        if final.is_dir() and complete(final):
+            return final
+        # Damaged by hand; move it aside so the rename below can land.
         trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=parent))
         try:
             final.rename(trash / "old")
