@@ -79,6 +79,22 @@ def test_bwrap_shuf_and_sort_random_shuffle_reproducibly_in_commands_and_checks(
 
 
 @requires_bwrap
+def test_bwrap_a_failed_open_reports_its_own_reason_not_the_denied_getrandom(ws) -> None:
+    """glibc 2.36's malloc clobbered errno with getrandom's ENOSYS at a process's first
+    allocation: gzip printed "Function not implemented" for a missing file."""
+    if seccomp_program() is None:
+        pytest.skip("no seccomp filter for this architecture")
+    for command in ("zcat missing.gz", "gunzip missing.gz"):
+        for result in (ws.run(command), ws.run_check(command)):
+            assert result.exit_code != 0
+            assert "missing.gz: No such file or directory" in result.stderr, result.stderr
+    key = ws.run("python3 -c 'import os; print(len(os.getrandom(8, os.GRND_NONBLOCK)))'")
+    assert key.stdout == "0\n"  # malloc's request: no bytes, no error, nothing random
+    other = ws.run_check("python3 -c 'import os; os.getrandom(8)'")
+    assert "Function not implemented" in other.stderr
+
+
+@requires_bwrap
 def test_bwrap_disk_filler_stopped_with_disk_limit_then_rm_works(data_dir: Path) -> None:
     with BwrapSandbox(SMALL_DISK) as box, box.stage(data_files(data_dir)) as ws:
         filler = ws.run("for i in $(seq 100); do head -c 1048576 /dev/zero > f$i; done; "

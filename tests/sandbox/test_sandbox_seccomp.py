@@ -23,10 +23,16 @@ ALLOW, KILL = 0x7FFF0000, 0x80000000
 ERRNO_ENOSYS = 0x00050000 | 38
 
 
-def run_filter(program: bytes, arch: int, nr: int) -> int:
-    """A tiny classic-BPF interpreter for the four instructions the filter uses."""
+def run_filter(program: bytes, arch: int, nr: int, args: tuple[int, ...] = ()) -> int:
+    """A tiny classic-BPF interpreter for the four instructions the filter uses.
+
+    ``args`` are the call's arguments, laid out as ``seccomp_data`` holds them (8 bytes
+    each from offset 16, low word first); missing ones are 0.
+    """
     code = [struct.unpack("<HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
     data = {0: nr, 4: arch}
+    for index, value in enumerate((*args, *[0] * (6 - len(args)))):
+        data[16 + 8 * index], data[20 + 8 * index] = value & 0xFFFFFFFF, value >> 32
     pc, acc = 0, 0
     while True:
         op, jt, jf, k = code[pc]
@@ -56,6 +62,28 @@ def test_filter_denies_getrandom_to_checks_only():
     assert run_filter(filter_program(CHECK_DENIED, "x86_64"), X86_64, getrandom) == ERRNO_ENOSYS
     assert run_filter(filter_program(COMMAND_DENIED, "x86_64"), X86_64, getrandom) == ALLOW
     assert run_filter(seccomp_program("x86_64"), X86_64, getrandom) == ERRNO_ENOSYS
+
+
+def test_getrandom_answers_only_mallocs_key_request_with_zero_bytes_and_no_error():
+    """glibc's malloc asks for 8 bytes with GRND_NONBLOCK at the first allocation; every
+    other request still fails with ENOSYS (and a wider count or other flags never
+    match by their low word alone)."""
+    getrandom = syscall_number("getrandom", "x86_64")
+    program = filter_program(CHECK_DENIED, "x86_64")
+    zero_bytes = 0x00050000  # SECCOMP_RET_ERRNO with errno 0: the call returns 0
+    assert run_filter(program, X86_64, getrandom, (0x7FFF0000, 8, 1)) == zero_bytes
+    for args in ((0, 8, 0), (0, 16, 1), (0, 4096, 1), (0, 8 | 1 << 32, 1), (0, 8, 3),
+                 (0, 1, 1), ()):
+        assert run_filter(program, X86_64, getrandom, args) == ERRNO_ENOSYS, args
+    for name in ("keyctl", "mq_open"):  # the argument block does not swallow other calls
+        assert run_filter(program, X86_64, syscall_number(name, "x86_64"),
+                          (0, 8, 1)) == ERRNO_ENOSYS
+    assert run_filter(program, X86_64, 0, (0, 8, 1)) == ALLOW  # read(0, buf, 8) with "flags" 1
+    assert run_filter(filter_program(COMMAND_DENIED, "x86_64"), X86_64, getrandom,
+                      (0, 8, 1)) == ALLOW
+    aarch64 = filter_program(CHECK_DENIED, "aarch64")
+    assert run_filter(aarch64, 0xC00000B7, 278, (0, 8, 1)) == zero_bytes
+    assert run_filter(aarch64, 0xC00000B7, 278, (0, 32, 0)) == ERRNO_ENOSYS
 
 
 def test_filter_allows_everything_else_natively():

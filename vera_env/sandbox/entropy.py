@@ -13,7 +13,9 @@ runs every command and every check with its randomness sources made constant:
 * ``/dev/urandom`` and ``/dev/random`` are ``/dev/zero``, and
   ``/proc/sys/kernel/random/uuid`` is a fixed UUID;
 * the ``getrandom`` system call fails with ENOSYS (a seccomp filter), so Python,
-  numpy and glibc fall back to ``/dev/urandom`` — zeros — and seed identically;
+  numpy and glibc fall back to ``/dev/urandom`` — zeros — and seed identically
+  (glibc malloc's 8-byte key request gets 0 bytes and no error instead, so that it
+  cannot overwrite ``errno``: ``seccomp``);
 * bash's ``$RANDOM`` is seeded by a ``BASH_ENV`` file.
 
 * address-space layout randomisation is off (``fixed_address_layout``): the launcher

@@ -18,7 +18,15 @@ under a seccomp filter that fails:
   strength's replay of a command draws the same numbers the command drew).
 
 They fail with ENOSYS, "this kernel does not have it", which tools handle as a missing
-feature. A filter that matches only the native system-call numbers is not a filter:
+feature. One ``getrandom`` call is answered differently: glibc's ``malloc`` asks for an
+8-byte key with ``GRND_NONBLOCK`` at a process's first allocation and, in glibc 2.36,
+does not restore ``errno`` when that fails, so a tool whose first allocation follows a
+failed ``open`` reported the wrong reason (measured: ``zcat missing.gz`` printed
+"Function not implemented"). That exact call (8 bytes, ``GRND_NONBLOCK``) returns 0
+bytes and no error: glibc then keys its allocator from the clock, as it does on a
+failure, ``errno`` is intact, and no random byte reaches the program.
+
+A filter that matches only the native system-call numbers is not a filter:
 a 64-bit process can enter the kernel through the i386 ABI (``int $0x80``; measured:
 i386 ``keyctl``, system call 288 there, returned a key id through the getrandom-only
 filter this module replaces) or, where the kernel has it, the x32 ABI (numbers with bit 30 set). Both
@@ -64,6 +72,12 @@ _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 _RET_KILL_PROCESS = 0x80000000
 _ARCH_OFFSET, _NR_OFFSET = 4, 0
+_ARG_OFFSET = 16
+"""``seccomp_data.args[0]``; each argument is 8 bytes, low word first (both arches are
+little-endian)."""
+MALLOC_KEY_PROBE = (8, 1)
+"""(bytes, flags) of glibc malloc's ``getrandom`` (an 8-byte key, ``GRND_NONBLOCK``):
+answered with 0 bytes, no error, where ``getrandom`` is denied (module docstring)."""
 
 
 def syscall_number(name: str, machine: str | None = None) -> int | None:
@@ -95,20 +109,33 @@ def filter_program(denied: Iterable[str], machine: str | None = None,
     unknown = sorted(set(denied) - set(numbers))
     if unknown:
         raise ValueError(f"no system-call number known for {unknown}")
-    targets = sorted({numbers[name] for name in denied})
+    probe = numbers["getrandom"] if "getrandom" in denied else None
+    targets = sorted({numbers[name] for name in denied} - {probe})
     # Layout: [arch check] [load nr] [foreign-number check] [one jeq per target]
-    # ALLOW, DENY(errno), KILL. Jump offsets count from the next instruction.
+    # [getrandom: jeq, then its arguments compared with MALLOC_KEY_PROBE, RET 0 bytes]
+    # ALLOW, DENY(errno), KILL. Jump offsets count from the next instruction; classic BPF
+    # jumps only forwards, so the probe's block sits before ALLOW.
+    block: list[tuple[int, int, int, int]] = []
+    if probe is not None:
+        size, flags = MALLOC_KEY_PROBE
+        compares = [(_ARG_OFFSET + 8, size), (_ARG_OFFSET + 12, 0), (_ARG_OFFSET + 16, flags)]
+        block.append((_JEQ_K, 0, 2 * len(compares) + 1, probe))  # not getrandom: ALLOW
+        for index, (offset, value) in enumerate(compares):
+            block.append((_LD_ABS_W, 0, 0, offset))
+            block.append((_JEQ_K, 0, 2 * (len(compares) - index), value))  # else DENY
+        block.append((_RET_K, 0, 0, _RET_ERRNO))  # errno 0: the call returns 0 bytes
     body: list[tuple[int, int, int, int]] = []
     n_targets = len(targets)
     checks = 1 if foreign_from is not None else 0
-    tail = checks + n_targets  # instructions between "load nr" and ALLOW
+    tail = checks + n_targets + len(block)  # instructions between "load nr" and ALLOW
     body.append((_LD_ABS_W, 0, 0, _ARCH_OFFSET))
     body.append((_JEQ_K, 0, 1 + tail + 2, audit_arch))  # else KILL
     body.append((_LD_ABS_W, 0, 0, _NR_OFFSET))
     if foreign_from is not None:
         body.append((_JGE_K, tail - checks + 2, 0, foreign_from))  # x32 numbers: KILL
     for index, number in enumerate(targets):
-        body.append((_JEQ_K, n_targets - index, 0, number))  # to DENY
+        body.append((_JEQ_K, n_targets - index + len(block), 0, number))  # to DENY
+    body.extend(block)
     body.append((_RET_K, 0, 0, _RET_ALLOW))
     body.append((_RET_K, 0, 0, _RET_ERRNO | (errno_value & 0xFFFF)))
     body.append((_RET_K, 0, 0, _RET_KILL_PROCESS))
