@@ -200,15 +200,19 @@ def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> 
 def training_groups(dump: Path, after: int, upto: int) -> dict[str, Any]:
     """What GRPO steps ``after``+1..``upto`` played (the dump numbers generations from 0):
     episodes right, groups mixed (the only ones with an advantage) or all one way, and
-    right/played per task type -- whether the curriculum found anything to learn from."""
+    right/played per task type -- whether the curriculum found anything to learn from;
+    ``redrawn``: of those groups, how many ``--redraw-uninformative`` replaced."""
     from vera_env.tasks.builtin import parse_task_id
 
     episodes: dict[tuple[int, int], tuple[int, str, bool]] = {}
+    redrawn: set[tuple[int, int]] = set()
     for line in dump.read_text(encoding="utf-8").splitlines() if dump.is_file() else []:
         row = json.loads(line)
         if after <= row["step"] < upto:
             episodes[(row["step"], row["episode"])] = (row["group"], row["task_id"],
                                                        row["correct"] is True)
+            if row.get("redrawn"):
+                redrawn.add((row["step"], row["group"]))
     groups: dict[tuple[int, int], list[bool]] = {}
     per_type: dict[str, list[int]] = {}
     for (step, _), (group, task, right) in sorted(episodes.items()):
@@ -220,6 +224,7 @@ def training_groups(dump: Path, after: int, upto: int) -> dict[str, Any]:
             "groups": len(groups), "mixed": sum(0 < sum(g) < len(g) for g in groups.values()),
             "all_right": sum(all(g) for g in groups.values()),
             "all_wrong": sum(not any(g) for g in groups.values()),
+            "redrawn": len(redrawn),
             "per_type": {t: f"{r}/{n}" for t, (r, n) in sorted(per_type.items())}}
 
 

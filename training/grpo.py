@@ -140,6 +140,11 @@ class Args(EnvOptions, RunOptions):
     prompt, completion, advantage, reward parts) to this file."""
     print_samples: int = 0
     """Print this many episodes of every generation batch, turn by turn."""
+    redraw_uninformative: int = 0
+    """Before each optimizer step, replay up to this many times the groups whose rewards
+    are all equal (no advantage) on redrawn tasks -- DAPO's dynamic sampling; the
+    replaced episodes still update a curriculum and are dumped as redrawn, never trained.
+    One process, --advantage episode."""
     save_final: bool = True
     """Save the trained model and tokenizer to output_dir at the end."""
     seed: int = 0
@@ -235,7 +240,7 @@ def build_trainer(args: Args, tasks: TaskSource, model: Any, tokenizer: Any
             model=model, reward_funcs=REWARD_FUNCS, args=grpo_config(args),
             train_dataset=build_dataset(tasks, args.num_prompts, seed=args.seed),
             processing_class=tokenizer, step_rollout=rollout, advantage=args.advantage,
-            print_samples=args.print_samples, dump=dump)
+            print_samples=args.print_samples, dump=dump, redraws=args.redraw_uninformative)
     except BaseException:
         rollout.close()
         raise

@@ -31,13 +31,16 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from training.episodes import DRAWN, Sampler, Start, parse_start
+from training.episodes import DRAWN, Sampler, Start, format_start, parse_start
 from training.packing import LayoutName, Packing, TurnSample, make_packing
 from vera_env import info as keys
 from vera_env.evaluation import EXCLUDED_STATUSES
 from vera_env.rollout.attempt import Attempt
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["LockstepRollout", "StepEpisode", "TurnSample", "any_active", "play_lockstep"]
 
@@ -249,6 +252,17 @@ class LockstepRollout:
             trainer.processing_class, pool=self._pool,
             any_active=any_active(trainer) if distributed else (lambda local: local),
             fixed_width=distributed, timings=self.timings)
+
+    def redraw(self, prompt: Any, rng: np.random.Generator) -> str:
+        """Another start for a group that taught nothing (``StepwiseGRPOTrainer``'s
+        ``redraws``): a deferred one is returned as it is, since it is drawn anew when
+        played, from a curriculum that has just seen the group's outcomes; a fixed one
+        becomes a task drawn uniformly from the source, with the same reset seed."""
+        start = parse_start(prompt)
+        if start.task_id.startswith(DRAWN):
+            return format_start(start)
+        ids = self._tasks.ids()
+        return format_start(Start(task_id=ids[int(rng.integers(len(ids)))], seed=start.seed))
 
     def _resolve(self, start: Start, drawn: dict[str, str]) -> Start:
         """A deferred start (``drawn:K``) with its task drawn now from the source, once per

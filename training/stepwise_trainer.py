@@ -11,7 +11,10 @@ scores each *episode* with the trainer's own reward functions and weights
 (``_calculate_rewards``, so ``reward_weights``, async reward functions and
 ``log_metric`` work as usual), computes group-relative advantages per episode
 (``training.advantages``), broadcasts them to the episode's samples, weights the samples
-so long episodes do not dominate, and returns the dict TRL's loss consumes. Everything
+so long episodes do not dominate, and returns the dict TRL's loss consumes. With
+``redraws`` it first replays, on other tasks, the groups whose rewards are all equal
+(DAPO's dynamic sampling: such a group has no advantage, and a step made of them is
+spent), so the optimizer steps on groups that teach. Everything
 else — the loss, clipping, ``loss_type``, optimizer, vLLM weight sync, checkpoints — is
 TRL's. The override reads TRL internals (``_calculate_rewards``,
 ``_get_per_token_logps_and_entropies``, ``_metrics``, ``_pending_metrics``), so it is pinned to the TRL
@@ -33,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 import trl
 from accelerate.utils import gather_object
@@ -73,6 +77,10 @@ class StepwiseGRPOTrainer(GRPOTrainer):
             needs the default reward functions, whose parts it re-weighs per turn).
         dump: Where to write sample records (``--dump-rollouts``), or None.
         print_samples: Print this many episodes of every generation batch.
+        redraws: Rounds per training batch in which every group whose rewards are all
+            equal is played again on a redrawn start (``step_rollout.redraw``); the
+            replaced episodes are dumped with ``redrawn: true`` and never trained on.
+            Episode advantages and one process only (groups are judged whole).
         *args, **kwargs: ``GRPOTrainer``'s (give no ``rollout_func``).
     """
 
@@ -81,14 +89,21 @@ class StepwiseGRPOTrainer(GRPOTrainer):
 
     def __init__(self, *args: Any, step_rollout: Any, advantage: AdvantageMode = "episode",
                  dump: RolloutDump | None = None, print_samples: int = 0,
-                 **kwargs: Any) -> None:
+                 redraws: int = 0, **kwargs: Any) -> None:
         check_trl()
         if kwargs.get("rollout_func") is not None:
             raise ValueError("StepwiseGRPOTrainer plays its own episodes: pass step_rollout, "
                              "not rollout_func")
         if advantage not in ("episode", "reward_to_go"):
             raise ValueError(f"advantage must be episode or reward_to_go, got {advantage!r}")
+        if redraws < 0 or (redraws and advantage != "episode"):
+            raise ValueError(f"redraws must be >= 0 and needs advantage='episode' (a group "
+                             f"of equal returns may still rank its turns), got {redraws} "
+                             f"with {advantage!r}")
         super().__init__(*args, **kwargs)
+        if redraws and self.accelerator.num_processes > 1:
+            raise ValueError("redraws needs one training process: a redrawn group must be "
+                             "replayed whole, and groups may span processes")
         if advantage == "reward_to_go" and self.reward_func_names != [
                 "verification_reward", "correctness_reward", "format_reward"]:
             raise ValueError("advantage='reward_to_go' needs training.rewards.REWARD_FUNCS: "
@@ -98,7 +113,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         if advantage == "reward_to_go" and self.packing.name != "stepwise":
             raise ValueError("advantage='reward_to_go' needs one sample per turn "
                              "(layout stepwise)")
-        self.dump, self.print_samples = dump, print_samples
+        self.dump, self.print_samples, self.redraws = dump, print_samples, redraws
         self.last_episodes: list[StepEpisode] = []
         self.last_samples: list[Sample] = []
         self.last_records: list[dict[str, Any]] = []
@@ -112,8 +127,11 @@ class StepwiseGRPOTrainer(GRPOTrainer):
             self._last_loaded_step = self.state.global_step
         prompts = [x["prompt"] for x in inputs]
         episodes = self.step_rollout(prompts, self)
+        per_func = self._score(inputs, prompts, episodes)
+        if self.redraws and mode == "train":
+            per_func = self._redraw(inputs, prompts, episodes, per_func)
         self.last_episodes = episodes
-        advantages = self._episode_advantages(inputs, prompts, episodes, mode)
+        advantages = self._episode_advantages(per_func, episodes, mode)
         keep = [not e.excluded for e in episodes]
         packed = [self.packing.samples(e.turns, advs) if ok else []
                   for e, ok, advs in zip(episodes, keep, advantages, strict=True)]
@@ -127,21 +145,63 @@ class StepwiseGRPOTrainer(GRPOTrainer):
 
     # ----- rewards and advantages -----
 
-    def _episode_advantages(self, inputs: list[dict[str, Any]], prompts: list[Any],
-                            episodes: Sequence[StepEpisode], mode: str) -> list[list[float]]:
+    def _score(self, inputs: list[dict[str, Any]], prompts: list[Any],
+               episodes: Sequence[StepEpisode]) -> torch.Tensor:
+        """Each reward function's value per episode (every process's, gathered)."""
         fields = [e.fields() for e in episodes]
         rows = [{**x, **f} for x, f in zip(inputs, fields, strict=True)]
         completions = [e.turns[-1].action if e.turns else "" for e in episodes]
         last_ids = [e.turns[-1].completion_ids if e.turns else [] for e in episodes]
-        per_func = self._calculate_rewards(rows, prompts, completions, last_ids)
-        self._flush_reward_logs(mode)
+        return self._calculate_rewards(rows, prompts, completions, last_ids)
+
+    def _rewards(self, per_func: torch.Tensor) -> torch.Tensor:
+        """Weighted episode rewards; NaN where every function abstained (unscorable)."""
         weights = self.reward_weights.to(per_func.device)
         rewards = (per_func * weights.unsqueeze(0)).nansum(dim=1)
         rewards[torch.isnan(per_func).all(dim=1)] = torch.nan
+        return rewards
+
+    def _redraw(self, inputs: list[dict[str, Any]], prompts: list[Any],
+                episodes: list[StepEpisode], per_func: torch.Tensor) -> torch.Tensor:
+        """Replay groups with no advantage on redrawn starts, in place (``redraws``).
+
+        A replaced episode has already told a curriculum its outcome (the env did, when it
+        ended), so a deferred start redrawn after it is drawn from the updated rates.
+        Returns ``per_func`` with the replayed episodes' rows.
+        """
+        size, redrawn = self.num_generations, 0
+        for round_ in range(self.redraws):
+            _, zero_std = group_advantages(self._rewards(per_func).tolist(), size,
+                                           self.scale_rewards)
+            dead = [g for g in range(len(episodes) // size) if zero_std[g * size]]
+            if not dead:
+                break
+            rng = np.random.default_rng([self.args.seed, self.state.global_step, round_])
+            members = [g * size + k for g in dead for k in range(size)]
+            fresh = [self.step_rollout.redraw(prompts[g * size], rng) for g in dead]
+            new_prompts = [p for p in fresh for _ in range(size)]
+            new_inputs = [{**inputs[m], "prompt": p} for m, p in zip(members, new_prompts,
+                                                                      strict=True)]
+            replayed = self.step_rollout(new_prompts, self)
+            new_func = self._score(new_inputs, new_prompts, replayed)
+            old = [episodes[m] for m in members]
+            self._record(old, [[0.0] * len(e.turns) for e in old], [False] * len(old),
+                         [[] for _ in old], [], redrawn=True)
+            for slot, m in enumerate(members):
+                episodes[m], prompts[m], inputs[m] = replayed[slot], new_prompts[slot], new_inputs[slot]
+                per_func[m] = new_func[slot]
+            redrawn += len(dead)
+        self._metrics["train"]["stepwise/redrawn_groups"].append(float(redrawn))
+        return per_func
+
+    def _episode_advantages(self, per_func: torch.Tensor, episodes: Sequence[StepEpisode],
+                            mode: str) -> list[list[float]]:
+        self._flush_reward_logs(mode)
+        rewards = self._rewards(per_func)
         groups = self.num_generations if mode == "train" else self.num_generations_eval
         adv, zero_std = group_advantages(rewards.tolist(), groups, self.scale_rewards)
-        offset = self.accelerator.process_index * len(prompts)
-        local = adv[offset: offset + len(prompts)]
+        offset = self.accelerator.process_index * len(episodes)
+        local = adv[offset: offset + len(episodes)]
         for i, name in enumerate(self.reward_func_names):
             self._metrics[mode][f"rewards/{name}/mean"].append(
                 torch.nanmean(per_func[:, i]).item())
@@ -289,10 +349,12 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         metrics["num_tokens"] = [self.state.num_input_tokens_seen]
 
     def _record(self, episodes: Sequence[StepEpisode], advantages: list[list[float]],
-                keep: list[bool], packed: list[list[Sample]], weights: list[float]) -> None:
+                keep: list[bool], packed: list[list[Sample]], weights: list[float],
+                *, redrawn: bool = False) -> None:
         """Dump records (gathered to the main process) and print sample episodes.
 
-        A turn's ``weight`` is that of the sample(s) its episode was trained as.
+        A turn's ``weight`` is that of the sample(s) its episode was trained as;
+        ``redrawn``: the episodes were replaced by a redraw (never trained on).
         """
         if self.dump is None and not self.print_samples:
             return
@@ -301,7 +363,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         for episode, advs, ok, samples in zip(episodes, advantages, keep, packed, strict=True):
             weight = [next(w) for _ in samples][:1] or [0.0]
             records.append([_record(episode, turn, adv if ok else None, weight[0],
-                                    self._tokenizer, self.state)
+                                    self._tokenizer, self.state, redrawn)
                             for turn, adv in zip(episode.turns, advs, strict=True)])
         every = gather_object(records)
         if not self.accelerator.is_main_process:
@@ -321,7 +383,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
 
 
 def _record(episode: StepEpisode, turn: TurnSample, advantage: float | None, weight: float,
-            tokenizer: Any, state: Any) -> dict[str, Any]:
+            tokenizer: Any, state: Any, redrawn: bool = False) -> dict[str, Any]:
     return {
         "step": state.global_step, "episode": None, "group": None,
         "task_id": episode.start.task_id, "seed": episode.start.seed, "turn": turn.turn,
@@ -330,6 +392,7 @@ def _record(episode: StepEpisode, turn: TurnSample, advantage: float | None, wei
         "completion": tokenizer.decode(turn.completion_ids),
         "completion_tokens": len(turn.completion_ids), "cut": turn.cut,
         "advantage": advantage, "weight": weight, "trained": advantage is not None,
+        "redrawn": redrawn,
         "reward": turn.reward, "reward_parts": turn.reward_parts.to_dict(), "error": turn.error,
         "status": episode.attempt.status, "correct": episode.attempt.correct,
     }
