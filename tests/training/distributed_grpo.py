@@ -18,12 +18,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from stepwise_sampler import StepScripted
-from training_turns import TWO_TURN_RUN, answer_at_once
+from training_turns import TWO_TURN_RUN, answer_at_once, train_scripted
 
 from training import grpo
 from training.arguments import parse_args
-from training.samplers import trainer_sampler
 from training.tiny import tiny_model, tiny_tokenizer
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin import make_task
@@ -43,13 +41,7 @@ def main(out: Path) -> None:
     tokenizer = tiny_tokenizer()
     model = tiny_model(tokenizer)
     before = checksum(model)
-    trainer, rollout = grpo.build_trainer(args, tasks, model, tokenizer)
-    rollout._sampler_factory = lambda t: StepScripted(trainer_sampler(t), tokenizer, plans,
-                                                      first="Steps left: 2.", model_tokens=8)
-    try:
-        trainer.train()
-    finally:
-        rollout.close()
+    trainer = train_scripted(args, tasks, model, tokenizer, plans)
     logged = next(h for h in trainer.state.log_history if "loss" in h)
     rank = trainer.accelerator.process_index
     (out / f"rank{rank}.json").write_text(json.dumps({

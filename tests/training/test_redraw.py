@@ -14,13 +14,11 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from stepwise_sampler import StepScripted
-from training_turns import TWO_TURN_RUN
+from training_turns import TWO_TURN_RUN, train_scripted
 
 from training import grpo
 from training.arguments import parse_args
 from training.episodes import DRAWN, Start, format_start, parse_start
-from training.samplers import trainer_sampler
 from training.stepwise import LockstepRollout
 from vera_env.tasks.builtin import builtin_source
 
@@ -44,13 +42,7 @@ def run(tokenizer, tmp_path_factory):
         "--seed", "3",
         "--redraw-uninformative", str(REDRAWS), "--output-dir", str(folder),
         "--dump-rollouts", str(folder / "dump.jsonl"), "--no-save-final"])
-    trainer, rollout = grpo.build_trainer(args, tasks, tiny_model(tokenizer), tokenizer)
-    rollout._sampler_factory = lambda t: StepScripted(trainer_sampler(t), tokenizer, plans,
-                                                      first="Steps left: 2.", model_tokens=8)
-    try:
-        trainer.train()
-    finally:
-        rollout.close()
+    trainer = train_scripted(args, tasks, tiny_model(tokenizer), tokenizer, plans)
     episodes: dict[int, list[dict]] = defaultdict(list)
     for line in (folder / "dump.jsonl").read_text().splitlines():
         record = json.loads(line)

@@ -21,3 +21,23 @@ def answer_at_once(tasks) -> dict:
     """``StepScripted`` plans: member 0 of every group answers its task right at once."""
     return {task.question: {0: [(None, f"FINAL ANSWER: {task.answer}")]}
             for task in (tasks.get(t) for t in tasks.ids())}
+
+
+def train_scripted(args, tasks, model, tokenizer, plans, *, model_tokens: int = 8):
+    """Build ``training.grpo``'s trainer for ``args``, script ``plans`` over the model's
+    sampler (``StepScripted``; a two-turn run's first observation), train, close the
+    rollout; returns the trainer."""
+    from stepwise_sampler import StepScripted
+
+    from training import grpo
+    from training.samplers import trainer_sampler
+
+    trainer, rollout = grpo.build_trainer(args, tasks, model, tokenizer)
+    rollout._sampler_factory = lambda t: StepScripted(trainer_sampler(t), tokenizer, plans,
+                                                      first="Steps left: 2.",
+                                                      model_tokens=model_tokens)
+    try:
+        trainer.train()
+    finally:
+        rollout.close()
+    return trainer
