@@ -1,43 +1,52 @@
 # The two commands (see README.md): `make demo` and `make test`. Each installs what it
-# needs first (bubblewrap and python packages), so a fresh Debian machine needs nothing else.
+# needs first into a virtual environment of its own ($(VENV); a stock Debian python3
+# refuses pip installs into itself, PEP 668), plus bubblewrap and the Debian packages,
+# so a fresh Debian machine needs nothing else. PYTHON is the interpreter the venv is
+# made from.
 PYTHON ?= python3
-EXTRAS ?= dev
+VENV ?= .venv
+EXTRAS ?=
+PY := $(VENV)/bin/python
+# Recipes see the venv's commands (vera-env, pytest, ruff, lint-imports) first.
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 .PHONY: install demo test lint docs bench mutation
 
 install:
-	PYTHON=$(PYTHON) VERA_EXTRAS=$(EXTRAS) bash scripts/install.sh
+	PYTHON=$(PYTHON) VERA_VENV=$(VENV) VERA_EXTRAS=$(EXTRAS) bash scripts/install.sh
 
 demo: install
-	vera-env demo
+	$(VENV)/bin/vera-env demo
 
 test: EXTRAS = dev,training,ray,serve,docs,skyrl
 test: install
-	$(MAKE) --no-print-directory lint PYTHON=$(PYTHON)
-	$(PYTHON) -m pytest -q
+	$(MAKE) --no-print-directory lint
+	$(PY) -m pytest -q --durations=30
 
 # Static checks (configured in pyproject.toml), about a minute cold: ruff, mypy over
-# vera_env and policies, and the import contracts (layers, no cycles, forbidden imports).
-# Doctests, private-name imports and "Gymnasium untouched" are tests, run by pytest.
+# vera_env (its policies and training included), and the import contracts (layers, no
+# cycles, forbidden imports). Doctests, private-name imports and "Gymnasium untouched"
+# are tests, run by pytest.
 lint:
-	$(PYTHON) -m ruff check .
-	$(PYTHON) -m mypy
-	lint-imports
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 # The documentation site (docs/, mkdocs.yml) into site/, warnings as errors; the test
 # suite builds it too (tests/docs/test_docs_build.py) and runs its code blocks.
 docs:
-	$(PYTHON) -m mkdocs build --strict
+	$(PY) -m mkdocs build --strict
 
 bench: EXTRAS = dev,ray,serve
 bench: install
-	$(PYTHON) benchmarks/harness_overhead.py
-	$(PYTHON) benchmarks/sandbox_latency.py --breakdown
-	$(PYTHON) benchmarks/staging.py
-	$(PYTHON) benchmarks/observation_size.py
-	$(PYTHON) benchmarks/episodes_per_minute.py
-	$(PYTHON) benchmarks/serve_load.py --out benchmarks/results/serve_load_openenv.json
+	$(PY) benchmarks/harness_overhead.py
+	$(PY) benchmarks/sandbox_latency.py --breakdown
+	$(PY) benchmarks/staging.py
+	$(PY) benchmarks/observation_size.py
+	$(PY) benchmarks/episodes_per_minute.py
+	$(PY) benchmarks/serve_load.py --out benchmarks/results/serve_load_openenv.json
 
 # Test strength on the modules that turn text into reward (tens of minutes; not in CI).
+mutation: EXTRAS = dev
 mutation: install
-	nice -n 15 $(PYTHON) benchmarks/mutation.py
+	nice -n 15 $(PY) benchmarks/mutation.py

@@ -7,7 +7,7 @@ options are measured here on the real model and real first observations:
 
 * ``hf-b1``: ``model.generate``, one context at a time (dynamic KV cache);
 * ``hf-bG``: one left-padded batch of the group's G contexts (what
-  ``training.samplers.HFSampler`` does);
+  ``vera_env.training.samplers.HFSampler`` does);
 * ``hf-bG-static``: the same with ``cache_implementation="static"`` (a preallocated
   cache; what ``torch.compile`` needs);
 * ``hf-bG-static-compiled``: that plus ``torch.compile`` of the forward
@@ -44,9 +44,9 @@ TYPES = ("tab.sentinel_mean", "seq.gc_content", "vcf.het_count", "mtx.qc_cells",
 
 def contexts(tokenizer: Any, group: int, variant: str) -> list[list[int]]:
     """Token ids of the first observation of ``group`` warmup tasks, as a model sees them."""
-    from policies.chat import prompt_ids
-    from training.envs import make_env
+    from vera_env.policies.chat import prompt_ids
     from vera_env.tasks import load_tasks
+    from vera_env.training.envs import make_env
     from vera_env.verification.rewards import RewardConfig
 
     env = make_env(load_tasks("builtin"), max_steps=6, reward=RewardConfig(strength=False),
@@ -100,7 +100,7 @@ def measure(name: str, run: Any, repeats: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="runs/smollm2", help="checkpoint folder "
-                        "(python -m training.checkpoint)")
+                        "(python -m vera_env.training.checkpoint)")
     parser.add_argument("--group", type=int, default=8, help="contexts per batch (G)")
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2)

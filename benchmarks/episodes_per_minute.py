@@ -61,7 +61,7 @@ ENV_KWARGS: dict[str, Any] = {"max_steps": MAX_STEPS}
 
 
 def oracle() -> Any:
-    from policies import OraclePolicy
+    from vera_env.policies import OraclePolicy
 
     return OraclePolicy(load_tasks("builtin"))
 

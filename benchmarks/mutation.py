@@ -119,7 +119,7 @@ settings.load_profile("mutation")
 
 
 def pytest_sessionstart(session):
-    import policies
+    import vera_env.policies
     import vera_env
 
     here = Path.cwd().resolve()

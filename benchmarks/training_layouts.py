@@ -3,14 +3,14 @@
 Both layouts are built by the training code itself from one played 30-turn episode
 (the scripted exploration of ``observation_size.py`` on ``tab.sentinel_mean.easy.s0``,
 a node every fifth turn): step-wise, the sample of turn ``t`` is
-``policies.chat.prompt_ids`` of that turn's observation plus the turn
-(``training.stepwise``); concatenated, it is the whole sequence up to turn ``t``
-(``training.episodes.ChatFormat``: first observation, then every turn and observation).
+``vera_env.policies.chat.prompt_ids`` of that turn's observation plus the turn
+(``vera_env.training.stepwise``); concatenated, it is the whole sequence up to turn ``t``
+(``vera_env.training.episodes.ChatFormat``: first observation, then every turn and observation).
 The memory of a training pass grows with its longest sequence, so "the longest
 episode a layout can train under the same memory" is read off as the last turn whose
 sample fits a per-sequence budget (``--budget``, default 8192 tokens, the README's GPU
 recipe). Tokens are counted with SmolLM2's tokenizer (``--tokenizer``, a checkpoint
-folder from ``training.checkpoint``) or the tiny one.
+folder from ``vera_env.training.checkpoint``) or the tiny one.
 
 Usage::
 
@@ -33,8 +33,8 @@ def play(turns: int, variant: str) -> tuple[list[str], list[str], list[str]]:
     """(observations, prefills, actions) of one scripted episode of ``turns`` turns."""
     from observation_size import TASK, turn
 
-    from training.envs import make_env
     from vera_env.tasks import load_tasks
+    from vera_env.training.envs import make_env
     from vera_env.verification.rewards import RewardConfig
 
     env = make_env(load_tasks("builtin"), max_steps=turns, wrappers=("forced",), reserve=1,
@@ -56,8 +56,8 @@ def play(turns: int, variant: str) -> tuple[list[str], list[str], list[str]]:
 
 def sizes(tokenizer: object, observations: list[str], prefills: list[str],
           actions: list[str]) -> list[dict[str, int]]:
-    from policies.chat import prompt_ids
-    from training.episodes import ChatFormat
+    from vera_env.policies.chat import prompt_ids
+    from vera_env.training.episodes import ChatFormat
 
     fmt = ChatFormat(tokenizer)
     rows, total = [], 0
@@ -80,7 +80,7 @@ def main() -> None:
 
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
     else:
-        from training.tiny import tiny_tokenizer
+        from vera_env.training.tiny import tiny_tokenizer
 
         tokenizer = tiny_tokenizer()
     report = {"tokenizer": args.tokenizer or "tiny", "budget": args.budget, "variants": {}}

@@ -7,10 +7,10 @@ a model is loaded), ``HumanPolicy`` reads turns from a terminal (``vera-env play
 
 from __future__ import annotations
 
-from policies.human import HumanPolicy
-from policies.openai import OpenAIChatPolicy
-from policies.scripted import OraclePolicy, ScriptedPolicy, careless_policy
-from policies.transformers_policy import TransformersPolicy
+from vera_env.policies.human import HumanPolicy
+from vera_env.policies.openai import OpenAIChatPolicy
+from vera_env.policies.scripted import OraclePolicy, ScriptedPolicy, careless_policy
+from vera_env.policies.transformers_policy import TransformersPolicy
 from vera_env.policy import Policy
 
 __all__ = ["HumanPolicy", "OpenAIChatPolicy", "OraclePolicy", "Policy", "ScriptedPolicy",

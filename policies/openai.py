@@ -16,7 +16,7 @@ Transport faults and malformed replies raise ``PolicyError`` (from ``vera_env.ll
 the rollout records the episode as ``provider``, an exclusion, never a wrong answer.
 
 Example:
-    >>> from policies import OpenAIChatPolicy
+    >>> from vera_env.policies import OpenAIChatPolicy
     >>> policy = OpenAIChatPolicy("http://127.0.0.1:8000/v1", "Qwen/Qwen3-8B")
 """
 
@@ -25,9 +25,9 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
-from policies.chat import chat_messages
 from vera_env import info as keys
 from vera_env.llm import ChatClient, ChatReply
+from vera_env.policies.chat import chat_messages
 
 __all__ = ["OpenAIChatPolicy"]
 
@@ -77,7 +77,7 @@ class OpenAIChatPolicy:
             f"last_reply_{id(self)}", default=None)
 
     def messages(self, observation: str) -> list[dict[str, str]]:
-        """The chat messages sent for ``observation`` (``policies.chat.chat_messages``)."""
+        """The chat messages sent for ``observation`` (``vera_env.policies.chat.chat_messages``)."""
         return chat_messages(observation, self.system_prompt)
 
     def act(self, observation: str, info: dict[str, Any]) -> str:

@@ -3,7 +3,7 @@
 After training, the quickest question is "did the checkpoint get better?". Serving it
 with vLLM first is the right answer at scale; this policy answers it on the training
 machine, from the folder the trainer saved, with the same prompt path as
-``OpenAIChatPolicy`` and step-wise training (``policies.chat``): the observation is
+``OpenAIChatPolicy`` and step-wise training (``vera_env.policies.chat``): the observation is
 the one user message, rendered with the tokenizer's chat template (plain text when it
 has none), and a forced answer's ``info["prefill"]`` is appended after the generation
 prompt, so the model continues it exactly as vLLM's ``continue_final_message`` would.
@@ -14,7 +14,7 @@ this module does not import them — constructing from a path does.
 
 Example (needs a checkpoint and the training extra, so not a doctest)::
 
-    from policies import TransformersPolicy
+    from vera_env.policies import TransformersPolicy
 
     policy = TransformersPolicy.from_pretrained("runs/grpo/checkpoint-200")
 """
@@ -25,9 +25,9 @@ import contextvars
 import threading
 from typing import Any
 
-from policies.chat import prompt_ids, prompt_text
 from vera_env import info as keys
 from vera_env.errors import PolicyError
+from vera_env.policies.chat import prompt_ids, prompt_text
 
 __all__ = ["TransformersPolicy"]
 
@@ -45,7 +45,7 @@ class TransformersPolicy:
         max_new_tokens: Completion cap per turn.
         temperature: 0 decodes greedily; > 0 samples.
         max_prompt_tokens: Prompts longer than this have their observation clipped in
-            the middle until they fit (``policies.chat.prompt_ids``: the question, the
+            the middle until they fit (``vera_env.policies.chat.prompt_ids``: the question, the
             chat template and the prefill stay); None: no cap.
 
     Raises:

@@ -14,9 +14,9 @@ import tokenize
 from pathlib import Path
 
 import pytest
+from sources import python_files
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("vera_env", "policies", "training")
 # An owner/repo#N or a URL names its tracker and stays; a bare #N or "issue N" does not.
 ISSUE = re.compile(r"\b[Ii]ssues? ?#?\d+|(?<![\w/&#\"'])#\d{2,}\b")
 
@@ -33,7 +33,7 @@ def _texts(source: str) -> list[tuple[int, str]]:
 
 
 def _files() -> list[Path]:
-    return [path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))]
+    return python_files()
 
 
 @pytest.mark.parametrize("text", ["as issue 11 showed", "(Issue 19)", "see #42",

@@ -14,19 +14,17 @@ import importlib
 from pathlib import Path
 
 import pytest
+from sources import module_name, python_files
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("vera_env", "policies", "training")
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
 def _modules_with_examples() -> list[str]:
     names = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            if ">>>" in path.read_text() and path.name != "__main__.py":
-                parts = list(path.relative_to(ROOT).with_suffix("").parts)
-                names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    for path in python_files():
+        if ">>>" in path.read_text() and path.name != "__main__.py":
+            names.append(module_name(path))
     return names
 
 

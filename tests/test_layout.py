@@ -16,19 +16,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from sources import module_name, python_files
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("vera_env", "policies", "training")
+PACKAGES = ("vera_env",)
 
 
 def _is_private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _dotted(node: ast.expr, bound: dict[str, str]) -> str | None:
@@ -103,11 +98,10 @@ def test_private_imports_allows_own_names_and_dunders() -> None:
     assert private_imports(source, "vera_env.rollout.vector") == []
 
 
-@pytest.mark.parametrize("package", PACKAGES)
-def test_no_private_name_imported_across_modules(package: str) -> None:
+def test_no_private_name_imported_across_modules() -> None:
     offences = {}
-    for path in sorted((ROOT / package).rglob("*.py")):
-        found = private_imports(path.read_text(), _module_name(path), is_package=path.name == "__init__.py")
+    for path in python_files():
+        found = private_imports(path.read_text(), module_name(path), is_package=path.name == "__init__.py")
         if found:
             offences[str(path.relative_to(ROOT))] = found
     assert offences == {}

@@ -17,9 +17,9 @@ on each variant, so the check still sees the varied data). SmolLM2 tokens per tu
 node <= 76 and answer <= 14; the command 98-204 (above GRPO's ~120 cap for the matrix,
 ORF, fold-change and trio types).
 
-    python -m training.collect --policy analyst --observation-variant compact ...
+    python -m vera_env.training.collect --policy analyst --observation-variant compact ...
 
-**Repair** (``repair``, ``training.collect --analyst-repair``). A model fine-tuned on
+**Repair** (``repair``, ``vera_env.training.collect --analyst-repair``). A model fine-tuned on
 this teacher never saw a command fail, so it never retried one: on a family whose
 harder files are gzipped it read the ``.gz`` as text, the error stood on screen, and
 its next turns declared and answered anyway (0 of 32 sampled episodes retried,

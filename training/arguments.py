@@ -31,7 +31,7 @@ ReportTo = Literal["none", "tensorboard", "wandb"]
 def field_docs(cls: type) -> dict[str, str]:
     """The string literal under each annotated field of ``cls`` (its docstring).
 
-    Dataclass bases count too (options several scripts share, ``training.resume.RunOptions``);
+    Dataclass bases count too (options several scripts share, ``vera_env.training.resume.RunOptions``);
     a field declared again below takes its class's docstring.
     """
     docs: dict[str, str] = {}
@@ -83,8 +83,10 @@ def _default(f: dataclasses.Field[Any]) -> Any:
     raise TypeError(f"Args field {f.name!r} has no default")
 
 
-def parse_args(cls: type[T], argv: Sequence[str] | None = None) -> T:
+def parse_args(cls: type[T], argv: Sequence[str] | None = None, *, prog: str | None = None) -> T:
     """Build ``cls`` from command-line flags (``argv``; default ``sys.argv[1:]``).
+
+    ``prog`` names the command in usage and error lines (``vera-env train grpo``).
 
     ``Literal`` fields, and tuples of them, accept only their values.
 
@@ -94,7 +96,7 @@ def parse_args(cls: type[T], argv: Sequence[str] | None = None) -> T:
     """
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
-    parser = argparse.ArgumentParser(description=(cls.__doc__ or "").strip().splitlines()[0]
+    parser = argparse.ArgumentParser(prog=prog, description=(cls.__doc__ or "").strip().splitlines()[0]
                                      if cls.__doc__ else None)
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         kind = hints[f.name]

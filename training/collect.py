@@ -1,7 +1,7 @@
 """Collect rollouts of any policy into a datasets-loadable JSONL or Parquet file.
 
-    python -m training.collect --policy oracle --num-tasks 50 --output runs/oracle.jsonl
-    python -m training.collect --policy openai --base-url http://127.0.0.1:8000/v1 \\
+    python -m vera_env.training.collect --policy oracle --num-tasks 50 --output runs/oracle.jsonl
+    python -m vera_env.training.collect --policy openai --base-url http://127.0.0.1:8000/v1 \\
         --model Qwen/Qwen2.5-7B-Instruct --num-tasks 200 --attempts 4 \\
         --tokenizer Qwen/Qwen2.5-1.5B-Instruct --output runs/teacher.parquet
 
@@ -10,14 +10,14 @@ the reward of each step, the env's verdicts (correct, verification reward, unsco
 and the full ``Attempt`` as JSON (``vera_env.rollout.Attempt.from_json`` reads it back).
 ``learn`` flags each turn worth imitating: False on a teacher's deliberate mistake (a
 policy with ``deliberate_mistake(action, info)``, e.g. ``--analyst-repair``), which
-``training.sft`` keeps as context only.
+``vera_env.training.sft`` keeps as context only.
 With ``--tokenizer``, also ``input_ids`` and ``labels``: the episode as one sequence in
-the chat template, exactly as ``training.grpo`` lays it out, with ``-100`` on every
+the chat template, exactly as ``vera_env.training.grpo`` lays it out, with ``-100`` on every
 prompt and observation token — ready for ``SFTTrainer``. Load with
 ``datasets.load_dataset("json", data_files=path)`` (or ``"parquet"``).
 
 Episodes run through ``vera_env.rollout.run_episode``, so a provider or sandbox fault is
-a row with its status (``provider``, ``sandbox``) rather than a crash; ``training.sft``
+a row with its status (``provider``, ``sandbox``) rather than a crash; ``vera_env.training.sft``
 leaves such rows out.
 """
 
@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from training.envs import EnvOptions, task_source
-from training.episodes import ChatFormat, Start, draw_starts, tokenize_transcript
 from vera_env import info as keys
 from vera_env.observation.prompts import ObservationVariant
 from vera_env.rollout import Attempt, map_episodes, run_episode
 from vera_env.spec import SandboxName
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin.instance import Difficulty
+from vera_env.training.envs import EnvOptions, task_source
+from vera_env.training.episodes import ChatFormat, Start, draw_starts, tokenize_transcript
 from vera_env.wrappers import WrapperName
 
 
@@ -46,8 +46,8 @@ class Args(EnvOptions):
     """Collect rollouts of a policy through VeraEnv."""
 
     policy: Literal["oracle", "brief", "analyst", "careless", "openai", "transformers"] = "oracle"
-    """oracle (reference solutions), brief (training.teacher: short verified turns),
-    analyst (training.analyst: compute, re-derive in a check, answer),
+    """oracle (reference solutions), brief (vera_env.training.teacher: short verified turns),
+    analyst (vera_env.training.analyst: compute, re-derive in a check, answer),
     careless (falls into each trap), openai (an OpenAI-compatible endpoint:
     OpenAIChatPolicy) or transformers (a local model folder)."""
     analyst_repair: float = 0.0
@@ -78,7 +78,7 @@ class Args(EnvOptions):
     observation_variant: ObservationVariant = "full"
     """How observations tell the rules: full, or compact (short, no placeholders)."""
     state_budget: int = 4000
-    """Tokens of the analysis graph in an observation (as training.grpo's)."""
+    """Tokens of the analysis graph in an observation (as vera_env.training.grpo's)."""
     system_prompt: str = ""
     """System message of model policies (and of the input_ids written with --tokenizer)."""
     sandbox: SandboxName = "auto"
@@ -182,31 +182,31 @@ def collect(tasks: TaskSource, policy: Any, starts: Sequence[Start], *, attempts
 def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Any:
     """The policy named by ``args.policy``."""
     if args.policy == "oracle":
-        from policies import OraclePolicy  # noqa: PLC0415
+        from vera_env.policies import OraclePolicy  # noqa: PLC0415
 
         return OraclePolicy(tasks)
     if args.policy == "brief":
-        from training.teacher import BriefTeacher  # noqa: PLC0415
+        from vera_env.training.teacher import BriefTeacher  # noqa: PLC0415
 
         return BriefTeacher(tasks)
     if args.policy == "analyst":
-        from training.analyst import AnalystTeacher  # noqa: PLC0415
+        from vera_env.training.analyst import AnalystTeacher  # noqa: PLC0415
 
         return AnalystTeacher(tasks, repair=args.analyst_repair)
     if args.policy == "careless":
-        from policies import careless_policy  # noqa: PLC0415
+        from vera_env.policies import careless_policy  # noqa: PLC0415
 
         return careless_policy([tasks.get(s.task_id) for s in starts])
     if not args.model:
         raise SystemExit(f"--policy {args.policy} needs --model")
     if args.policy == "openai":
-        from policies import OpenAIChatPolicy  # noqa: PLC0415
+        from vera_env.policies import OpenAIChatPolicy  # noqa: PLC0415
 
         if not args.base_url:
             raise SystemExit("--policy openai needs --base-url")
         return OpenAIChatPolicy(args.base_url, args.model, temperature=args.temperature,
                                 max_tokens=args.max_tokens, system_prompt=args.system_prompt)
-    from policies import TransformersPolicy  # noqa: PLC0415
+    from vera_env.policies import TransformersPolicy  # noqa: PLC0415
 
     return TransformersPolicy.from_pretrained(args.model, temperature=args.temperature,
                                               max_new_tokens=args.max_tokens,
@@ -258,6 +258,6 @@ def main(args: Args) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    from training.arguments import parse_args
+    from vera_env.training.arguments import parse_args
 
     main(parse_args(Args))

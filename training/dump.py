@@ -8,7 +8,7 @@ the observation" can be checked from the file), the completion as sampled, the
 advantage it was trained with (``null`` for an episode excluded as unscorable, with
 ``trained: false``), its weight, and the step's reward parts. ``format_episode`` renders
 an episode for ``--print-samples``. A resumed run appends to the file
-(``training.resume``).
+(``vera_env.training.resume``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class RolloutDump:
     """
 
     def __init__(self, path: str | Path, *, resume_from: int = 0) -> None:
-        from training.resume import keep_until  # noqa: PLC0415 - torch-free, no cycle
+        from vera_env.training.resume import keep_until  # noqa: PLC0415 - torch-free, no cycle
 
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)

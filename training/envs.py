@@ -78,7 +78,7 @@ def task_source(spec: str, difficulties: Sequence[str], num_prompts: int,
 class EnvOptions:
     """The environment knobs shared by the training scripts' ``Args`` (a mixin).
 
-    ``training.grpo.Args`` and ``training.collect.Args`` both declare these fields, so
+    ``vera_env.training.grpo.Args`` and ``vera_env.training.collect.Args`` both declare these fields, so
     one ``env_spec()`` turns either into the same ``EnvSpec``: a collection and a
     training run given the same flags play the same environment.
     """

@@ -7,7 +7,7 @@ earlier ``<think>`` blocks — and the update then trains tokens the model never
 So a concatenated episode is built by concatenation only: the first prompt, then each
 model turn's sampled ids, then each later observation as the token suffix the chat
 template puts after an assistant turn (``ChatFormat.observation``). GRPO plays episodes
-in ``training.stepwise`` and packs them in ``training.packing``; supervised training
+in ``vera_env.training.stepwise`` and packs them in ``vera_env.training.packing``; supervised training
 lays collected transcripts out with ``tokenize_transcript``.
 
 This module needs no torch: a sampler is any callable mapping contexts to sampled ids.
@@ -90,7 +90,7 @@ def parse_start(prompt: Any) -> Start:
 
     Raises:
         ValueError: The prompt was not written by ``format_start`` (a dataset built by hand
-            with ordinary prompts: use ``training.grpo.build_dataset``).
+            with ordinary prompts: use ``vera_env.training.grpo.build_dataset``).
     """
     try:
         data = json.loads(prompt)
@@ -128,7 +128,7 @@ class ChatFormat:
 
     def __init__(self, tokenizer: Any, eos_ids: Sequence[int] = ()) -> None:
         if not getattr(tokenizer, "chat_template", None):
-            raise ValueError("the tokenizer has no chat_template; set one (see training.tiny)")
+            raise ValueError("the tokenizer has no chat_template; set one (see vera_env.training.tiny)")
         eos = list(eos_ids) or [tokenizer.eos_token_id]
         if eos[0] is None:
             raise ValueError("the tokenizer has no eos_token; the end of a turn is undefined")
@@ -190,7 +190,7 @@ def tokenize_transcript(fmt: ChatFormat, observations: Sequence[str], actions: S
     ``observations[i]`` is what the policy saw before ``actions[i]``. Labels are the ids
     on action tokens and each turn's closing end-of-turn token, ``IGNORE`` elsewhere.
     In the ``turns`` layout each sequence's context is exactly what an evaluation policy
-    is conditioned on (``policies.chat.prompt_ids``: system prompt, observation, and the
+    is conditioned on (``vera_env.policies.chat.prompt_ids``: system prompt, observation, and the
     turn's prefill ``prefills[i]``, which the action then starts with and which is not
     labelled). A turn with ``learn[i]`` False (a teacher's deliberate mistake: the
     collected row's ``learn``) is context only: no sequence of its own in ``turns``,
@@ -226,7 +226,7 @@ def tokenize_transcript(fmt: ChatFormat, observations: Sequence[str], actions: S
 
 def _turn_sequence(fmt: ChatFormat, observation: str, action: str, prefill: str,
                    system_prompt: str) -> tuple[list[int], list[int]]:
-    from policies.chat import prompt_ids  # noqa: PLC0415 - policies import vera_env only
+    from vera_env.policies.chat import prompt_ids  # noqa: PLC0415 - policies import vera_env only
 
     if prefill and not action.startswith(prefill):
         prefill = ""  # the policy did not continue the prefill: train the whole turn

@@ -2,24 +2,24 @@
 
 Run (CPU, no hub, about half a minute — a random tiny model, to check the plumbing):
 
-    python -m training.grpo --tiny
+    python -m vera_env.training.grpo --tiny
 
 A real run (see training/README.md for the GPU recipe):
 
-    python -m training.grpo --model Qwen/Qwen2.5-1.5B-Instruct --use-vllm \\
+    python -m vera_env.training.grpo --model Qwen/Qwen2.5-1.5B-Instruct --use-vllm \\
         --vllm-mode colocate --bf16 --train-steps 200 --output-dir runs/grpo
 
-Episodes are played by one lockstep loop (``training.stepwise``), each recorded as an
-``Attempt``, and trained by ``training.stepwise_trainer.StepwiseGRPOTrainer``. Two
-layouts (``--layout``) pack the same loop's turns differently (``training.packing``):
+Episodes are played by one lockstep loop (``vera_env.training.stepwise``), each recorded as an
+``Attempt``, and trained by ``vera_env.training.stepwise_trainer.StepwiseGRPOTrainer``. Two
+layouts (``--layout``) pack the same loop's turns differently (``vera_env.training.packing``):
 
 * ``stepwise`` (the default): every model turn is one sample whose prompt is exactly
   what an evaluation policy sees at that turn — the observation through
-  ``policies.chat``, prefill included — and whose completion is the turn as sampled.
+  ``vera_env.policies.chat``, prefill included — and whose completion is the turn as sampled.
   Advantages are group-relative per episode and broadcast to its turns
   (``--advantage reward_to_go`` credits each turn with the return from it on);
   unscorable episodes get no gradient; each episode weighs the same whatever its
-  length (``training.advantages``). A sample's context is bounded by the observation
+  length (``vera_env.training.advantages``). A sample's context is bounded by the observation
   budget (``--state-budget`` and the env's command window), not by the turn index.
 * ``episode``: each turn is sampled from the whole episode so far, and the episode is
   one sample with the env's tokens masked. The context grows by an observation per
@@ -27,7 +27,7 @@ layouts (``--layout``) pack the same loop's turns differently (``training.packin
 
 The dataset is task starts (``{"task_id": ..., "seed": ...}``); TRL repeats each
 ``num_generations`` times, so a group plays one task instance. Rewards are the env's
-(``training.rewards``), never read from the text.
+(``vera_env.training.rewards``), never read from the text.
 """
 
 from __future__ import annotations
@@ -36,15 +36,15 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from training.envs import EnvOptions, task_source
-from training.episodes import deferred_starts, draw_starts, format_start
-from training.packing import LayoutName
-from training.resume import RunOptions, fit, resume_point
-from training.rewards import REWARD_FUNCS
 from vera_env.observation.prompts import ObservationVariant
 from vera_env.spec import SandboxName
 from vera_env.tasks import Curriculum, TaskSource
 from vera_env.tasks.builtin.instance import Difficulty
+from vera_env.training.envs import EnvOptions, task_source
+from vera_env.training.episodes import deferred_starts, draw_starts, format_start
+from vera_env.training.packing import LayoutName
+from vera_env.training.resume import RunOptions, fit, resume_point
+from vera_env.training.rewards import REWARD_FUNCS
 from vera_env.wrappers import WrapperName
 
 __all__ = ["REWARD_FUNCS", "Args", "build_dataset", "build_trainer",
@@ -157,10 +157,10 @@ def build_dataset(tasks: TaskSource, num_prompts: int, *, seed: int = 0) -> Any:
     """A ``datasets.Dataset`` of task starts: columns ``prompt``, ``task_id``, ``seed``.
 
     Draws without replacement while the source lasts, then cycles through reshuffles
-    (``training.episodes.draw_starts``). Pass
+    (``vera_env.training.episodes.draw_starts``). Pass
     ``vera_env.tasks.builtin.builtin_source(seeds=range(n))`` for ``n`` fresh builtin
     instances of every type. A ``Curriculum``'s starts are drawn when they are played
-    (``training.episodes.deferred_starts``), from the pass rates seen so far.
+    (``vera_env.training.episodes.deferred_starts``), from the pass rates seen so far.
     """
     from datasets import Dataset  # noqa: PLC0415
 
@@ -179,8 +179,8 @@ def load_model(args: Args) -> tuple[Any, Any]:
         if args.beta:
             # TRL rebuilds the reference model from the model's folder; this one has none.
             raise SystemExit("--beta > 0 needs a saved model: save one with "
-                             "training.tiny.build_tiny(FOLDER) and pass --model FOLDER")
-        from training.tiny import tiny_model, tiny_tokenizer  # noqa: PLC0415
+                             "vera_env.training.tiny.build_tiny(FOLDER) and pass --model FOLDER")
+        from vera_env.training.tiny import tiny_model, tiny_tokenizer  # noqa: PLC0415
 
         tokenizer = tiny_tokenizer()
         return tiny_model(tokenizer, seed=args.seed), tokenizer
@@ -224,9 +224,9 @@ def grpo_config(args: Args) -> Any:
 def build_trainer(args: Args, tasks: TaskSource, model: Any, tokenizer: Any
                   ) -> tuple[Any, Any]:
     """The trainer and the rollout it plays episodes with (both layouts: one loop)."""
-    from training.dump import RolloutDump  # noqa: PLC0415
-    from training.stepwise import LockstepRollout  # noqa: PLC0415
-    from training.stepwise_trainer import StepwiseGRPOTrainer  # noqa: PLC0415
+    from vera_env.training.dump import RolloutDump  # noqa: PLC0415
+    from vera_env.training.stepwise import LockstepRollout  # noqa: PLC0415
+    from vera_env.training.stepwise_trainer import StepwiseGRPOTrainer  # noqa: PLC0415
 
     _, step = resume_point(args.output_dir, args.resume)
     dump = RolloutDump(args.dump_rollouts, resume_from=step) if args.dump_rollouts else None
@@ -253,7 +253,7 @@ def main(args: Args) -> Any:
     tasks = task_source(args.tasks, args.difficulties, args.num_prompts, args.curriculum_start)
     model, tokenizer = load_model(args)
     if args.trainable_layers:
-        from training.layers import train_top_layers  # noqa: PLC0415
+        from vera_env.training.layers import train_top_layers  # noqa: PLC0415
 
         print(f"training {train_top_layers(model, args.trainable_layers):,} parameters")
     trainer, rollout = build_trainer(args, tasks, model, tokenizer)
@@ -268,6 +268,6 @@ def main(args: Args) -> Any:
 
 
 if __name__ == "__main__":
-    from training.arguments import parse_args
+    from vera_env.training.arguments import parse_args
 
     main(parse_args(Args))

@@ -1,12 +1,12 @@
 """How the turns of a lockstep episode become a model's contexts and TRL's samples.
 
-There is one rollout loop (``training.stepwise.play_lockstep``): it samples every live
+There is one rollout loop (``vera_env.training.stepwise.play_lockstep``): it samples every live
 episode's next turn in one call, steps every env, records each episode with one
 ``Attempt``. What differs between the two GRPO layouts is only the *packing* — what
 the model is conditioned on at a turn, and how an episode's turns become samples:
 
 * ``TurnPacking`` (``--layout stepwise``, the default): a turn's context is
-  ``policies.chat.prompt_ids`` of its observation (system prompt, the observation,
+  ``vera_env.policies.chat.prompt_ids`` of its observation (system prompt, the observation,
   a forced answer's prefill) — byte for byte the evaluation policy's prompt — and
   every turn is one sample.
 * ``EpisodePacking`` (``--layout episode``): a turn's context is the whole episode so
@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from policies.chat import prompt_ids
-from training.episodes import ChatFormat
+from vera_env.policies.chat import prompt_ids
 from vera_env.records import RewardPartsRecord
+from vera_env.training.episodes import ChatFormat
 
 __all__ = ["EpisodePacking", "LayoutName", "Packing", "Sample", "TurnPacking", "TurnSample",
            "make_packing"]

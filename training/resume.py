@@ -1,7 +1,7 @@
 """Training that survives a session: checkpoints, ``--resume``, and the logged curve.
 
-A learning run on two CPU cores spans several sittings, so ``training.grpo`` and
-``training.sft`` checkpoint every ``--save-steps`` optimizer steps and ``--resume``
+A learning run on two CPU cores spans several sittings, so ``vera_env.training.grpo`` and
+``vera_env.training.sft`` checkpoint every ``--save-steps`` optimizer steps and ``--resume``
 continues from the last checkpoint in ``--output-dir``. What continues, and who keeps it:
 
 * the global step, optimizer, scheduler and RNG states: transformers'
@@ -11,7 +11,7 @@ continues from the last checkpoint in ``--output-dir``. What continues, and who 
   ``state_dict``/``load_state_dict`` (``Stateful``): saved as ``curriculum.json`` in
   each checkpoint, loaded back before training resumes;
 * the logged curve, ``curve.jsonl`` in the output folder (one JSON line per log), and
-  the rollout dump (``training.dump``): both appended. A run killed after its last
+  the rollout dump (``vera_env.training.dump``): both appended. A run killed after its last
   checkpoint has already written lines for the steps it will play again; they are cut
   first (``keep_until``), so every step is in the file once.
 """
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from training.arguments import ReportTo
+from vera_env.training.arguments import ReportTo
 
 __all__ = ["CURVE", "TASK_STATE", "RunOptions", "Stateful", "fit", "keep_until",
            "last_checkpoint", "resume_point", "resume_step"]

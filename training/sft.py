@@ -1,6 +1,6 @@
 """Expert iteration: fine-tune on the collected episodes that went well.
 
-    python -m training.sft --rollouts runs/teacher.parquet --model Qwen/Qwen2.5-1.5B-Instruct \\
+    python -m vera_env.training.sft --rollouts runs/teacher.parquet --model Qwen/Qwen2.5-1.5B-Instruct \\
         --select correct --output-dir runs/sft
 
 Rejection sampling on the env's own verdicts: keep the episodes whose answer was graded
@@ -11,11 +11,11 @@ sandbox faults) are never kept — nobody knows whether they went well.
 Each kept episode is tokenized with the trained model's tokenizer (collected ids may
 come from another one) in one of two layouts: ``turns`` (the default) — one sequence
 per turn whose context is exactly what ``OpenAIChatPolicy``, ``TransformersPolicy``
-and step-wise ``training.grpo`` give the model (``policies.chat``: system prompt,
+and step-wise ``vera_env.training.grpo`` give the model (``vera_env.policies.chat``: system prompt,
 observation, a forced answer's prefill) — or ``episode`` — the whole transcript as one
-sequence, the context of ``training.grpo --layout episode``. Either way
+sequence, the context of ``vera_env.training.grpo --layout episode``. Either way
 the loss is on the model's turns only: prompt and observation tokens are labelled -100
-(``training.episodes.tokenize_transcript``), and ``SFTTrainer`` takes the
+(``vera_env.training.episodes.tokenize_transcript``), and ``SFTTrainer`` takes the
 pre-tokenized ``input_ids`` and ``labels`` as they are.
 """
 
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from training.episodes import ChatFormat, Layout, tokenize_transcript
-from training.resume import RunOptions, fit
+from vera_env.training.episodes import ChatFormat, Layout, tokenize_transcript
+from vera_env.training.resume import RunOptions, fit
 
 Selection = Literal["correct", "verified", "either"]
 
@@ -38,7 +38,7 @@ class Args(RunOptions):
     """Supervised fine-tuning on selected collected rollouts."""
 
     rollouts: tuple[str, ...] = ("runs/rollouts.jsonl",)
-    """Files written by training.collect (.jsonl or .parquet)."""
+    """Files written by vera_env.training.collect (.jsonl or .parquet)."""
     model: str = ""
     """Model folder or hub id to fine-tune. Empty with --tiny."""
     tiny: bool = False
@@ -134,7 +134,7 @@ def to_examples(rows: Sequence[dict[str, Any]], fmt: ChatFormat, *, layout: Layo
 def load_model(args: Args) -> tuple[Any, Any]:
     """The model and tokenizer named by ``args`` (a tiny local pair with ``--tiny``)."""
     if args.tiny:
-        from training.tiny import tiny_model, tiny_tokenizer  # noqa: PLC0415
+        from vera_env.training.tiny import tiny_model, tiny_tokenizer  # noqa: PLC0415
 
         tokenizer = tiny_tokenizer()
         return tiny_model(tokenizer, seed=args.seed), tokenizer
@@ -178,7 +178,7 @@ def main(args: Args) -> Any:
                          "collect more or relax --select")
     model, tokenizer = load_model(args)
     if args.trainable_layers:
-        from training.layers import train_top_layers  # noqa: PLC0415
+        from vera_env.training.layers import train_top_layers  # noqa: PLC0415
 
         print(f"training {train_top_layers(model, args.trainable_layers):,} parameters")
     examples = to_examples(kept, ChatFormat(tokenizer), layout=args.layout,
@@ -197,6 +197,6 @@ def main(args: Args) -> Any:
 
 
 if __name__ == "__main__":
-    from training.arguments import parse_args
+    from vera_env.training.arguments import parse_args
 
     main(parse_args(Args))

@@ -10,17 +10,17 @@ observation — the rendered analysis graph and a window of recent commands — 
 growing transcript (the seed measured 9,267 tokens per step of transcript replay to
 deliver ~400 new ones). Evaluation honours it: ``OpenAIChatPolicy`` and
 ``TransformersPolicy`` show one observation per turn. So by default each turn's
-context is ``policies.chat.prompt_ids`` of that turn's observation and prefill, a
+context is ``vera_env.policies.chat.prompt_ids`` of that turn's observation and prefill, a
 sample's context is bounded by the observation budget whatever the turn index, and a
 30-step episode trains like a 3-step one (SkyRL's step-wise trajectories and rLLM's
 step-wise advantage broadcast do the same). The concatenated layout is the same loop
-with another packing (``training.packing``): what a turn is conditioned on and how an
+with another packing (``vera_env.training.packing``): what a turn is conditioned on and how an
 episode becomes samples is the packing's; playing, recording and faults are this
 module's, once.
 
 Each episode is recorded with the shared ``vera_env.rollout.attempt.Attempt``
 lifecycle, so a sandbox or env fault in one episode becomes that episode's status —
-excluded from training (no gradient, no share of its group's baseline), never a reward
+excluded from vera_env.training (no gradient, no share of its group's baseline), never a reward
 of 0 and never a crash of the batch. No torch here: a sampler is any callable
 (``episodes.Sampler``).
 """
@@ -33,11 +33,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from training.episodes import DRAWN, Sampler, Start, format_start, parse_start
-from training.packing import LayoutName, Packing, TurnSample, make_packing
 from vera_env import info as keys
 from vera_env.evaluation import EXCLUDED_STATUSES
 from vera_env.rollout.attempt import Attempt
+from vera_env.training.episodes import DRAWN, Sampler, Start, format_start, parse_start
+from vera_env.training.packing import LayoutName, Packing, TurnSample, make_packing
 
 if TYPE_CHECKING:
     import numpy as np
@@ -135,8 +135,8 @@ def play_lockstep(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
     Args:
         envs: One (wrapped) ``VeraEnv`` per start.
         starts: Task id and seed of each episode.
-        sample: The model (see ``training.episodes.Sampler``).
-        packing: What each turn is conditioned on (``training.packing``).
+        sample: The model (see ``vera_env.training.episodes.Sampler``).
+        packing: What each turn is conditioned on (``vera_env.training.packing``).
         tokenizer: The model's tokenizer (decodes the sampled turns into actions).
         pool: Threads that step the envs.
         any_active: Whether any process still has a live episode (distributed: every
@@ -192,8 +192,8 @@ class LockstepRollout:
 
     Args:
         tasks: The task source the dataset's task ids come from.
-        spec: The environment (``training.envs.env_spec``).
-        layout: The packing (``training.packing``): ``stepwise`` or ``episode``.
+        spec: The environment (``vera_env.training.envs.env_spec``).
+        layout: The packing (``vera_env.training.packing``): ``stepwise`` or ``episode``.
         max_turn_tokens: Tokens one model turn may sample.
         max_completion_length: Episode layout: tokens after the first prompt.
         env_workers: Threads stepping envs.
@@ -210,7 +210,7 @@ class LockstepRollout:
                  max_turn_tokens: int = 256, max_completion_length: int = 4096,
                  env_workers: int = 8, system_prompt: str = "",
                  sampler: Callable[[Any], Sampler] | None = None) -> None:
-        from training.envs import LockstepEnvs  # noqa: PLC0415
+        from vera_env.training.envs import LockstepEnvs  # noqa: PLC0415
 
         if max_turn_tokens < 1 or env_workers < 1 or max_completion_length < 2:
             raise ValueError(f"max_turn_tokens and env_workers must be >= 1 and "
@@ -240,7 +240,7 @@ class LockstepRollout:
         drawn: dict[str, str] = {}  # per call: a dataset epoch later, slot K draws anew
         starts = [self._resolve(parse_start(p), drawn) for p in prompts]
         if self._sampler_factory is None:
-            from training.samplers import trainer_sampler  # noqa: PLC0415 - needs torch
+            from vera_env.training.samplers import trainer_sampler  # noqa: PLC0415 - needs torch
 
             sample: Sampler = trainer_sampler(trainer)
         else:

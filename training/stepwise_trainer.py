@@ -4,13 +4,13 @@ Why a subclass. TRL's public seam for multi-turn work, ``rollout_func``, must re
 exactly one sample per prompt element, and TRL then groups consecutive rows by
 ``num_generations`` (https://github.com/huggingface/trl/issues/4543 meets the same wall). A step-wise batch has a
 variable number of samples per episode, so this class overrides one method,
-``_generate_and_score_completions``: it plays the episodes (``training.stepwise``, the
-one rollout loop), packs them as the layout says (``training.packing``: one sample per
+``_generate_and_score_completions``: it plays the episodes (``vera_env.training.stepwise``, the
+one rollout loop), packs them as the layout says (``vera_env.training.packing``: one sample per
 turn, or one concatenated sample per episode with the env's tokens masked),
 scores each *episode* with the trainer's own reward functions and weights
 (``_calculate_rewards``, so ``reward_weights``, async reward functions and
 ``log_metric`` work as usual), computes group-relative advantages per episode
-(``training.advantages``), broadcasts them to the episode's samples, weights the samples
+(``vera_env.training.advantages``), broadcasts them to the episode's samples, weights the samples
 so long episodes do not dominate, and returns the dict TRL's loss consumes. With
 ``redraws`` it first replays, on other tasks, the groups whose rewards are all equal
 (DAPO's dynamic sampling: such a group has no advantage, and a step made of them is
@@ -44,10 +44,10 @@ from packaging.version import Version
 from trl import GRPOTrainer
 from trl.trainer.utils import pad
 
-from training.advantages import AdvantageMode, group_advantages, reward_to_go_advantages, sample_weights
-from training.dump import RolloutDump, format_episode
-from training.packing import Sample, TurnSample
-from training.stepwise import StepEpisode
+from vera_env.training.advantages import AdvantageMode, group_advantages, reward_to_go_advantages, sample_weights
+from vera_env.training.dump import RolloutDump, format_episode
+from vera_env.training.packing import Sample, TurnSample
+from vera_env.training.stepwise import StepEpisode
 
 __all__ = ["TESTED_TRL", "StepwiseGRPOTrainer", "check_trl"]
 
@@ -63,7 +63,7 @@ def check_trl(version: str = trl.__version__) -> None:
     """
     low, high = map(Version, TESTED_TRL)
     if not low <= Version(version) < high:
-        raise RuntimeError(f"training.stepwise_trainer is tested with trl>={TESTED_TRL[0]},"
+        raise RuntimeError(f"vera_env.training.stepwise_trainer is tested with trl>={TESTED_TRL[0]},"
                            f"<{TESTED_TRL[1]}; found {version}. Install that range.")
 
 
@@ -72,7 +72,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
 
     Args:
         step_rollout: Plays episodes: ``step_rollout(prompts, trainer) -> list[StepEpisode]``,
-            and ``step_rollout.packing(trainer)`` packs them (``training.stepwise.LockstepRollout``).
+            and ``step_rollout.packing(trainer)`` packs them (``vera_env.training.stepwise.LockstepRollout``).
         advantage: ``episode`` (broadcast) or ``reward_to_go`` (step-wise layout only;
             needs the default reward functions, whose parts it re-weighs per turn).
         dump: Where to write sample records (``--dump-rollouts``), or None.
@@ -106,7 +106,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
                              "replayed whole, and groups may span processes")
         if advantage == "reward_to_go" and self.reward_func_names != [
                 "verification_reward", "correctness_reward", "format_reward"]:
-            raise ValueError("advantage='reward_to_go' needs training.rewards.REWARD_FUNCS: "
+            raise ValueError("advantage='reward_to_go' needs vera_env.training.rewards.REWARD_FUNCS: "
                              "it splits their parts per turn")
         self.step_rollout, self.advantage_mode = step_rollout, advantage
         self.packing = step_rollout.packing(self)

@@ -1,12 +1,12 @@
 """Measure the GRPO loop's throughput with a random-weight model (no hub, no download).
 
-    python -m training.throughput --shape tiny            # CPU: the plumbing's own cost
-    python -m training.throughput --shape 0.5b --bf16     # GPU: a Qwen2.5-0.5B-shaped body
+    python -m vera_env.training.throughput --shape tiny            # CPU: the plumbing's own cost
+    python -m vera_env.training.throughput --shape 0.5b --bf16     # GPU: a Qwen2.5-0.5B-shaped body
 
 The model is built from a ``Qwen2Config`` with random weights and the locally trained
-2k-token tokenizer (``training.tiny``), saved to a folder and trained by
-``training.grpo.main`` exactly as a real run would be — real env, real sandbox, real
-checks, every ``training.grpo`` flag (``--layout``, batch sizes, budgets) as given; the
+2k-token tokenizer (``vera_env.training.tiny``), saved to a folder and trained by
+``vera_env.training.grpo.main`` exactly as a real run would be — real env, real sandbox, real
+checks, every ``vera_env.training.grpo`` flag (``--layout``, batch sizes, budgets) as given; the
 random model is saved under ``--output-dir``. Random weights never write a valid turn,
 so this measures the cost of the loop (sampling, env steps, the update), not learning;
 with the 2k vocabulary, ``0.5b`` has Qwen2.5-0.5B's transformer body (24 layers, width
@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from training import grpo
+from vera_env.training import grpo
 
 SHAPES: dict[str, dict[str, int]] = {
     "tiny": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
@@ -34,7 +34,7 @@ SHAPES: dict[str, dict[str, int]] = {
 
 @dataclass
 class Args(grpo.Args):
-    """Throughput of training.grpo with a random-weight model (every grpo flag applies;
+    """Throughput of vera_env.training.grpo with a random-weight model (every grpo flag applies;
     the model is the random one)."""
 
     shape: Literal["tiny", "0.5b"] = "tiny"
@@ -46,7 +46,7 @@ def build_model(shape: str, folder: Path) -> Path:
     import torch  # noqa: PLC0415
     from transformers import AutoModelForCausalLM, Qwen2Config  # noqa: PLC0415
 
-    from training.tiny import tiny_tokenizer  # noqa: PLC0415
+    from vera_env.training.tiny import tiny_tokenizer  # noqa: PLC0415
 
     tokenizer = tiny_tokenizer()
     torch.manual_seed(0)
@@ -85,6 +85,6 @@ def main(args: Args) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    from training.arguments import parse_args
+    from vera_env.training.arguments import parse_args
 
     main(parse_args(Args))

@@ -60,7 +60,7 @@ ROWS = [{"observations": ["QUESTION: how many lines?\nYour turn:", "output: 12\n
 
 @pytest.fixture(scope="module")
 def fit():
-    from training.tiny import tiny_tokenizer
+    from vera_env.training.tiny import tiny_tokenizer
 
     return _module(), tiny_tokenizer()
 

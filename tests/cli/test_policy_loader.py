@@ -20,10 +20,10 @@ def _args(*argv: str) -> argparse.Namespace:
 
 
 def test_oracle_needs_nothing_from_the_policies_package(alcohol_task, monkeypatch):
-    monkeypatch.setitem(sys.modules, "policies", None)  # import policies would fail
+    monkeypatch.setitem(sys.modules, "vera_env.policies", None)  # its import fails
     source = TaskSource([alcohol_task], name="t")
     assert isinstance(make_policy("oracle", _args(), source), OraclePolicy)
-    with pytest.raises(PolicyError, match="needs the 'policies' package"):
+    with pytest.raises(PolicyError, match="needs vera_env.policies"):
         make_policy("human", _args(), source)
 
 

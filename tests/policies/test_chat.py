@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from policies import OpenAIChatPolicy
-from policies.chat import chat_messages, prompt_ids, prompt_text
+from vera_env.policies import OpenAIChatPolicy
+from vera_env.policies.chat import chat_messages, prompt_ids, prompt_text
 
 transformers = pytest.importorskip("transformers")
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from training.tiny import tiny_tokenizer
+    from vera_env.training.tiny import tiny_tokenizer
 
     return tiny_tokenizer()
 
@@ -41,8 +41,8 @@ def test_prompt_text_without_template_joins_contents(tokenizer):
 
 
 def test_transformers_policy_generates_from_the_shared_prompt(tokenizer):
-    from policies import TransformersPolicy
-    from training.tiny import tiny_model
+    from vera_env.policies import TransformersPolicy
+    from vera_env.training.tiny import tiny_model
 
     policy = TransformersPolicy(tiny_model(tokenizer), tokenizer, max_new_tokens=3,
                                 system_prompt="S")

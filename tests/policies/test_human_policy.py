@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from policies import HumanPolicy
 from vera_env.errors import PolicyError
+from vera_env.policies import HumanPolicy
 
 
 def play(typed: str, info: dict) -> tuple[str, str]:

@@ -8,10 +8,10 @@ import json
 import httpx
 import pytest
 
-from policies import OpenAIChatPolicy, ScriptedPolicy
 from vera_env.env import VeraEnv
 from vera_env.errors import PolicyError
 from vera_env.llm import ChatClient
+from vera_env.policies import OpenAIChatPolicy, ScriptedPolicy
 from vera_env.rollout import arun_many, run_episode
 from vera_env.wrappers import ForcedAnswer
 

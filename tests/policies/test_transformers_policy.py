@@ -13,9 +13,9 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from policies import TransformersPolicy  # noqa: E402
 from vera_env.env import VeraEnv  # noqa: E402
 from vera_env.errors import PolicyError  # noqa: E402
+from vera_env.policies import TransformersPolicy  # noqa: E402
 from vera_env.rollout import run_episode  # noqa: E402
 from vera_env.wrappers import ForcedAnswer  # noqa: E402
 

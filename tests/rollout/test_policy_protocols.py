@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from policies import OpenAIChatPolicy, OraclePolicy, ScriptedPolicy
 from vera_env import info as keys
 from vera_env.cli import main
 from vera_env.env import VeraEnv
+from vera_env.policies import OpenAIChatPolicy, OraclePolicy, ScriptedPolicy
 from vera_env.policy import (
     AsyncClosable,
     AsyncPolicy,

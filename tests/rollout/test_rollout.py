@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from policies import OraclePolicy, ScriptedPolicy, careless_policy
 from vera_env.env import VeraEnv
 from vera_env.errors import PolicyError, SandboxError
+from vera_env.policies import OraclePolicy, ScriptedPolicy, careless_policy
 from vera_env.rollout import Attempt, run_episode, run_many
 from vera_env.tasks import load_tasks
 from vera_env.wrappers import ForcedAnswer

@@ -165,7 +165,7 @@ def test_same_step_autoreset_reports_final_info_and_new_first_observation(alcoho
                                             ("sync", AutoresetMode.DISABLED),
                                             ("async", AutoresetMode.SAME_STEP)])
 def test_play_vector_attempts_equal_local_run_episode(alcohol_task, mode, autoreset):
-    from policies import ScriptedPolicy
+    from vera_env.policies import ScriptedPolicy
 
     policy = ScriptedPolicy([NODE, "<command>ls</command>", ANSWER_RIGHT])
     seeds = [0, 1, 2]

@@ -14,9 +14,9 @@ from gymnasium.utils.env_checker import check_env
 from serve_helpers import NODE, eventually, running
 
 import vera_env
-from policies import OraclePolicy
 from vera_env import info as keys
 from vera_env.errors import ResetNeeded, SandboxError
+from vera_env.policies import OraclePolicy
 from vera_env.rollout import run_episode
 from vera_env.rollout.vector import EnvInfo, close_vector_env, play_vector
 from vera_env.serve import RemoteEnvError, ServeConfig, VeraRemoteEnv, create_app
@@ -166,8 +166,8 @@ def test_translate_server_error_frames_to_local_exceptions(text, code, kind, mes
 
 
 def test_training_collection_runs_unchanged_on_remote_envs():
-    collect = pytest.importorskip("training.collect").collect
-    from training.episodes import Start
+    collect = pytest.importorskip("vera_env.training.collect").collect
+    from vera_env.training.episodes import Start
 
     starts = [Start(task_id, 0) for task_id in BUILTIN.ids()[:2]]
     policy = OraclePolicy(BUILTIN)

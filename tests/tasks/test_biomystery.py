@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from judge_server import JudgeServer, answer_block
 
-from policies import ScriptedPolicy
 from vera_env.env import VeraEnv
 from vera_env.errors import TaskFileError
+from vera_env.policies import ScriptedPolicy
 from vera_env.rollout import run_episode
 from vera_env.tasks import UnknownTaskError, cache_dir, load_tasks, write_suite
 from vera_env.tasks.biomystery import load_biomystery

@@ -1,6 +1,6 @@
 """Fixtures for the training tests: a tokenizer trained here, tasks with real data.
 
-Nothing is downloaded: the model is built from a config (``training.tiny``), so the
+Nothing is downloaded: the model is built from a config (``vera_env.training.tiny``), so the
 tests run offline on CPU. They are skipped where the ``training`` extra is missing (under
 CI, where ``make test`` installs it, they fail instead).
 """
@@ -24,7 +24,7 @@ VALUES = "".join(f"{i}\n" for i in range(1, 11))
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    from training.tiny import tiny_tokenizer
+    from vera_env.training.tiny import tiny_tokenizer
 
     return tiny_tokenizer()
 

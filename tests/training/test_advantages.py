@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from training.advantages import group_advantages, reward_to_go_advantages, sample_weights
+from vera_env.training.advantages import group_advantages, reward_to_go_advantages, sample_weights
 
 NAN = float("nan")
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from training.analyst import _SCRIPT, AnalystTeacher, analysis_command
-from training.collect import collect
-from training.envs import make_env
-from training.episodes import draw_starts
 from vera_env.evaluation.fingerprints import fingerprint_kind
 from vera_env.rollout import Attempt, run_episode
 from vera_env.spec import EnvSpec
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin import TASK_TYPES, make_task
+from vera_env.training.analyst import _SCRIPT, AnalystTeacher, analysis_command
+from vera_env.training.collect import collect
+from vera_env.training.envs import make_env
+from vera_env.training.episodes import draw_starts
 
 SEEDS = (0, 1, 2)
-# Turn lengths in the tiny tokenizer (``training.tiny``), which counts about as SmolLM2
+# Turn lengths in the tiny tokenizer (``vera_env.training.tiny``), which counts about as SmolLM2
 # does here (max 180 and 73 against SmolLM2's 204 and 76): the node and answer turns fit
 # GRPO's ~120-token cap; the one-liner of the longest types does not yet.
 MAX_NODE_TOKENS = 120

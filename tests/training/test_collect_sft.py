@@ -8,13 +8,13 @@ import math
 import pytest
 import torch
 
-from training.collect import collect, write_rows
-from training.envs import make_env
-from training.episodes import IGNORE, ChatFormat, Start
-from training.sft import Args, load_rollouts, select_rows, sft_config, to_examples
 from vera_env.errors import PolicyError
 from vera_env.rollout import Attempt
 from vera_env.tasks import load_tasks
+from vera_env.training.collect import collect, write_rows
+from vera_env.training.envs import make_env
+from vera_env.training.episodes import IGNORE, ChatFormat, Start
+from vera_env.training.sft import Args, load_rollouts, select_rows, sft_config, to_examples
 
 STARTS = [Start("seq.motif_count.easy.s0", 0), Start("vcf.het_count.easy.s0", 1)]
 
@@ -28,7 +28,7 @@ class DownEndpoint:
 
 @pytest.fixture(scope="module")
 def rollouts(tokenizer, tmp_path_factory):
-    from policies import OraclePolicy
+    from vera_env.policies import OraclePolicy
 
     tasks = load_tasks("builtin")
     fmt = ChatFormat(tokenizer)
@@ -100,7 +100,7 @@ def test_sft_two_steps_on_oracle_rollouts_change_every_parameter(rollouts, token
     from datasets import Dataset
     from trl import SFTTrainer
 
-    from training.tiny import tiny_model
+    from vera_env.training.tiny import tiny_model
 
     rows = select_rows(load_rollouts([rollouts["parquet"]]), "correct")
     examples = to_examples(rows, rollouts["fmt"], layout="turns")

@@ -1,4 +1,4 @@
-"""``training.grpo`` on a ``Curriculum``: tasks drawn when played, outcomes fed back.
+"""``vera_env.training.grpo`` on a ``Curriculum``: tasks drawn when played, outcomes fed back.
 
 A dataset built up front cannot follow pass rates that the run itself produces, so a
 curriculum's starts are deferred (``drawn:K``) and drawn by the rollout the first time
@@ -13,14 +13,14 @@ import json
 from stepwise_sampler import StepScripted
 from training_turns import TWO_TURN_RUN
 
-from training import grpo
-from training.arguments import parse_args
-from training.envs import task_source
-from training.episodes import DRAWN, Start
-from training.resume import fit
-from training.samplers import trainer_sampler
-from training.stepwise import LockstepRollout
 from vera_env.tasks import Curriculum, curriculum_source
+from vera_env.training import grpo
+from vera_env.training.arguments import parse_args
+from vera_env.training.envs import task_source
+from vera_env.training.episodes import DRAWN, Start
+from vera_env.training.resume import fit
+from vera_env.training.samplers import trainer_sampler
+from vera_env.training.stepwise import LockstepRollout
 
 TYPES = ("tab.sentinel_mean", "seq.gc_content")
 
@@ -70,7 +70,7 @@ def test_rollout_resolve_gives_a_group_one_task_and_slots_fresh_draws():
 
 
 def test_grpo_on_curriculum_plays_drawn_tasks_and_feeds_outcomes_back(tmp_path, tokenizer):
-    from training.tiny import tiny_model
+    from vera_env.training.tiny import tiny_model
 
     tasks = _curriculum()
     plans = {tasks.get(t).question: {0: [(None, f"FINAL ANSWER: {tasks.get(t).answer}")]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from training.dump import RolloutDump, format_episode
+from vera_env.training.dump import RolloutDump, format_episode
 
 
 def record(turn: int, **kw):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from training.episodes import (
+from vera_env.training.episodes import (
     IGNORE,
     ChatFormat,
     Start,
@@ -103,7 +103,7 @@ def test_chat_format_suffix_with_real_model_templates(tokenizer, template):
 
 def test_tokenize_transcript_turns_context_is_the_evaluation_prompt_prefill_unlabelled(fmt,
                                                                                       tokenizer):
-    from policies.chat import prompt_ids
+    from vera_env.policies.chat import prompt_ids
 
     observations = ["QUESTION: q\nYour turn:", "QUESTION: q\nSTOP INVESTIGATING."]
     actions = ["<command>ls</command>", "FINAL ANSWER: 7"]

@@ -21,11 +21,11 @@ import torch
 from scripted_sampler import ASSISTANT, ScriptedTurns
 from training_turns import JUDGED_NODE, MOTIF
 
-from policies import ScriptedPolicy
-from training import grpo
-from training.envs import make_env, task_source
-from training.samplers import trainer_sampler
+from vera_env.policies import ScriptedPolicy
 from vera_env.rollout import run_episode
+from vera_env.training import grpo
+from vera_env.training.envs import make_env, task_source
+from vera_env.training.samplers import trainer_sampler
 
 GROUP = 4
 BUDGET = 1600
@@ -33,7 +33,7 @@ BUDGET = 1600
 
 @pytest.fixture(scope="module")
 def run(tokenizer, motif_tasks, tmp_path_factory):
-    from training.tiny import tiny_model
+    from vera_env.training.tiny import tiny_model
 
     motif, judged_task, tasks = motif_tasks
     solution = [motif.solution[0], f"FINAL ANSWER: {motif.answer}"]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from training.layers import train_top_layers
+from vera_env.training.layers import train_top_layers
 
 
 def test_train_top_layers_freezes_all_but_the_top_and_final_norm(tokenizer):
-    from training.tiny import tiny_model
+    from vera_env.training.tiny import tiny_model
 
     model = tiny_model(tokenizer, num_layers=3)
     total = sum(p.numel() for p in model.parameters())

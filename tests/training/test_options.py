@@ -6,9 +6,9 @@ import typing
 
 import pytest
 
-from training import collect, grpo, sft
-from training.arguments import parse_args
-from training.envs import env_spec
+from vera_env.training import collect, grpo, sft
+from vera_env.training.arguments import parse_args
+from vera_env.training.envs import env_spec
 
 
 def test_parse_args_bad_wrapper_in_a_tuple_exits_naming_the_choices(capsys):

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from training_turns import TWO_TURN_RUN, train_scripted
 
-from training import grpo
-from training.arguments import parse_args
-from training.episodes import DRAWN, Start, format_start, parse_start
-from training.stepwise import LockstepRollout
 from vera_env.tasks.builtin import builtin_source
+from vera_env.training import grpo
+from vera_env.training.arguments import parse_args
+from vera_env.training.episodes import DRAWN, Start, format_start, parse_start
+from vera_env.training.stepwise import LockstepRollout
 
 MIXED, DEAD = "tab.sentinel_mean", "seq.gc_content"
 REDRAWS = 3
@@ -28,7 +28,7 @@ REDRAWS = 3
 
 @pytest.fixture(scope="module")
 def run(tokenizer, tmp_path_factory):
-    from training.tiny import tiny_model
+    from vera_env.training.tiny import tiny_model
 
     tasks = builtin_source(difficulties=("warmup",), seeds=(0,), types=(MIXED, DEAD))
     wrong = "FINAL ANSWER: -98765"
@@ -96,7 +96,7 @@ def test_rollout_redraw_keeps_deferred_starts_and_redraws_fixed_ones():
 
 
 def test_redraws_refused_with_reward_to_go_or_below_zero(tokenizer, tmp_path):
-    from training.tiny import tiny_model
+    from vera_env.training.tiny import tiny_model
 
     tasks = builtin_source(difficulties=("warmup",), seeds=(0,), types=(MIXED,))
     for extra in (["--redraw-uninformative", "1", "--advantage", "reward_to_go"],

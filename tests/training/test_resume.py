@@ -21,12 +21,12 @@ from stepwise_sampler import StepScripted
 from training_turns import TWO_TURN_RUN, answer_at_once
 from transformers import TrainerCallback
 
-from training import grpo, sft
-from training.arguments import parse_args
-from training.resume import CURVE, TASK_STATE, RunOptions, fit, keep_until, last_checkpoint, resume_point
-from training.samplers import trainer_sampler
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin import make_task
+from vera_env.training import grpo, sft
+from vera_env.training.arguments import parse_args
+from vera_env.training.resume import CURVE, TASK_STATE, RunOptions, fit, keep_until, last_checkpoint, resume_point
+from vera_env.training.samplers import trainer_sampler
 
 TASKS = ("tab.sentinel_mean.easy.s0", "seq.gc_content.easy.s0")
 STEPS = 4
@@ -60,7 +60,7 @@ class Remembering(TaskSource):
 
 
 def _play(folder, tokenizer, *, resume: bool, callbacks=()):
-    from training.tiny import tiny_model
+    from vera_env.training.tiny import tiny_model
 
     tasks = Remembering([make_task(t) for t in TASKS])
     plans = answer_at_once(tasks)
@@ -83,7 +83,7 @@ def _play(folder, tokenizer, *, resume: bool, callbacks=()):
 
 @pytest.fixture(scope="module")
 def resumed(tokenizer, tmp_path_factory):
-    from training.tiny import tiny_model
+    from vera_env.training.tiny import tiny_model
 
     folder = tmp_path_factory.mktemp("resume")
     initial = {n: p.detach().clone() for n, p in tiny_model(tokenizer).named_parameters()}

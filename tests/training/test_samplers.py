@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from training.envs import env_spec
-from training.samplers import HFSampler, VLLMSampler, trainer_sampler
-from training.stepwise import LockstepRollout
 from vera_env.tasks import load_tasks
+from vera_env.training.envs import env_spec
+from vera_env.training.samplers import HFSampler, VLLMSampler, trainer_sampler
+from vera_env.training.stepwise import LockstepRollout
 
 
 class FakeVLLMGeneration:

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from policies.chat import prompt_ids
-from training.envs import make_env
-from training.episodes import ChatFormat, Start
-from training.packing import make_packing
-from training.stepwise import play_lockstep
-from training.teacher import BriefTeacher
 from vera_env import VeraEnv
 from vera_env.errors import SandboxError
+from vera_env.policies.chat import prompt_ids
 from vera_env.tasks import TaskSource, load_tasks
 from vera_env.tasks.builtin import make_task
+from vera_env.training.envs import make_env
+from vera_env.training.episodes import ChatFormat, Start
+from vera_env.training.packing import make_packing
+from vera_env.training.stepwise import play_lockstep
+from vera_env.training.teacher import BriefTeacher
 
 TASK = "tab.sentinel_mean.easy.s0"
 
@@ -222,7 +222,7 @@ def test_stepwise_prompt_fits_the_model_window_keeping_question_and_cue(tokenize
     """A turn's prompt is fitted to the model's window less the turn's room: the
     observation is clipped in the middle, so the question and the cue survive (a printed
     matrix once made an 11,676-token prompt for an 8,192-position model)."""
-    from policies.chat import prompt_ids
+    from vera_env.policies.chat import prompt_ids
 
     observation = ("QUESTION: How many cells?\n\n"
                    + "\n".join(f"{i} {i % 97} {i * 7 % 113}" for i in range(3000))

@@ -1,4 +1,4 @@
-"""Step-wise GRPO end to end: ``training.grpo.main`` with ``--env-max-steps 12`` and a dump.
+"""Step-wise GRPO end to end: ``vera_env.training.grpo.main`` with ``--env-max-steps 12`` and a dump.
 
 One run (module fixture) of a tiny random model through the real env and sandbox, on
 two task starts with four episodes each; some members are scripted so that the run
@@ -9,7 +9,7 @@ grade, and groups get different rewards:
   then the right answer; member 1 runs one command, then the model plays;
 * a task graded by an LLM judge that is not configured: member 0 answers at once,
   member 1 declares a node with a passing check, then the model plays; every answer
-  there is unscorable, so the whole group is excluded from training.
+  there is unscorable, so the whole group is excluded from vera_env.training.
 
 Model-played members take the 9 free steps, then answer in the forced phase (the last 3
 of 12 steps are forced): 10 to 12 turns each. Everything below is read back
@@ -27,10 +27,10 @@ import torch
 from stepwise_sampler import StepScripted
 from training_turns import JUDGED_NODE, MOTIF
 
-from policies.chat import prompt_text
-from training import grpo
-from training.arguments import parse_args
-from training.samplers import trainer_sampler
+from vera_env.policies.chat import prompt_text
+from vera_env.training import grpo
+from vera_env.training.arguments import parse_args
+from vera_env.training.samplers import trainer_sampler
 
 GROUP = 4
 MAX_STEPS = 12
@@ -38,8 +38,8 @@ MAX_STEPS = 12
 
 @pytest.fixture(scope="module")
 def run(tokenizer, motif_tasks, tmp_path_factory):
-    from training.stepwise import LockstepRollout
-    from training.tiny import tiny_model
+    from vera_env.training.stepwise import LockstepRollout
+    from vera_env.training.tiny import tiny_model
 
     motif, judged_task, tasks = motif_tasks
     node_summary = motif.solution[0].split('summary="')[1].split('"')[0]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from training.rewards import correctness_reward, format_reward, verification_reward
+from vera_env.training.rewards import correctness_reward, format_reward, verification_reward
 
 CANARY = "real.csv.lung_median.s0+absent"
 PLAIN = "real.csv.lung_median.s0"

@@ -25,6 +25,7 @@ _COMMANDS = (
     "vera_env.cli.rescore",
     "vera_env.cli.serve",
     "vera_env.cli.tasks",
+    "vera_env.cli.train",
 )
 
 

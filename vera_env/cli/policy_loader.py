@@ -1,11 +1,11 @@
 """How the command line gets a policy: by name, from one place, loaded on use.
 
-The CLI imported ``policies`` in eight places, each with its own arguments and its own
-idea of which policy needs what. ``vera_env`` must not depend on ``policies`` as a
-library (the package is usable without the model clients), so the CLI reaches it here
-only, lazily and by name: ``oracle`` needs nothing (the scripted policies are
-``vera_env.policy``), ``openai``, ``transformers`` and ``human`` import ``policies`` when
-they are built. Their command-line options are declared here once too.
+The CLI imported the policies package in eight places, each with its own arguments and
+its own idea of which policy needs what. The environment must not depend on
+``vera_env.policies`` as a library (it is usable without the model clients), so the CLI
+reaches it here only, lazily and by name: ``oracle`` needs nothing (the scripted policies
+are ``vera_env.policy``), ``openai``, ``transformers`` and ``human`` import
+``vera_env.policies`` when they are built. Their command-line options are declared here once too.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ _CLASSES = {"openai": "OpenAIChatPolicy", "transformers": "TransformersPolicy",
 
 
 def _policy_class(name: str) -> Any:
-    """The class of a model-backed policy, imported from ``policies`` now."""
+    """The class of a model-backed policy, imported from ``vera_env.policies`` now."""
     try:
-        module = importlib.import_module("policies")
+        module = importlib.import_module("vera_env.policies")
     except ImportError as exc:  # a vera_env installed without its policies package
-        raise PolicyError(f"the {name!r} policy needs the 'policies' package, installed "
-                          "with vera-env") from exc
+        raise PolicyError(f"the {name!r} policy needs vera_env.policies, installed with "
+                          f"vera-env ({exc})") from exc
     return getattr(module, _CLASSES[name])
 
 

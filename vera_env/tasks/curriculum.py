@@ -22,7 +22,7 @@ record and are not drawn unless a fall sends the type back to them.
 
 Outcomes arrive through ``update`` -- called by ``VeraEnv`` at the end of every episode
 (`vera_env.tasks.source.OutcomeListener`); environments learn together only when they
-share one instance (``EnvSpec.build(tasks=curriculum)``, as ``training.envs`` does),
+share one instance (``EnvSpec.build(tasks=curriculum)``, as ``vera_env.training.envs`` does),
 while each env built from the name ``curriculum`` holds its own. ``update`` and the
 draws hold a lock, so threads may share it; processes may not. ``state_dict`` and
 ``load_state_dict`` carry the whole state, the sampling rng included, as JSON (a trainer

