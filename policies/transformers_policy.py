@@ -89,7 +89,7 @@ class TransformersPolicy:
             from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
         except ImportError as exc:
             raise PolicyError("TransformersPolicy needs torch and transformers: "
-                              "pip install 'vera-env[training]'") from exc
+                              "the training extra (make install EXTRAS=training from a clone)") from exc
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if dtype not in (None, "auto", "float32", "bfloat16", "float16"):
             raise PolicyError(f"dtype must be float32, bfloat16, float16 or auto, got {dtype!r}")

@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from sources import python_files
 
 from vera_env import __version__
 from vera_env.cli import main
@@ -81,12 +82,13 @@ def _build(out: Path, env: dict[str, str]) -> Path:
 
 
 def _assert_wheel_ships_the_package(wheel: Path) -> None:
-    """Every file of the vera_env folder (not bytecode) is in the wheel, data files included."""
+    """Every module of vera_env, its linked policies and training included, and its data
+    files are in the wheel, under the one import name: nothing else is top-level."""
     names = set(zipfile.ZipFile(wheel).namelist())
-    package = [p.relative_to(ROOT).as_posix() for p in (ROOT / "vera_env").rglob("*")
-               if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
-    assert "vera_env/py.typed" in package
-    assert sorted(set(package) - names) == []
+    package = [p.relative_to(ROOT).as_posix() for p in python_files()]
+    assert {"vera_env/training/grpo.py", "vera_env/policies/openai.py"} <= set(package)
+    assert sorted({*package, "vera_env/py.typed"} - names) == []
+    assert {name.split("/")[0] for name in names} == {"vera_env", f"vera_env-{__version__}.dist-info"}
     assert f"vera_env-{__version__}.dist-info/licenses/LICENSE" in names
 
 
@@ -96,6 +98,32 @@ def _doctor(venv: Path, cwd: Path, env: dict[str, str]) -> tuple[int, dict[str, 
     assert report["version"] == __version__
     assert done.returncode == (0 if report["ok"] else 1)
     return done.returncode, {c["name"]: c["ok"] for c in report["checks"]}
+
+
+def _assert_optional_parts_name_their_extra(venv: Path, wheel: Path, cwd: Path, env: dict[str, str]) -> None:
+    """A bare wheel: the training scripts and the light client each say which extra they
+    need; the ``client`` extra then makes the light client importable."""
+    (cwd / "training").mkdir()  # a user's own package of that name shadows nothing of ours
+    (cwd / "training" / "__init__.py").write_text("")
+    train = _run([venv / "bin" / "vera-env", "train", "grpo", "--help"], cwd, env, ok=False)
+    assert train.returncode == 2 and "needs the training extra" in train.stderr, train.stderr
+    client = [venv / "bin" / "python", "-c", "from vera_env.serve import VeraRemoteEnv"]
+    bare = _run(client, cwd, env, ok=False)
+    assert bare.returncode == 1 and "the 'client' extra installs" in bare.stderr, bare.stderr
+    _run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+          f"{wheel}[client]"], cwd, env)
+    _run(client, cwd, env)
+
+
+def test_train_command_runs_from_a_folder_with_its_own_training_package(tmp_path: Path) -> None:
+    # Documented as `python -m training.grpo` before, which a user's own training/ package
+    # shadowed ("No module named training.checkpoint"); the scripts are vera_env.training now.
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "__init__.py").write_text("raise ImportError('the user package')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = _run([sys.executable, "-m", "vera_env.cli", "train", "checkpoint", "--help"], tmp_path, env)
+    assert done.stdout.startswith("usage: vera-env train checkpoint")
+    assert "--source" in done.stdout
 
 
 @pytest.mark.timeout(900)
@@ -117,6 +145,7 @@ def test_wheel_in_fresh_venv_sets_up_and_plays_outside_the_clone(tmp_path: Path)
     located = _run([venv / "bin" / "python", "-c", "import vera_env; print(vera_env.__file__)"], away, env)
     assert Path(located.stdout.strip()).is_relative_to(venv)
     assert _run([venv / "bin" / "vera-env", "--version"], away, env).stdout == f"vera-env {__version__}\n"
+    _assert_optional_parts_name_their_extra(venv, wheel, away, env)
 
     # A bare wheel lacks h5py for the harness (the `real` extra); doctor says so, setup fixes it.
     code, before = _doctor(venv, away, env)
@@ -142,3 +171,24 @@ def test_wheel_in_fresh_venv_sets_up_and_plays_outside_the_clone(tmp_path: Path)
           "--attempts", "1", "--max-steps", "10", "--out", out], away, env)
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["attempts"], summary["accuracy"], summary["statuses"]["ok"]) == (1, 1.0, 1)
+
+
+@pytest.mark.timeout(900)
+def test_make_install_with_debian_python_makes_its_own_venv_and_a_rerun_installs_nothing(tmp_path: Path) -> None:
+    # The README's first command failed in one second on a stock Debian python3:
+    # "externally-managed-environment" (PEP 668). make now installs into a venv of its own.
+    debian = Path("/usr/bin/python3")
+    assert debian.exists() and list(Path("/usr/lib").glob("python3*/EXTERNALLY-MANAGED")), \
+        "this test needs a Debian machine, as CI's is: its python3 refuses pip installs"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin"  # Debian's python3 first: no pyenv, no venv
+    venv = tmp_path / "venv"
+    make = ["make", "--no-print-directory", "install", f"PYTHON={debian}", f"VENV={venv}"]
+    first = _run(make, ROOT, env, timeout_s=840)
+    assert f"virtual environment {venv}" in first.stdout
+    assert "pip install -e . into" in first.stdout and "vera-env setup" in first.stdout
+    base = _run([venv / "bin" / "python", "-c", "import sys, vera_env; print(sys.base_prefix, vera_env.__file__)"],
+                tmp_path, env).stdout.split()
+    assert base == ["/usr", str(ROOT / "vera_env" / "__init__.py")]
+    again = _run(make, ROOT, env, timeout_s=300)
+    assert "python packages: already installed" in again.stdout and "pip install -e" not in again.stdout

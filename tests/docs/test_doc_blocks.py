@@ -6,6 +6,7 @@ fails here, so "not run" is always a stated decision, never a silent gap.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,30 @@ def test_doc_blocks_not_run_markers_all_state_a_reason():
     for block in marked:  # the list, for whoever reads the log (-s)
         print(f"not run: {block.where}: {block.not_run}")
     assert [b.where for b in marked if not b.not_run] == []
+
+
+_INSTALLS = ("pip install", "make install", "make demo", "make test", "apt-get install")
+_RUNS_IT = ("tests/", "make test", ".ci/run")
+
+
+def test_doc_blocks_that_install_run_or_name_the_route_that_does():
+    # A newcomer's first command failed as documented (`pip install vera-env`: not on the
+    # index; `make demo` on a PEP 668 python): an install line nobody runs goes stale.
+    installs = [b for blocks in BLOCKS.values() for b in blocks
+                if b.lang in ("bash", "sh") and any(word in b.code for word in _INSTALLS)]
+    assert len(installs) >= 5
+    unnamed = [f"{b.where}: {b.not_run}" for b in installs
+               if b.not_run is not None and not any(route in b.not_run for route in _RUNS_IT)]
+    assert unnamed == []
+
+
+def test_doc_pages_never_install_vera_env_from_the_index():
+    # vera-env is not published: `pip install vera-env` or 'vera-env[extra]' fails as written.
+    index_route = re.compile(r"pip install ['\"]?vera-env\b")
+    found = [f"{page.relative_to(ROOT)}:{n}" for page in [*pages(), ROOT / "training" / "README.md"]
+             for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+             if index_route.search(line) and "once vera-env is published" not in line]
+    assert found == []
 
 
 @pytest.mark.parametrize("page", [p for p, blocks in RUNNABLE.items() if blocks],

@@ -124,7 +124,7 @@ def collect(env: EnvSource, policy_factory: Callable[[], Policy],
 
     Raises:
         ValueError: ``num_workers`` or ``envs_per_worker`` < 1.
-        ImportError: Ray is not installed (``pip install 'vera-env[ray]'``).
+        ImportError: Ray is not installed (the ``ray`` extra).
     """
     with RolloutPool(env, policy_factory, num_workers, envs_per_worker=envs_per_worker,
                      to_record=to_record, num_cpus_per_worker=num_cpus_per_worker,

@@ -38,9 +38,20 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'vera_env.serve' has no attribute {name!r}")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'vera_env.serve' has no attribute {name!r}")
+    try:
+        module = importlib.import_module(_LAZY[name])
+    except ModuleNotFoundError as exc:  # a plain install said only "No module named 'websockets'"
+        missing = (exc.name or "vera_env").split(".")[0]
+        if missing == "vera_env":
+            raise
+        extra = "client" if _LAZY[name] == "vera_env.serve.client" else "serve"
+        raise ModuleNotFoundError(
+            f"vera_env.serve.{name} needs {missing!r}, which the {extra!r} extra installs "
+            f"(pip install 'vera-env[{extra}]', or from a clone: make install EXTRAS={extra})",
+            name=missing) from exc
+    return getattr(module, name)
 
 
 def __dir__() -> list[str]:

@@ -56,7 +56,7 @@ def read_pbmc(data: bytes) -> tuple[list[str], list[str], np.ndarray, np.ndarray
     """Cell-type labels, gene names, detection in ``raw.X`` and ``X > 0``, per cell x gene.
 
     Raises:
-        ImportError: h5py is missing (``pip install 'vera-env[real]'``).
+        ImportError: h5py is missing (the ``real`` extra; ``vera-env setup`` installs it).
         ValueError: Not this AnnData layout (not HDF5, a dataset missing or out of range).
     """
     h5py = _h5py()
