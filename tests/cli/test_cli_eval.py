@@ -144,6 +144,18 @@ def test_unreachable_endpoint_fails_fast_before_any_episode(tmp_path, capsys):
     assert not (out / "results.jsonl").exists()
 
 
+def test_eval_failed_preflight_leaves_out_free_for_the_corrected_rerun(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["eval", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                 "--max-retries", "0", "--limit", "1", "--out", str(out)]) == 2
+    assert "not usable" in capsys.readouterr().err
+    assert not out.exists()  # no run.json: the rerun below is not "already holds a run"
+    with OracleServer(TASKS, max_steps=MAX_STEPS) as server:
+        assert main(eval_args(server, out, "--limit", "1")) == 0  # same --out, no --resume
+    assert [(a.status, a.correct) for a in RunDir(out).attempts()] == [("ok", True)]
+    assert RunDir(out).settings().base_url == server.base_url
+
+
 @pytest.mark.parametrize("argv, match", [
     (["--policy", "openai"], "--base-url and --model"),
     (["--policy", "oracle", "--attempts", "0"], "--attempts must be >= 1")])

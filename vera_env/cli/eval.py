@@ -10,7 +10,8 @@ nothing and ``--resume`` runs only what is missing (and refuses a folder made wi
 other settings). Before any episode a one-token request checks the endpoint, so a wrong
 URL or model name fails in a second instead of turning every attempt into a
 ``provider`` exclusion after minutes of retries; and a run whose tasks cannot be built
-(real-data sources not fetched) is refused before the run folder is made.
+(real-data sources not fetched) is refused. Either refusal comes before ``run.json`` is
+written, so the corrected command with the same ``--out`` needs no ``--resume``.
 
 For a small local model on CPU::
 
@@ -158,6 +159,23 @@ def _preflight(policy: Policy) -> None:
         policy.client.chat([{"role": "user", "content": "Reply with OK."}], max_tokens=1)
 
 
+def _claim(run: RunDir, settings: RunSettings, resume: bool, *, write: bool) -> str:
+    """Why ``run`` cannot take this run ("" when it can); with ``write``, take it.
+
+    Checked before the policy is built and the endpoint asked, written only after: a
+    run refused by its preflight (a wrong URL or model) must leave ``--out`` as it found
+    it, or the corrected command is refused as "already holds a run".
+    """
+    try:
+        if write:
+            run.start(settings, resume=resume)
+        else:
+            run.check(settings, resume=resume)
+    except (FileExistsError, FileNotFoundError, RunSettingsMismatch) as exc:
+        return str(exc)
+    return ""
+
+
 def _jobs(task_ids: list[str], attempts: int, seed: int,
           done: set[tuple[str, int]]) -> list[tuple[str, int]]:
     # Attempt-major order: an interrupted run has covered every task once before any twice.
@@ -237,16 +255,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return EXIT_SETUP
     source, task_ids = loaded
     spec = _eval_spec(args)
-    run = RunDir(args.out)
-    try:
-        run.start(_settings(args, spec, task_ids), resume=args.resume)
-    except (FileExistsError, FileNotFoundError, RunSettingsMismatch) as exc:
-        print(f"vera-env eval: {exc}", file=sys.stderr)
+    run, settings = RunDir(args.out), _settings(args, spec, task_ids)
+    problem = _claim(run, settings, args.resume, write=False)
+    if problem:
+        print(f"vera-env eval: {problem}", file=sys.stderr)
         return EXIT_SETUP
     recorded = latest_attempts(run.attempts())
     if args.retry_exclusions:
         recorded = [a for a in recorded if not is_excluded(a)]
-        run.drop({(a.task_id, a.attempt_index) for a in recorded})
     jobs = _jobs(task_ids, args.attempts, args.seed,
                  {(a.task_id, a.attempt_index) for a in recorded})
     if args.attempts > 1 and args.temperature == 0 and args.policy != "oracle":
@@ -259,6 +275,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except PolicyError as exc:
         print(f"vera-env eval: the policy is not usable: {exc}", file=sys.stderr)
         return EXIT_SETUP
+    problem = _claim(run, settings, args.resume, write=True)  # only now: see `_claim`
+    if problem:
+        print(f"vera-env eval: {problem}", file=sys.stderr)
+        return EXIT_SETUP
+    if args.retry_exclusions:
+        run.drop({(a.task_id, a.attempt_index) for a in recorded})
     print(f"{len(task_ids)} tasks x {args.attempts} attempts: {len(recorded)} recorded, "
           f"{len(jobs)} to run -> {run.path}", file=sys.stderr)
     progress = Progress(len(jobs), already=len(recorded))

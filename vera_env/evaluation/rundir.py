@@ -173,8 +173,13 @@ class RunDir:
             raise FileNotFoundError(f"{self.path} holds no {SETTINGS}: not an eval run folder")
         return RunSettings.from_dict(json.loads(self.settings_path.read_text("utf-8")))
 
-    def start(self, settings: RunSettings, *, resume: bool) -> None:
-        """Create the folder, or check that resuming it is sound.
+    def check(self, settings: RunSettings, *, resume: bool) -> None:
+        """Raise what ``start`` would raise, writing nothing.
+
+        ``vera-env eval`` checks the folder, then the endpoint, and only then ``start``s:
+        a run refused in between (a wrong URL or model) must leave no ``run.json``
+        behind, or the corrected command with the same ``--out`` is refused as "already
+        holds a run".
 
         Raises:
             FileExistsError: A run exists here and ``resume`` is False.
@@ -191,6 +196,16 @@ class RunDir:
         elif self.exists():
             raise FileExistsError(f"{self.path} already holds a run; pass --resume to "
                                   "continue it or choose a new --out")
+
+    def start(self, settings: RunSettings, *, resume: bool) -> None:
+        """Create the folder and write the settings, or check that resuming it is sound.
+
+        Raises:
+            FileExistsError: A run exists here and ``resume`` is False.
+            FileNotFoundError: ``resume`` with no run here.
+            RunSettingsMismatch: ``resume`` with different binding settings.
+        """
+        self.check(settings, resume=resume)
         self.path.mkdir(parents=True, exist_ok=True)
         write_atomic(self.settings_path, json.dumps(settings.to_dict(), indent=2) + "\n")
 
