@@ -224,6 +224,53 @@ def test_scaffold_writes_server_agent_config_and_rows(tmp_path: Path) -> None:
     assert [r["task_id"] for r in rows] == list(load_tasks("builtin").ids()[:3])
 
 
+@pytest.mark.parametrize("direct_url, requirement", [
+    ({"url": "file:///src/vera-env", "dir_info": {"editable": True}},
+     "vera-env @ file:///src/vera-env"),
+    ({"url": "file:///dist/vera_env-0.1.0-py3-none-any.whl", "archive_info": {}},
+     "vera-env @ file:///dist/vera_env-0.1.0-py3-none-any.whl"),
+    ({"url": "https://github.com/o/vera-env", "vcs_info": {"vcs": "git", "commit_id": "abc123"}},
+     "vera-env @ git+https://github.com/o/vera-env@abc123"),
+])
+def test_installed_requirement_direct_install_points_at_its_source(
+        direct_url: dict[str, Any], requirement: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nemo_gym, "_direct_url", lambda: direct_url)
+    assert nemo_gym.installed_requirement() == requirement
+
+
+def test_installed_requirement_index_install_pins_version_with_a_note(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nemo_gym, "_direct_url", lambda: None)
+    note, pin = nemo_gym.installed_requirement().splitlines()
+    assert pin == f"vera-env=={nemo_gym.__version__}"
+    assert note.startswith("#") and "not on the package index" in note and "file://" in note
+
+
+def test_direct_url_reads_pep_610_of_the_distribution_that_has_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    class Dist:
+        def __init__(self, text: str | None) -> None:
+            self.text = text
+
+        def read_text(self, name: str) -> str | None:
+            assert name == "direct_url.json"
+            return self.text
+
+    found = [Dist(None), Dist('{"url": "file:///src/vera-env", "dir_info": {}}')]
+    monkeypatch.setattr(nemo_gym.metadata, "distributions", lambda name: found)
+    assert nemo_gym.installed_requirement() == "vera-env @ file:///src/vera-env"
+
+
+def test_scaffold_requirements_name_the_installed_vera_env(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nemo_gym, "_direct_url", lambda: {"url": "file:///src/vera-env",
+                                                           "dir_info": {"editable": True}})
+    folder = nemo_gym.scaffold(tmp_path, rows=1)
+    agent = tmp_path / "responses_api_agents" / "vera_agent"
+    for written in (folder / "requirements.txt", agent / "requirements.txt"):
+        assert written.read_text() == "vera-env @ file:///src/vera-env\n"
+
+
 def test_scaffold_bad_env_spec_raises_before_writing(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="max_steps"):
         nemo_gym.scaffold(tmp_path, env_spec={"max_steps": 0})

@@ -20,6 +20,9 @@ rewards as 0), so this module ships the pieces NeMo Gym's own convention asks fo
   the stock ``gymnasium_agent`` would sum that 0, which is why the agent is shipped too.
 * ``scaffold``, which writes the server folder NeMo Gym's ``ng_run`` launches
   (``resources_servers/vera/{app.py,requirements.txt,configs/vera.yaml,data/*.jsonl}``).
+  Its ``requirements.txt`` names the vera-env that wrote it, as installed
+  (``installed_requirement``): vera-env is not on the package index, so the
+  ``vera-env==<version>`` it used to write pointed NeMo Gym's venv build at nothing.
 
 The NeMo Gym classes are built on first access (module ``__getattr__``), so importing this
 module, and ``scaffold``, work without ``nemo-gym`` (Python 3.11). This module does not
@@ -36,6 +39,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,7 +55,8 @@ from vera_env.spec import EnvSpec
 # Also, built on first access (they need nemo-gym): VeraGymnasiumServer, VeraGymnasiumAgent,
 # VeraResourcesServerConfig. Not in __all__, so a star import does not need nemo-gym.
 __all__ = ["EPISODE_RETURN", "FAILURE_CLASS", "FAILURE_KEY", "NemoStep", "VeraEpisodes",
-           "mark_unscorable", "nemo_step", "scaffold", "task_for_row"]
+           "installed_requirement", "mark_unscorable", "nemo_step", "scaffold",
+           "task_for_row"]
 
 FAILURE_KEY = "_ng_failure_class"
 """NeMo Gym's sentinel (``nemo_gym.rollout_collection.NG_FAILURE_CLASS_KEY``): a result
@@ -248,6 +253,43 @@ if __name__ == "__main__":
 '''
 
 
+def installed_requirement() -> str:
+    """The ``requirements.txt`` text that installs the vera-env running now.
+
+    PEP 610's ``direct_url.json`` says where an installed distribution came from: a
+    clone (editable or not) or a wheel on disk is named by its ``file://`` URL (an
+    editable install's is the project folder), a VCS checkout by its URL and commit. An
+    install without one came from a package index, where vera-env is not published, so
+    its version pin carries a comment saying to publish it or replace the line.
+    """
+    direct = _direct_url()
+    if direct is None:
+        return (f"# vera-env is not on the package index: publish {__version__} there, or "
+                "replace the next line with a clone or wheel (vera-env @ file:///path)\n"
+                f"vera-env=={__version__}")
+    url = str(direct["url"])
+    vcs = direct.get("vcs_info")
+    if vcs:
+        url = f"{vcs['vcs']}+{url}@{vcs['commit_id']}"
+    if direct.get("subdirectory"):
+        url += f"#subdirectory={direct['subdirectory']}"
+    return f"vera-env @ {url}"
+
+
+def _direct_url() -> dict[str, Any] | None:
+    """The parsed ``direct_url.json`` of the installed vera-env, or None (an index install).
+
+    Every distribution named vera-env is asked: run from a clone, a stale
+    ``vera_env.egg-info`` there (no ``direct_url.json``) is found before the installed one.
+    """
+    for dist in metadata.distributions(name="vera-env"):
+        text = dist.read_text("direct_url.json")
+        if text:
+            found: dict[str, Any] = json.loads(text)
+            return found
+    return None
+
+
 def _config(name: str, env_spec: Mapping[str, Any], splits: Mapping[str, str],
             max_steps: int, data: str) -> dict[str, Any]:
     server = {"entrypoint": "app.py", "domain": "other", "verified": False,
@@ -264,19 +306,21 @@ def _config(name: str, env_spec: Mapping[str, Any], splits: Mapping[str, str],
 
 def scaffold(root: Path, *, name: str = "vera", env_spec: Mapping[str, Any] | None = None,
              splits: Mapping[str, str] | None = None, rows: int = 8,
-             requirement: str = f"vera-env=={__version__}") -> Path:
+             requirement: str | None = None) -> Path:
     """Write the folders ``ng_run`` launches: ``root/resources_servers/<name>/`` (the
     server, its YAML and dataset) and ``root/responses_api_agents/<name>_agent/``.
 
     NeMo Gym finds a server's folder from its YAML keys (``resources_servers: {name:}``),
     in the working directory first; it runs ``app.py`` there in a venv built from
     ``requirements.txt``. The dataset has one row per task of the train split (at most
-    ``rows``). The YAML is written as JSON, which is YAML too.
+    ``rows``). The YAML is written as JSON, which is YAML too. ``requirement`` (the
+    ``requirements.txt`` text) defaults to ``installed_requirement()``.
 
     Returns:
         The server folder.
     """
     spec = dict(env_spec or {})
+    requirement = installed_requirement() if requirement is None else requirement
     chosen = dict(splits or {"train": "builtin"})
     EnvSpec.model_validate(spec)  # a bad spec fails here, not in the launched server
     ids = Splits(chosen).task_specs("train")[:rows]
@@ -310,8 +354,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     make.add_argument("--tasks", default="builtin", help="train split source (default: builtin)")
     make.add_argument("--max-steps", type=int, default=20, help="turns per episode (default: 20)")
     make.add_argument("--rows", type=int, default=8, help="dataset rows (default: 8)")
-    make.add_argument("--requirement", default=f"vera-env=={__version__}",
-                      help="how the server's venv installs vera-env (default: %(default)s)")
+    make.add_argument("--requirement",
+                      help="how the server's venv installs vera-env, e.g. a clone's path "
+                           "(default: where the running vera-env was installed from)")
     args = parser.parse_args(argv)
     folder = scaffold(args.root, name=args.name, env_spec={"max_steps": args.max_steps},
                       splits={"train": args.tasks}, rows=args.rows, requirement=args.requirement)
