@@ -56,3 +56,55 @@ def test_serve_observation_variant_reaches_the_served_env(variant, monkeypatch):
 
 def test_serve_observation_variant_default_is_full():
     assert build_parser().parse_args(["serve"]).observation_variant == "full"
+
+
+def _serve_args(monkeypatch, *argv, token=None):
+    """Run ``vera-env serve ARGV`` with ``serve`` replaced: returns (exit code, config)."""
+    import vera_env.serve as serve_module
+    from vera_env.cli.serve import TOKEN_ENV_VAR
+
+    if token is None:
+        monkeypatch.delenv(TOKEN_ENV_VAR, raising=False)
+    else:
+        monkeypatch.setenv(TOKEN_ENV_VAR, token)
+    served = {}
+    monkeypatch.setattr(serve_module, "serve",
+                        lambda spec, config, splits: served.setdefault("config", config))
+    args = build_parser().parse_args(["serve", *argv])
+    return args.func(args), served.get("config")
+
+
+def test_serve_non_loopback_host_without_token_refused_with_one_line(monkeypatch, capsys):
+    code, config = _serve_args(monkeypatch, "--host", "0.0.0.0")
+    err = capsys.readouterr().err
+    assert (code, config) == (2, None)  # refused before anything is served
+    assert err.startswith("vera-env serve:") and err.count("\n") == 1
+    assert "VERA_SERVE_TOKEN" in err and "--insecure" in err and "0.0.0.0" in err
+
+
+@pytest.mark.parametrize("argv, token", [
+    (["--host", "0.0.0.0", "--insecure"], None),
+    (["--host", "10.0.0.5"], "s3cret"),
+])
+def test_serve_non_loopback_host_with_token_or_insecure_serves(monkeypatch, argv, token):
+    code, config = _serve_args(monkeypatch, *argv, token=token)
+    assert code == 0 and config.host == argv[1]
+    assert (config.token is None) is (token is None)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+def test_serve_loopback_host_needs_no_token(monkeypatch, host):
+    code, config = _serve_args(monkeypatch, "--host", host)
+    assert code == 0 and config.host == host and config.token is None
+
+
+@pytest.mark.parametrize("host, token, insecure, refused", [
+    ("0.0.0.0", None, False, True), ("", None, False, True), ("::", None, False, True),
+    ("example.org", None, False, True), ("0.0.0.0", "t", False, False),
+    ("0.0.0.0", None, True, False), ("::1", None, False, False),
+])
+def test_exposure_problem_only_for_non_loopback_without_token_or_insecure(
+        host, token, insecure, refused):
+    from vera_env.cli.serve import exposure_problem
+
+    assert bool(exposure_problem(host, token, insecure=insecure)) is refused

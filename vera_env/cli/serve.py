@@ -6,11 +6,16 @@
 
 Binds 127.0.0.1 unless ``--host`` says otherwise; set ``VERA_SERVE_TOKEN`` to require a
 bearer token. Stops on SIGTERM or Ctrl-C, killing every sandbox.
+
+A host beyond loopback needs the token, or ``--insecure`` to say the open port is
+meant: ``--host 0.0.0.0`` with no token used to start without a word, open to anyone
+who could reach the port.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
 
@@ -18,9 +23,31 @@ from vera_env.observation.prompts import OBSERVATION_VARIANTS
 from vera_env.spec import SANDBOX_NAMES
 from vera_env.wrappers import DEFAULT_WRAPPERS, WRAPPERS_HELP
 
-__all__ = ["TOKEN_ENV_VAR", "add_parser", "cmd_serve"]
+__all__ = ["TOKEN_ENV_VAR", "add_parser", "cmd_serve", "exposure_problem"]
 
 TOKEN_ENV_VAR = "VERA_SERVE_TOKEN"
+
+
+def exposure_problem(host: str, token: str | None, *, insecure: bool) -> str:
+    """Why serving on ``host`` this way is refused, or "" when it is not.
+
+    Loopback (``127.0.0.0/8``, ``::1``, ``localhost``) is reachable only from this
+    machine and needs nothing; any other host (``0.0.0.0``, ``::``, "" and names
+    included) needs a token, or ``insecure`` to accept an open port.
+    """
+    if token or insecure or _is_loopback(host):
+        return ""
+    return (f"--host {host or repr(host)} is reachable beyond this machine and no token is "
+            f"set: set {TOKEN_ENV_VAR} to require one, or pass --insecure to serve it open")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name other than localhost may resolve anywhere
+        return False
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -30,6 +57,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from vera_env.serve import ServeConfig, serve  # noqa: PLC0415
     from vera_env.spec import EnvSpec  # noqa: PLC0415
 
+    token = os.environ.get(TOKEN_ENV_VAR) or None
+    problem = exposure_problem(args.host, token, insecure=args.insecure)
+    if problem:
+        print(f"vera-env serve: {problem}", file=sys.stderr)
+        return 2
     try:
         limits = SandboxLimits(timeout_s=args.command_timeout_s,
                                check_timeout_s=args.check_timeout_s)
@@ -40,7 +72,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             protocol=args.protocol, host=args.host, port=args.port,
             max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout_s,
             sandbox_rate_per_s=args.sandbox_rate, sandbox_burst=args.sandbox_burst,
-            token=os.environ.get(TOKEN_ENV_VAR) or None,
+            token=token,
             shutdown_grace_s=args.shutdown_grace_s, log_level=args.log_level)
         splits = {name: value for name, value in (("validation", args.validation_tasks),
                                                   ("test", args.test_tasks)) if value}
@@ -63,7 +95,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "BioMysteryBench folder")
     p.add_argument("--validation-tasks", help="the validation split (a task source)")
     p.add_argument("--test-tasks", help="the test split (a task source)")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help=f"address to bind (default: loopback); any other needs "
+                        f"{TOKEN_ENV_VAR} or --insecure")
+    p.add_argument("--insecure", action="store_true",
+                   help=f"serve a non-loopback --host without {TOKEN_ENV_VAR}: anyone who "
+                        "reaches the port can run episodes")
     p.add_argument("--port", type=int, default=8000, help="0: any free port")
     p.add_argument("--max-sessions", type=int, default=64,
                    help="sessions alive at once; one more is answered 'busy'")
