@@ -2,8 +2,8 @@
 
 STYLE.md asks each wrapper for a runnable example; an example nobody runs drifts from
 the code it documents. So every module with an example is a case here, every example
-runs (the ones that need the sandbox get it: CI installs bubblewrap, and elsewhere the
-local backend stands in), and none may opt out with ``# doctest: +SKIP``: an example
+runs (the ones that need the sandbox get it: CI installs bubblewrap, which
+``make_sandbox("auto")`` needs), and none may opt out with ``# doctest: +SKIP``: an example
 that cannot run belongs in a plain code block.
 """
 

@@ -75,7 +75,8 @@ def test_setup_bwrap_refused_is_reported_but_not_a_failure(
     monkeypatch.setattr(setup, "run_checks", lambda probe=None: refused)
     monkeypatch.setattr(setup, "_run", _refuse)
     assert main(["setup"]) == 0
-    assert "falls back to the local sandbox" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "refuses --sandbox auto" in err and "--sandbox local runs without isolation" in err
 
 
 def test_plan_setup_missing_harness_h5py_installs_it_into_this_interpreter() -> None:

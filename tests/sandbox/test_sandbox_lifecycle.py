@@ -139,10 +139,30 @@ def test_make_sandbox_bwrap_unavailable_raises() -> None:
         make_sandbox("bwrap", config=MISSING)
 
 
-def test_make_sandbox_auto_without_bwrap_falls_back_to_local_with_warning() -> None:
-    with pytest.warns(UserWarning, match="NO isolation.*bwrap unavailable"):
-        box = make_sandbox("auto", config=MISSING)
+def test_make_sandbox_auto_without_bwrap_refuses_naming_setup_and_local() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no LocalSandbox was built: its warning would raise
+        with pytest.raises(SandboxError, match="not found") as raised:
+            make_sandbox("auto", config=MISSING)
+    message = str(raised.value)
+    assert "vera-env setup" in message and "NO isolation" in message
+    assert "--sandbox local" in message and 'sandbox="local"' in message
+
+
+def test_make_sandbox_auto_bwrap_that_cannot_start_refuses_with_its_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    refused = "bwrap: setting up uid map: Permission denied"
+    monkeypatch.setattr(sandbox_pkg, "probe_bwrap", lambda config=None: refused)
+    with pytest.raises(SandboxError, match=f"{refused}.*vera-env setup.*--sandbox local"):
+        make_sandbox("auto", FAST)
+
+
+def test_make_sandbox_explicit_local_without_bwrap_runs_with_its_warning() -> None:
+    with pytest.warns(UserWarning, match="NO isolation"):
+        box = make_sandbox("local", FAST, config=MISSING)
     assert isinstance(box, LocalSandbox) and box.name == "local"
+    with box.stage({}) as ws:
+        assert ws.run("echo unisolated").stdout == "unisolated\n"
 
 
 @requires_bwrap

@@ -374,8 +374,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--judge-api-key-env", default="OPENAI_API_KEY",
                    help="environment variable holding the judge's API key")
     p.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto",
-                   help="how commands are isolated (auto: bubblewrap if it runs here, "
-                        "else unisolated with a warning)")
+                   help="how commands are isolated (auto: bubblewrap, refused where it "
+                        "cannot run; local: no isolation, only when named)")
     p.add_argument("--observation-variant", choices=["full", "compact"],
                    help="how observations tell the rules: full, or compact (short, no "
                         "placeholders; what a model trained with it expects)")

@@ -13,7 +13,8 @@ Idempotent: what is present is skipped, so a second run runs no command. ``--dry
 prints the commands instead. Exit 1 when a command failed or something it installs is
 still missing afterwards; bubblewrap that is installed but refused a user namespace is
 reported with its fix, not installed (no package fixes a kernel setting), and does not
-fail the run: the environment then falls back to the local sandbox, which warns.
+fail the run: until the fix is applied the environment refuses ``--sandbox auto`` and
+runs only with ``--sandbox local`` named (no isolation, warns).
 """
 
 from __future__ import annotations
@@ -116,8 +117,9 @@ def cmd_setup(args: argparse.Namespace) -> int:
     for line in failed:
         print(f"failed: {line}", file=sys.stderr)
     if any(c.name == "bwrap" and not c.ok and not c.apt_package for c in checks):
-        print("bwrap is installed but cannot start a sandbox; the environment falls back to the "
-              "local sandbox (no isolation) until the fix above is applied", file=sys.stderr)
+        print("bwrap is installed but cannot start a sandbox: until the fix above is applied, "
+              "the environment refuses --sandbox auto; --sandbox local runs without "
+              "isolation", file=sys.stderr)
     return 1 if failed or fixable else 0
 
 

@@ -1,7 +1,10 @@
 """Where model-written shell runs: staged workspaces behind a security boundary.
 
 ``make_sandbox()`` returns the bubblewrap backend when this machine can run it and
-otherwise the local backend, which warns that it is not isolation. The answer of
+otherwise refuses (``SandboxError``): the default ``"auto"`` used to fall back to the
+local backend with only a warning, so a machine without bubblewrap ran model-written
+shell unisolated by default, and a warning in a long log is easily missed. The local
+backend is there for whoever names it (``"local"``), and it still warns. The answer of
 the bwrap probe is cached for the process: probing costs a sandbox start, and the
 machine does not grow user namespaces halfway through a run.
 
@@ -104,14 +107,15 @@ def make_sandbox(
         backend: ``"bwrap-server"`` (bubblewrap, ``run()`` through one long-lived
             sandbox per workspace: see ``server``; fail if bwrap cannot run),
             ``"bwrap"`` (the same isolation, a sandbox per command), ``"local"`` (no
-            isolation, warns) or ``"auto"`` (``bwrap-server`` if the probe passes,
-            else local with the reason).
+            isolation, warns) or ``"auto"`` (``bwrap-server``; never local).
         limits: Resource limits for every command.
         config: Toolbox and identity.
 
     Raises:
         ValueError: ``backend`` is not one of the four names.
-        SandboxError: ``backend="bwrap"`` and bwrap cannot start a sandbox here.
+        SandboxError: Any backend but ``"local"``, and bwrap cannot start a sandbox
+            here; for ``"auto"`` the message says how to install bubblewrap or to
+            choose ``"local"`` explicitly.
     """
     if backend not in ("auto", "bwrap", "bwrap-server", "local"):
         raise ValueError(f"backend must be 'auto', 'bwrap', 'bwrap-server' or 'local', "
@@ -125,4 +129,7 @@ def make_sandbox(
         return ServerSandbox(limits, config)
     if backend in ("bwrap", "bwrap-server"):
         raise SandboxError(f"bwrap backend unavailable: {reason}")
-    return LocalSandbox(limits, config, reason=f"bwrap unavailable: {reason}")
+    raise SandboxError(f"sandbox 'auto' needs bubblewrap, which cannot start a sandbox "
+                       f"here ({reason}): install it (`vera-env setup`), or choose "
+                       "--sandbox local / sandbox=\"local\" explicitly (plain "
+                       "subprocesses, NO isolation)")
