@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from vera_env.cli import demo, main
 from vera_env.cli.demo import demo_tasks
+from vera_env.tasks import TaskSource, load_tasks
 from vera_env.tasks.builtin import TASK_TYPES
 from vera_env.tasks.cache import CACHE_ENV_VAR
 from vera_env.tasks.real import REAL_TYPES
@@ -37,3 +39,19 @@ def test_demo_without_fetched_sources_says_so_and_plays_builtin(
         real_instance.cache_clear()
     assert len(ids) == len(TASK_TYPES)
     assert "real-data tasks left out" in capsys.readouterr().err
+
+
+def test_demo_legend_under_the_table_explains_passed_strong_verif(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    one = load_tasks("builtin").get("tab.sentinel_mean.easy.s0")  # oracle + careless: 2 episodes
+    monkeypatch.setattr(demo, "demo_tasks", lambda: TaskSource([one], name="demo"))
+    assert main(["demo", "--concurrency", "1", "--max-steps", "8"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [i for i, line in enumerate(lines)  # as tests/test_packaging.py reads the table
+            if len(line.split()) == 10 and line.split()[0] in ("oracle", "careless")]
+    assert len(rows) == 2
+    legend = {line.split(":")[0]: line for line in lines[rows[-1] + 1:-1] if ":" in line}
+    assert "printed True" in legend["passed"]
+    assert "mutant" in legend["strong"] and "earn" in legend["strong"]
+    assert "verification reward" in legend["verif"] and "0.5" in legend["verif"]
+    assert lines[-1].startswith("oracle correct on every task: yes;")

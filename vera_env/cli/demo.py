@@ -24,7 +24,17 @@ from vera_env.spec import SANDBOX_NAMES
 if TYPE_CHECKING:
     from vera_env.tasks import TaskSource
 
-__all__ = ["add_parser", "cmd_demo", "demo_tasks", "format_table"]
+__all__ = ["LEGEND", "add_parser", "cmd_demo", "demo_tasks", "format_table"]
+
+LEGEND = (
+    "passed: checks that printed True, of those run\n"
+    "strong: passing checks that also failed on a mutant of their data (the only ones "
+    "that earn)\n"
+    "verif:  the episode's verification reward (at most 0.5)"
+)
+"""What the table's less obvious columns mean, printed under it: the terms were
+explained only in docs/quickstart.md, and a table of "9/9  9  0.375" reads as noise
+without them."""
 
 
 def format_table(rows: Sequence[tuple[str, Attempt]]) -> str:
@@ -86,6 +96,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             with ThreadPoolExecutor(max_workers=args.concurrency) as executor:
                 rows = list(executor.map(play, plan))
     print(format_table(rows))
+    print(f"\n{LEGEND}")
     oracle_ok = all(a.correct for n, a in rows if n == "oracle")
     careless_wrong = all(a.correct is False for n, a in rows if n == "careless")
     print(f"\noracle correct on every task: {'yes' if oracle_ok else 'NO'}; "
@@ -105,7 +116,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     demo = sub.add_parser("demo", help="oracle vs careless policy on the builtin and real tasks")
     demo.add_argument("--max-steps", type=int, default=20, help="turns per episode (default: 20)")
     demo.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto",
-                      help="sandbox backend (default: auto, the best this machine has)")
+                      help="sandbox backend (default: auto, bubblewrap; local runs "
+                           "unisolated)")
     demo.add_argument("--concurrency", type=_positive, default=min(4, os.cpu_count() or 1),
                       help="episodes in flight at once (default: this machine's cores, at most 4)")
     demo.set_defaults(func=cmd_demo)
