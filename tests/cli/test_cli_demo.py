@@ -55,3 +55,15 @@ def test_demo_legend_under_the_table_explains_passed_strong_verif(
     assert "mutant" in legend["strong"] and "earn" in legend["strong"]
     assert "verification reward" in legend["verif"] and "0.5" in legend["verif"]
     assert lines[-1].startswith("oracle correct on every task: yes;")
+
+
+def test_demo_without_a_working_bwrap_refuses_in_one_line_before_playing(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import vera_env.sandbox as sandbox_pkg
+
+    monkeypatch.setattr(sandbox_pkg, "probe_bwrap", lambda config=None: "bwrap: not found")
+    monkeypatch.setattr(demo, "demo_tasks", lambda: pytest.fail("no task is built"))
+    assert main(["demo"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith("vera-env demo: sandbox 'auto' needs bubblewrap") and "--sandbox local" in err

@@ -22,6 +22,7 @@ from vera_env.sandbox import (
     Workspace,
     make_sandbox,
     probe_bwrap,
+    sandbox_refusal,
 )
 from vera_env.sandbox.workspace import remove_tree
 
@@ -254,3 +255,13 @@ def test_sandbox_protocol_without_close_is_not_a_sandbox() -> None:
             raise AssertionError
 
     assert not isinstance(StageOnly(), Sandbox)
+
+
+def test_sandbox_refusal_says_why_each_backend_would_refuse(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_pkg, "probe_bwrap", lambda config=None: "bwrap: not found")
+    assert sandbox_refusal("local") == ""
+    assert sandbox_refusal("bwrap") == sandbox_refusal("bwrap-server") == \
+        "bwrap backend unavailable: bwrap: not found"
+    assert "(bwrap: not found): install it (`vera-env setup`)" in sandbox_refusal("auto")
+    monkeypatch.setattr(sandbox_pkg, "probe_bwrap", lambda config=None: "")
+    assert sandbox_refusal("auto") == ""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from vera_env.evaluation.progress import Progress
 from vera_env.rollout import Attempt, EnvPool, play_job
+from vera_env.sandbox import sandbox_refusal
 from vera_env.spec import SANDBOX_NAMES
 
 if TYPE_CHECKING:
@@ -76,6 +77,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from vera_env.policy import OraclePolicy, Policy, careless_policy  # noqa: PLC0415
     from vera_env.spec import EnvSpec  # noqa: PLC0415
 
+    refusal = sandbox_refusal(args.sandbox)
+    if refusal:
+        print(f"vera-env demo: {refusal}", file=sys.stderr)
+        return 2
     tasks = demo_tasks()
     plan: list[tuple[str, Policy, str]] = [("oracle", OraclePolicy(tasks), t.id) for t in tasks]
     careless = careless_policy(tasks)

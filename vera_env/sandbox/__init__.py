@@ -62,6 +62,7 @@ __all__ = [
     "Workspace",
     "make_sandbox",
     "probe_bwrap",
+    "sandbox_refusal",
 ]
 
 Backend = Literal["auto", "bwrap", "bwrap-server", "local"]
@@ -122,14 +123,26 @@ def make_sandbox(
                          f"got {backend!r}")
     if backend == "local":
         return LocalSandbox(limits, config)
+    refusal = sandbox_refusal(backend, config)
+    if refusal:
+        raise SandboxError(refusal)
+    return BwrapSandbox(limits, config) if backend == "bwrap" else ServerSandbox(limits, config)
+
+
+def sandbox_refusal(backend: Backend, config: SandboxConfig | None = None) -> str:
+    """Why ``make_sandbox(backend)`` would refuse on this machine; "" when it would not.
+
+    Commands that play many episodes ask this once before the first (``vera-env eval``
+    recorded every attempt as a sandbox exclusion instead, and ``demo`` ended in a
+    traceback), and print the line.
+    """
+    if backend == "local":
+        return ""
     reason = probe_bwrap(config)
-    if not reason and backend == "bwrap":
-        return BwrapSandbox(limits, config)
     if not reason:
-        return ServerSandbox(limits, config)
+        return ""
     if backend in ("bwrap", "bwrap-server"):
-        raise SandboxError(f"bwrap backend unavailable: {reason}")
-    raise SandboxError(f"sandbox 'auto' needs bubblewrap, which cannot start a sandbox "
-                       f"here ({reason}): install it (`vera-env setup`), or choose "
-                       "--sandbox local / sandbox=\"local\" explicitly (plain "
-                       "subprocesses, NO isolation)")
+        return f"bwrap backend unavailable: {reason}"
+    return (f"sandbox 'auto' needs bubblewrap, which cannot start a sandbox here ({reason}): "
+            "install it (`vera-env setup`), or choose --sandbox local / sandbox=\"local\" "
+            "explicitly (plain subprocesses, NO isolation)")
