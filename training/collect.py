@@ -38,7 +38,12 @@ from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin.instance import Difficulty
 from vera_env.training.envs import EnvOptions, task_source
 from vera_env.training.episodes import ChatFormat, Start, draw_starts, tokenize_transcript
+from vera_env.training.phase_log import PhaseLog
 from vera_env.wrappers import WrapperName
+
+PROGRESS_LINE_S = 10.0
+"""Least seconds between two progress lines while episodes are played: an oracle
+collects dozens a second, a CPU model takes minutes a turn."""
 
 
 @dataclass
@@ -142,7 +147,8 @@ def episode_row(attempt: Attempt, recording: _Recording, question: str, policy: 
 def collect(tasks: TaskSource, policy: Any, starts: Sequence[Start], *, attempts: int = 1,
             make_env_fn: Callable[[], Any], concurrency: int = 4, policy_name: str = "",
             fmt: ChatFormat | None = None,
-            on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+            on_row: Callable[[dict[str, Any]], None] | None = None,
+            on_step: Callable[[Attempt], None] | None = None) -> list[dict[str, Any]]:
     """Play ``attempts`` episodes per start, ``concurrency`` at a time; one row each.
 
     Args:
@@ -155,6 +161,8 @@ def collect(tasks: TaskSource, policy: Any, starts: Sequence[Start], *, attempts
         policy_name: Recorded in each row.
         fmt: When given, rows get ``input_ids`` and ``labels``.
         on_row: Called with each row as its episode ends (in a worker thread, serialised).
+        on_step: Called with an episode's attempt after each of its steps (in a worker
+            thread, serialised with ``on_row``).
 
     Returns:
         The rows, in the order of (start, attempt).
@@ -164,10 +172,16 @@ def collect(tasks: TaskSource, policy: Any, starts: Sequence[Start], *, attempts
     lock = threading.Lock()
     jobs = [(start, k) for start in starts for k in range(attempts)]
 
+    def stepped(attempt: Attempt) -> None:
+        if on_step is not None:
+            with lock:
+                on_step(attempt)
+
     def play(env: Any, job: tuple[Start, int]) -> dict[str, Any]:
         start, k = job
         recording = _Recording(policy)
-        attempt = run_episode(env, recording, seed=start.seed + k, task_id=start.task_id)
+        attempt = run_episode(env, recording, seed=start.seed + k, task_id=start.task_id,
+                              on_step=stepped)
         attempt.attempt_index = k
         row = episode_row(attempt, recording, tasks.get(start.task_id).question, policy_name,
                           fmt)
@@ -234,21 +248,53 @@ def write_rows(rows: list[dict[str, Any]], path: str | Path) -> Path:
     return path
 
 
+class _Tally:
+    """The collection's progress lines: episodes done, the latest turn, at most one line
+    per ``PROGRESS_LINE_S`` and always the last episode's."""
+
+    def __init__(self, log: PhaseLog, total: int) -> None:
+        self.log, self.total = log, total
+        self.done = self.correct = 0
+
+    def row(self, row: dict[str, Any]) -> None:
+        self.done += 1
+        self.correct += row["correct"] is True
+        message = (f"collected {self.done}/{self.total} episodes ({self.correct} correct; "
+                   f"latest {row['task_id']}: {row['status']})")
+        if self.done == self.total:
+            self.log(message)
+        else:
+            self.log.every(PROGRESS_LINE_S, message)
+
+    def step(self, attempt: Attempt) -> None:
+        self.log.every(PROGRESS_LINE_S, f"collected {self.done}/{self.total} episodes; "
+                                        f"{attempt.task_id} played turn {len(attempt.steps)}")
+
+
 def main(args: Args) -> list[dict[str, Any]]:
-    """Collect and write; returns the rows."""
+    """Collect and write; returns the rows. Each phase is announced on stderr."""
+    log = PhaseLog("collect")
     tasks = task_source(args.tasks, args.difficulties, args.num_tasks)
     starts = draw_starts(list(tasks.ids()), args.num_tasks, seed=args.seed)
     fmt = None
     if args.tokenizer:
         from transformers import AutoTokenizer  # noqa: PLC0415
 
+        log(f"loading the tokenizer from {args.tokenizer}")
         fmt = ChatFormat(AutoTokenizer.from_pretrained(args.tokenizer))
+    if args.policy == "transformers":
+        log(f"loading the model from {args.model}")
     policy = make_policy(args, tasks, starts)
     spec = args.env_spec()
+    total = len(starts) * args.attempts
+    log(f"playing {total} episodes ({len(starts)} tasks x {args.attempts} attempts, "
+        f"{args.concurrency} at a time) with policy {args.policy}")
+    tally = _Tally(log, total)
     rows = collect(tasks, policy, starts, attempts=args.attempts, concurrency=args.concurrency,
                    make_env_fn=lambda: spec.build(tasks=tasks),
                    policy_name=args.policy if args.policy in ("oracle", "careless")
-                   else f"{args.policy}:{args.model}", fmt=fmt)
+                   else f"{args.policy}:{args.model}", fmt=fmt,
+                   on_row=tally.row, on_step=tally.step)
     path = write_rows(rows, args.output)
     n_ok = sum(r["status"] == "ok" for r in rows)
     n_correct = sum(r["correct"] is True for r in rows)

@@ -113,6 +113,11 @@ class LockstepEnvs:
         self._pool = EnvPool(lambda: spec.build(tasks=tasks))
         self._envs: list[Any] = [self._pool.acquire()]
 
+    @property
+    def held(self) -> int:
+        """Environments built so far (a batch larger than this builds more first)."""
+        return len(self._envs)
+
     def take(self, n: int) -> list[Any]:
         """``n`` environments (the first ``n`` held, more leased when missing)."""
         while len(self._envs) < n:

@@ -1,6 +1,9 @@
 """GRPO on the verification reward: the trainer's own model plays VeraEnv episodes.
 
-Run (CPU, no hub, about half a minute — a random tiny model, to check the plumbing):
+Run (CPU, no hub — a random tiny model, to check the plumbing; each phase is announced
+on stderr as ``[grpo +Ns] ...``). Measured 2026-12-06 on the shared 2-core machine:
+2 min 14 s at load average 6.2 (start) to 4.7 (end); another run that day took
+4 min 06 s at 2.5 to 4.8, and an earlier one 471 s, so expect 2 to 8 minutes:
 
     python -m vera_env.training.grpo --tiny
 
@@ -43,6 +46,7 @@ from vera_env.tasks.builtin.instance import Difficulty
 from vera_env.training.envs import EnvOptions, task_source
 from vera_env.training.episodes import deferred_starts, draw_starts, format_start
 from vera_env.training.packing import LayoutName
+from vera_env.training.phase_log import PhaseLog, main_process, trainer_callback
 from vera_env.training.resume import RunOptions, fit, resume_point
 from vera_env.training.rewards import REWARD_FUNCS
 from vera_env.wrappers import WrapperName
@@ -221,9 +225,12 @@ def grpo_config(args: Args) -> Any:
         report_to=args.report_to, seed=args.seed, **args.checkpointing(), **vllm)
 
 
-def build_trainer(args: Args, tasks: TaskSource, model: Any, tokenizer: Any
-                  ) -> tuple[Any, Any]:
-    """The trainer and the rollout it plays episodes with (both layouts: one loop)."""
+def build_trainer(args: Args, tasks: TaskSource, model: Any, tokenizer: Any, *,
+                  log: PhaseLog | None = None) -> tuple[Any, Any]:
+    """The trainer and the rollout it plays episodes with (both layouts: one loop).
+
+    ``log``: where the rollout and the trainer say what they are doing (None: silent).
+    """
     from vera_env.training.dump import RolloutDump  # noqa: PLC0415
     from vera_env.training.stepwise import LockstepRollout  # noqa: PLC0415
     from vera_env.training.stepwise_trainer import StepwiseGRPOTrainer  # noqa: PLC0415
@@ -234,36 +241,52 @@ def build_trainer(args: Args, tasks: TaskSource, model: Any, tokenizer: Any
     rollout = LockstepRollout(tasks, args.env_spec(), layout=args.layout,
                               max_turn_tokens=args.max_turn_tokens,
                               max_completion_length=args.max_completion_length,
-                              env_workers=args.env_workers, system_prompt=args.system_prompt)
+                              env_workers=args.env_workers, system_prompt=args.system_prompt,
+                              log=log)
     try:
         trainer = StepwiseGRPOTrainer(
             model=model, reward_funcs=REWARD_FUNCS, args=grpo_config(args),
             train_dataset=build_dataset(tasks, args.num_prompts, seed=args.seed),
             processing_class=tokenizer, step_rollout=rollout, advantage=args.advantage,
-            print_samples=args.print_samples, dump=dump, redraws=args.redraw_uninformative)
+            print_samples=args.print_samples, dump=dump, redraws=args.redraw_uninformative,
+            log=log)
     except BaseException:
         rollout.close()
         raise
+    if log is not None:
+        trainer.add_callback(trainer_callback(log))
     return trainer, rollout
 
 
 def main(args: Args) -> Any:
-    """Train; returns the trainer (its ``state.log_history`` holds the metrics)."""
+    """Train; returns the trainer (its ``state.log_history`` holds the metrics).
+
+    Each phase is announced on stderr (``vera_env.training.phase_log``): a CPU run spends
+    minutes in its first rollout before TRL's bar moves.
+    """
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    log = PhaseLog("grpo", enabled=main_process())
+    log(f"loading the task source ({args.tasks})")
     tasks = task_source(args.tasks, args.difficulties, args.num_prompts, args.curriculum_start)
+    log("building the tiny model and tokenizer" if args.tiny
+        else f"loading the model from {args.model}")
     model, tokenizer = load_model(args)
+    log(f"model ready: {sum(p.numel() for p in model.parameters()):,} parameters")
     if args.trainable_layers:
         from vera_env.training.layers import train_top_layers  # noqa: PLC0415
 
         print(f"training {train_top_layers(model, args.trainable_layers):,} parameters")
-    trainer, rollout = build_trainer(args, tasks, model, tokenizer)
+    log(f"starting the environments (sandbox {args.sandbox}) and the trainer")
+    trainer, rollout = build_trainer(args, tasks, model, tokenizer, log=log)
     try:
         fit(trainer, args.output_dir, resume=args.resume, tasks=tasks)
     finally:
         rollout.close()
     if args.save_final:
+        log(f"saving the model to {args.output_dir}")
         trainer.save_model(args.output_dir)
         tokenizer.save_pretrained(args.output_dir)
+    log(f"done in {log.elapsed_s:.0f} s")
     return trainer
 
 

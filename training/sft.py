@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vera_env.training.episodes import ChatFormat, Layout, tokenize_transcript
+from vera_env.training.phase_log import PhaseLog, main_process, trainer_callback
 from vera_env.training.resume import RunOptions, fit
 
 Selection = Literal["correct", "verified", "either"]
@@ -165,22 +166,28 @@ def sft_config(args: Args) -> Any:
 
 
 def main(args: Args) -> Any:
-    """Select, tokenize, train, save; returns the trainer."""
+    """Select, tokenize, train, save; returns the trainer. Each phase is announced on
+    stderr (``vera_env.training.phase_log``)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    log = PhaseLog("sft", enabled=main_process())
     from datasets import Dataset  # noqa: PLC0415
     from trl import SFTTrainer  # noqa: PLC0415
 
+    log(f"loading {len(args.rollouts)} rollout file(s)")
     rows = load_rollouts(args.rollouts)
     kept = select_rows(rows, args.select, args.min_verification)
     if not kept:
         raise SystemExit(f"nothing to train on: none of the {len(rows)} episodes passed "
                          f"--select {args.select} (min verification {args.min_verification}); "
                          "collect more or relax --select")
+    log("building the tiny model and tokenizer" if args.tiny
+        else f"loading the model from {args.model}")
     model, tokenizer = load_model(args)
     if args.trainable_layers:
         from vera_env.training.layers import train_top_layers  # noqa: PLC0415
 
         print(f"training {train_top_layers(model, args.trainable_layers):,} parameters")
+    log(f"tokenizing {len(kept)} episodes ({args.layout} layout)")
     examples = to_examples(kept, ChatFormat(tokenizer), layout=args.layout,
                            max_length=args.max_length, system_prompt=args.system_prompt)
     print(f"kept {len(kept)} of {len(rows)} episodes ({args.select}): "
@@ -188,11 +195,15 @@ def main(args: Args) -> Any:
     if not examples:
         raise SystemExit(f"nothing to train on: {len(kept)} episodes kept, none with a model "
                          f"turn within --max-length {args.max_length}; raise --max-length")
+    log("starting the trainer")
     trainer = SFTTrainer(model=model, args=sft_config(args),
                          train_dataset=Dataset.from_list(examples), processing_class=tokenizer)
+    trainer.add_callback(trainer_callback(log))
     fit(trainer, args.output_dir, resume=args.resume)
+    log(f"saving the model to {args.output_dir}")
     trainer.save_model(args.output_dir)
     tokenizer.save_pretrained(args.output_dir)
+    log(f"done in {log.elapsed_s:.0f} s")
     return trainer
 
 

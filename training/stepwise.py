@@ -42,7 +42,13 @@ from vera_env.training.packing import LayoutName, Packing, TurnSample, make_pack
 if TYPE_CHECKING:
     import numpy as np
 
+    from vera_env.training.phase_log import PhaseLog
+
 __all__ = ["LockstepRollout", "StepEpisode", "TurnSample", "any_active", "play_lockstep"]
+
+ROUND_LINE_S = 10.0
+"""Least seconds between two "rollout round" lines: a CPU rollout is minutes of rounds,
+a vLLM one hundreds of short ones."""
 
 
 @dataclass
@@ -129,7 +135,8 @@ def play_lockstep(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
                   packing: Packing, tokenizer: Any, *, pool: ThreadPoolExecutor,
                   any_active: Callable[[bool], bool] = lambda local: local,
                   fixed_width: bool = False,
-                  timings: dict[str, float] | None = None) -> list[StepEpisode]:
+                  timings: dict[str, float] | None = None,
+                  on_round: Callable[[int, int], None] | None = None) -> list[StepEpisode]:
     """Play one episode per start in lockstep; every turn becomes a ``TurnSample``.
 
     Args:
@@ -144,6 +151,8 @@ def play_lockstep(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
         fixed_width: Sample for every episode each round, finished ones with a one-token
             dummy context (backends that gather prompts across processes need it).
         timings: When given, ``sample_s``, ``env_s`` and ``rounds`` are added to it.
+        on_round: Called before each round's sampling with the round (from 1) and the
+            episodes still playing: a CPU model's rollout is minutes of rounds.
 
     Returns:
         The finished episodes (``Attempt.finish`` called), in the order of ``starts``.
@@ -155,9 +164,13 @@ def play_lockstep(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
         raise ValueError(f"need one env per start, got {len(envs)} envs for {len(starts)}")
     eos_ids = packing.eos_ids
     episodes = list(pool.map(_reset, envs, starts))
+    rounds = 0
     while any_active(any(not e.done for e in episodes)):
         turns = {i: turn for i, e in enumerate(episodes) if not e.done
                  if (turn := _next_turn(e, packing)) is not None}
+        rounds += 1
+        if on_round is not None:
+            on_round(rounds, len(turns))
         asked = list(range(len(episodes))) if fixed_width else list(turns)
         contexts = [turns[i].prompt_ids if i in turns else list(eos_ids[:1]) for i in asked]
         budget = max([t.room for t in turns.values()] or [1])
@@ -200,6 +213,8 @@ class LockstepRollout:
         system_prompt: System message of every prompt (use the evaluation's).
         sampler: Builds the sampler from the trainer (default: vLLM when the trainer
             uses it, else ``model.generate``). A seam for other backends.
+        log: Where the rollout says what it is doing (environments started, rounds
+            played, at most one round line per ``ROUND_LINE_S``); None: silent.
 
     The envs (one per episode of the largest batch seen) are kept between calls;
     ``close()`` releases them. ``timings`` holds the seconds spent sampling and stepping
@@ -209,7 +224,8 @@ class LockstepRollout:
     def __init__(self, tasks: Any, spec: Any, *, layout: LayoutName = "stepwise",
                  max_turn_tokens: int = 256, max_completion_length: int = 4096,
                  env_workers: int = 8, system_prompt: str = "",
-                 sampler: Callable[[Any], Sampler] | None = None) -> None:
+                 sampler: Callable[[Any], Sampler] | None = None,
+                 log: PhaseLog | None = None) -> None:
         from vera_env.training.envs import LockstepEnvs  # noqa: PLC0415
 
         if max_turn_tokens < 1 or env_workers < 1 or max_completion_length < 2:
@@ -219,6 +235,7 @@ class LockstepRollout:
         self.layout, self.system_prompt = layout, system_prompt
         self.max_turn_tokens, self.max_completion_length = max_turn_tokens, max_completion_length
         self._sampler_factory = sampler
+        self.log = log
         self._packing: tuple[Any, Packing] | None = None
         self._envs = LockstepEnvs(spec, tasks)  # a bad env setting fails here, not mid-run
         self._tasks = tasks
@@ -247,11 +264,27 @@ class LockstepRollout:
             sample = self._sampler_factory(trainer)
         distributed = trainer.accelerator.num_processes > 1
         self.timings["episodes"] = self.timings.get("episodes", 0.0) + len(starts)
+        if self.log is not None and len(starts) > self._envs.held:
+            self.log(f"starting {len(starts) - self._envs.held} more environments "
+                     f"({len(starts)} in all, one per episode)")
+        envs = self._envs.take(len(starts))
         return play_lockstep(
-            self._envs.take(len(starts)), starts, sample, self.packing(trainer),
+            envs, starts, sample, self.packing(trainer),
             trainer.processing_class, pool=self._pool,
             any_active=any_active(trainer) if distributed else (lambda local: local),
-            fixed_width=distributed, timings=self.timings)
+            fixed_width=distributed, timings=self.timings, on_round=self._round_line(len(starts)))
+
+    def _round_line(self, total: int) -> Callable[[int, int], None] | None:
+        """``play_lockstep``'s ``on_round``: a line per quiet spell, or None when silent."""
+        log = self.log
+        if log is None:
+            return None
+
+        def line(round_: int, live: int) -> None:
+            log.every(ROUND_LINE_S, f"rollout round {round_}: {live} of {total} episodes "
+                                    "sampling a turn")
+
+        return line
 
     def redraw(self, prompt: Any, rng: np.random.Generator) -> str:
         """Another start for a group that taught nothing (``StepwiseGRPOTrainer``'s

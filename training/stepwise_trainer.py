@@ -33,6 +33,7 @@ need it).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,6 +48,7 @@ from trl.trainer.utils import pad
 from vera_env.training.advantages import AdvantageMode, group_advantages, reward_to_go_advantages, sample_weights
 from vera_env.training.dump import RolloutDump, format_episode
 from vera_env.training.packing import Sample, TurnSample
+from vera_env.training.phase_log import PhaseLog, batch_label
 from vera_env.training.stepwise import StepEpisode
 
 __all__ = ["TESTED_TRL", "StepwiseGRPOTrainer", "check_trl"]
@@ -81,6 +83,8 @@ class StepwiseGRPOTrainer(GRPOTrainer):
             equal is played again on a redrawn start (``step_rollout.redraw``); the
             replaced episodes are dumped with ``redrawn: true`` and never trained on.
             Episode advantages and one process only (groups are judged whole).
+        log: Where each generation batch's rollout is announced and summed up (a
+            rollout is most of a step, minutes on a CPU); None: silent.
         *args, **kwargs: ``GRPOTrainer``'s (give no ``rollout_func``).
     """
 
@@ -89,7 +93,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
 
     def __init__(self, *args: Any, step_rollout: Any, advantage: AdvantageMode = "episode",
                  dump: RolloutDump | None = None, print_samples: int = 0,
-                 redraws: int = 0, **kwargs: Any) -> None:
+                 redraws: int = 0, log: PhaseLog | None = None, **kwargs: Any) -> None:
         check_trl()
         if kwargs.get("rollout_func") is not None:
             raise ValueError("StepwiseGRPOTrainer plays its own episodes: pass step_rollout, "
@@ -114,6 +118,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
             raise ValueError("advantage='reward_to_go' needs one sample per turn "
                              "(layout stepwise)")
         self.dump, self.print_samples, self.redraws = dump, print_samples, redraws
+        self.phase_log = log
         self.last_episodes: list[StepEpisode] = []
         self.last_samples: list[Sample] = []
         self.last_records: list[dict[str, Any]] = []
@@ -126,11 +131,17 @@ class StepwiseGRPOTrainer(GRPOTrainer):
             self.vllm_generation.sync_weights()
             self._last_loaded_step = self.state.global_step
         prompts = [x["prompt"] for x in inputs]
+        began = time.perf_counter()
+        self._say(mode, f"rolling out {len(prompts)} episodes")
         episodes = self.step_rollout(prompts, self)
         per_func = self._score(inputs, prompts, episodes)
         if self.redraws and mode == "train":
             per_func = self._redraw(inputs, prompts, episodes, per_func)
         self.last_episodes = episodes
+        self._say(mode, f"rolled out {len(episodes)} episodes in {time.perf_counter() - began:.0f} s "
+                        f"({sum(len(e.turns) for e in episodes)} turns, "
+                        f"{sum(e.excluded for e in episodes)} excluded)"
+                        + ("; computing the loss" if mode == "train" else ""))
         advantages = self._episode_advantages(per_func, episodes, mode)
         keep = [not e.excluded for e in episodes]
         packed = [self.packing.samples(e.turns, advs) if ok else []
@@ -142,6 +153,14 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         output = self._batch(samples, weights)
         self._log_batch(episodes, keep, samples, mode)
         return output
+
+    def _say(self, mode: str, what: str) -> None:
+        """A phase line about this generation batch (``vera_env.training.phase_log``)."""
+        if self.phase_log is not None and self.accelerator.is_main_process:
+            per_batch = -(-self.args.steps_per_generation // self.args.gradient_accumulation_steps)
+            where = batch_label(mode, self.state.global_step, self.state.max_steps, per_batch,
+                                self.accelerator.num_processes)
+            self.phase_log(f"{where}: {what}")
 
     # ----- rewards and advantages -----
 
@@ -182,6 +201,8 @@ class StepwiseGRPOTrainer(GRPOTrainer):
             new_prompts = [p for p in fresh for _ in range(size)]
             new_inputs = [{**inputs[m], "prompt": p} for m, p in zip(members, new_prompts,
                                                                       strict=True)]
+            self._say("train", f"replaying {len(dead)} group(s) with no advantage on "
+                               f"redrawn tasks (redraw {round_ + 1}/{self.redraws})")
             replayed = self.step_rollout(new_prompts, self)
             new_func = self._score(new_inputs, new_prompts, replayed)
             old = [episodes[m] for m in members]

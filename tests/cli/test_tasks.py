@@ -77,8 +77,10 @@ def test_show_unknown_id_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[st
 def test_validate_builtin_sample_passes_with_strength(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["tasks", "validate", "builtin", "--types", "seq.motif_count,tab.sentinel_mean",
                  "--seeds", "1", "--difficulties", "easy", "--strength", "all", "--jobs", "2"])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert code == 0, out
+    progress = err.splitlines()  # a log: a line at the first task, then the last
+    assert "1/2" in progress[0] and " ok " in progress[0] and "2/2" in progress[-1]
     assert "2 ok, 0 failed, 0 skipped, of 2 tasks" in out
     rows = {line.split()[0]: line.split() for line in out.splitlines()
             if line.startswith(("seq.motif_count.", "tab.sentinel_mean."))}

@@ -36,3 +36,28 @@ def test_a_log_is_not_flooded():
     progress.close()
     assert len(out.getvalue().splitlines()) <= 2
     assert "right 500 wrong 500" in out.getvalue()
+
+
+def test_a_turn_shows_when_it_starts_and_a_log_gets_its_first_line_at_once():
+    """A CPU checkpoint's first turn took minutes with only a clock on the screen."""
+    out = io.StringIO()
+    progress = Progress(2, stream=out, log_interval_s=3600)
+    assert out.getvalue() == ""  # nothing has happened yet
+    progress.turn(Attempt(task_id="seq.gc"))
+    first = out.getvalue().splitlines()
+    assert len(first) == 1 and "0/2" in first[0] and "seq.gc turn 1: generating" in first[0]
+    progress.step(Attempt(task_id="seq.gc", steps=[StepRecord()]))
+    progress.turn(Attempt(task_id="seq.gc", steps=[StepRecord()]))
+    assert len(out.getvalue().splitlines()) == 1  # then at most one line an interval
+    progress.close()
+    assert "seq.gc turn 2: generating" in out.getvalue().splitlines()[-1]
+
+
+def test_a_validation_log_shows_the_first_task_done_at_once():
+    out = io.StringIO()
+    with Progress(23, unit="task", stream=out, log_interval_s=3600) as progress:
+        progress.advance("ok seq.gc.easy.s0")
+        assert "1/23" in out.getvalue() and "ok seq.gc.easy.s0" in out.getvalue()
+        progress.advance("ok seq.gc.easy.s1")
+        assert len(out.getvalue().splitlines()) == 1
+    assert "2/23" in out.getvalue().splitlines()[-1]

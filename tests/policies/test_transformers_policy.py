@@ -110,7 +110,9 @@ def test_missing_checkpoint_is_policy_error(tmp_path):
         TransformersPolicy.from_pretrained(str(tmp_path / "nothing"), device="cpu")
 
 
-def test_eval_cli_runs_a_local_checkpoint(tiny, tmp_path):
+def test_eval_cli_runs_a_local_checkpoint(tiny, tmp_path, capsys):
+    """It also says what it is doing: on CPU the load and the first turn took three
+    minutes with no turn counter on the screen."""
     import json
 
     from vera_env.cli import main
@@ -121,6 +123,11 @@ def test_eval_cli_runs_a_local_checkpoint(tiny, tmp_path):
     assert main(["eval", "--policy", "transformers", "--model", str(folder), "--limit", "1",
                  "--max-steps", "2", "--reserve", "1", "--max-tokens", "4",
                  "--concurrency", "1", "--out", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    loading = err.index(f"loading the model from {folder} ...")
+    loaded = next(i for i, line in enumerate(err) if line.startswith("loaded in "))
+    first_turn = next(i for i, line in enumerate(err) if "turn 1: generating" in line)
+    assert loading < loaded < first_turn and "0/1" in err[first_turn]
     (attempt,) = RunDir(out).attempts()
     assert attempt.status in ("ok", "max_steps", "format") and attempt.prompt_tokens > 0
     summary = json.loads((out / "summary.json").read_text())

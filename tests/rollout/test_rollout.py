@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 
@@ -10,7 +11,7 @@ import pytest
 from vera_env.env import VeraEnv
 from vera_env.errors import PolicyError, SandboxError
 from vera_env.policies import OraclePolicy, ScriptedPolicy, careless_policy
-from vera_env.rollout import Attempt, run_episode, run_many
+from vera_env.rollout import Attempt, arun_many, run_episode, run_many
 from vera_env.tasks import load_tasks
 from vera_env.wrappers import ForcedAnswer
 
@@ -123,6 +124,23 @@ def test_run_many_bounded_concurrency_keeps_job_order():
     assert max(peak) <= 2
     with pytest.raises(ValueError, match="concurrency"):
         run_many(lambda: None, None, [], concurrency=0)
+
+
+def test_arun_many_on_turn_comes_before_each_turn_is_asked_on_step_after(alcohol_task):
+    """``vera-env eval`` of a CPU checkpoint showed nothing while its first turn was
+    generated: the display needs a call before the policy answers, not only after."""
+    events: list[str] = []
+
+    class Recording(ScriptedPolicy):
+        def act(self, observation, info):
+            events.append("act")
+            return super().act(observation, info)
+
+    asyncio.run(arun_many(lambda: VeraEnv([alcohol_task], max_steps=5),
+                          Recording([NODE, "FINAL ANSWER: 5"]), [(None, 0)],
+                          on_turn=lambda a: events.append(f"turn {len(a.steps) + 1}"),
+                          on_step=lambda a: events.append(f"step {len(a.steps)}")))
+    assert events == ["turn 1", "act", "step 1", "turn 2", "act", "step 2"]
 
 
 def test_scripted_policy_picks_turn_by_step_and_task():

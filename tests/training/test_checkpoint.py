@@ -33,3 +33,15 @@ def test_find_gguf_names_what_is_wrong(tmp_path):
         find_gguf(tmp_path / "notes.txt", tmp_path / "s")
     with pytest.raises(SystemExit, match="give --source"):
         main(Args())
+
+
+def test_main_announces_finding_and_loading_before_each_runs(tmp_path, capsys):
+    """Loading and dequantizing a GGUF is a minute of CPU: the line comes before it, so
+    even a file that then fails to load was seen being worked on."""
+    bad = tmp_path / "model.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 64)  # version 0: no reader takes it
+    with pytest.raises(ValueError, match="GGUF"):
+        main(Args(source=str(bad), output=str(tmp_path / "out")))
+    lines = [line.split("] ", 1)[1] for line in capsys.readouterr().err.splitlines()
+             if line.startswith("[checkpoint +")]
+    assert lines == [f"finding the GGUF file in {bad}", "loading and dequantizing model.gguf"]

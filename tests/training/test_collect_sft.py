@@ -33,13 +33,15 @@ def rollouts(tokenizer, tmp_path_factory):
     tasks = load_tasks("builtin")
     fmt = ChatFormat(tokenizer)
     make = lambda: make_env(tasks, max_steps=10, wrappers=("forced",))  # noqa: E731
+    steps: list[tuple[str, int]] = []
     rows = collect(tasks, OraclePolicy(tasks), STARTS, make_env_fn=make, concurrency=2,
-                   policy_name="oracle", fmt=fmt)
+                   policy_name="oracle", fmt=fmt,
+                   on_step=lambda a: steps.append((a.task_id, len(a.steps))))
     rows += collect(tasks, DownEndpoint(), STARTS[:1], make_env_fn=make, policy_name="down",
                     fmt=fmt)
     folder = tmp_path_factory.mktemp("rollouts")
     return {"rows": rows, "jsonl": write_rows(rows, folder / "r.jsonl"),
-            "parquet": write_rows(rows, folder / "r.parquet"), "fmt": fmt}
+            "parquet": write_rows(rows, folder / "r.parquet"), "fmt": fmt, "steps": steps}
 
 
 def test_collect_rows_hold_task_turns_observations_rewards_and_attempt(rollouts):
@@ -54,6 +56,13 @@ def test_collect_rows_hold_task_turns_observations_rewards_and_attempt(rollouts)
         assert row["verification_reward"] > 0
         assert row["learn"] == [True] * len(row["actions"])  # no deliberate mistakes
     assert down["status"] == "provider" and down["actions"] == [] and down["input_ids"] == []
+
+
+def test_collect_on_step_sees_every_turn_of_every_episode_as_it_is_played(rollouts):
+    """What the progress lines of a slow model's collection are made of."""
+    for row in rollouts["rows"][:2]:
+        turns = [n for task, n in rollouts["steps"] if task == row["task_id"]]
+        assert turns == list(range(1, len(row["actions"]) + 1))
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "parquet"])

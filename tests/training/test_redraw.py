@@ -9,7 +9,9 @@ member 1 wrong (a mixed group: an advantage), on ``seq.gc_content`` both answer 
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -20,6 +22,7 @@ from vera_env.tasks.builtin import builtin_source
 from vera_env.training import grpo
 from vera_env.training.arguments import parse_args
 from vera_env.training.episodes import DRAWN, Start, format_start, parse_start
+from vera_env.training.phase_log import PhaseLog
 from vera_env.training.stepwise import LockstepRollout
 
 MIXED, DEAD = "tab.sentinel_mean", "seq.gc_content"
@@ -42,7 +45,9 @@ def run(tokenizer, tmp_path_factory):
         "--seed", "3",
         "--redraw-uninformative", str(REDRAWS), "--output-dir", str(folder),
         "--dump-rollouts", str(folder / "dump.jsonl"), "--no-save-final"])
-    trainer = train_scripted(args, tasks, tiny_model(tokenizer), tokenizer, plans)
+    lines = io.StringIO()
+    trainer = train_scripted(args, tasks, tiny_model(tokenizer), tokenizer, plans,
+                             log=PhaseLog("grpo", stream=lines))
     episodes: dict[int, list[dict]] = defaultdict(list)
     for line in (folder / "dump.jsonl").read_text().splitlines():
         record = json.loads(line)
@@ -52,7 +57,7 @@ def run(tokenizer, tmp_path_factory):
         groups[turns[0]["group"]].append(turns[0])
     logged = [h["stepwise/redrawn_groups"] for h in trainer.state.log_history
               if "stepwise/redrawn_groups" in h]
-    return {"groups": groups, "logged": logged}
+    return {"groups": groups, "logged": logged, "phases": lines.getvalue()}
 
 
 def test_only_groups_without_advantage_are_redrawn_and_none_is_trained(run):
@@ -106,3 +111,13 @@ def test_redraws_refused_with_reward_to_go_or_below_zero(tokenizer, tmp_path):
         with pytest.raises(ValueError, match="redraws must be >= 0 and needs advantage='episode'"):
             grpo.build_trainer(args, tasks, tiny_model(tokenizer), tokenizer)
 
+
+
+def test_every_redraw_round_is_announced_with_the_groups_it_replays(run):
+    announced = [(int(step), int(n)) for step, n in re.findall(
+        r"step (\d+)/4: replaying (\d+) group\(s\) with no advantage", run["phases"])]
+    assert announced and sum(n for _, n in announced) == sum(run["logged"])
+    per_step = defaultdict(int)
+    for step, n in announced:
+        per_step[step - 1] += n
+    assert [per_step[s] for s in range(4)] == run["logged"]

@@ -113,6 +113,18 @@ def test_play_lockstep_stepwise_sandbox_fault_excludes_only_that_episode(tokeniz
     assert fine.fields()["status"] == "ok" and fine.fields()["error"] == ""
 
 
+def test_play_lockstep_on_round_reports_each_round_and_the_episodes_still_playing(
+        tokenizer, tasks):
+    envs = [make_env(tasks, max_steps=1, wrappers=()), make_env(tasks, max_steps=2, wrappers=())]
+    sample = Replies(tokenizer, ["<command>ls</command>"] * 3)
+    rounds: list[tuple[int, int]] = []
+    play(envs, [Start(TASK, 0), Start(TASK, 1)], sample, tokenizer,
+         on_round=lambda round_, live: rounds.append((round_, live)))
+    for env in envs:
+        env.close()
+    assert rounds == [(1, 2), (2, 1)]
+
+
 def test_brief_teacher_answers_and_its_line_count_pin_earns_nothing(tasks):
     from vera_env.rollout import run_episode
 

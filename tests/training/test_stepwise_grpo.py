@@ -18,6 +18,8 @@ from ``--dump-rollouts`` and the trainer.
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import math
 from collections import defaultdict
@@ -30,6 +32,7 @@ from training_turns import JUDGED_NODE, MOTIF
 from vera_env.policies.chat import prompt_text
 from vera_env.training import grpo
 from vera_env.training.arguments import parse_args
+from vera_env.training.phase_log import PhaseLog
 from vera_env.training.samplers import trainer_sampler
 
 GROUP = 4
@@ -58,7 +61,10 @@ def run(tokenizer, motif_tasks, tmp_path_factory):
         "--no-save-final"])
     model, tok = tiny_model(tokenizer), tokenizer
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    trainer, rollout = grpo.build_trainer(args, tasks, model, tok)
+    lines = io.StringIO()
+    ticks = itertools.count(step=10.0)  # ten seconds a reading: every round line is written
+    log = PhaseLog("grpo", stream=lines, clock=lambda: next(ticks))
+    trainer, rollout = grpo.build_trainer(args, tasks, model, tok, log=log)
     assert isinstance(rollout, LockstepRollout)
     rollout._sampler_factory = lambda t: StepScripted(  # the seam LockstepRollout exposes
         trainer_sampler(t), tok, plans, first=f"Steps left: {MAX_STEPS}.")
@@ -68,7 +74,8 @@ def run(tokenizer, motif_tasks, tmp_path_factory):
         rollout.close()
     records = [json.loads(line) for line in (folder / "dump.jsonl").read_text().splitlines()]
     return {"trainer": trainer, "records": records, "before": before, "model": model,
-            "tokenizer": tok, "motif": motif}
+            "tokenizer": tok, "motif": motif,
+            "phases": [line.split("] ", 1)[1] for line in lines.getvalue().splitlines()]}
 
 
 def _episodes(records):
@@ -165,3 +172,22 @@ def test_stepwise_parameters_changed_and_metrics_logged(run):
     assert first["env/correct"] == pytest.approx(0.25)
     assert run["trainer"]._pending_metrics == {}
     assert 0 <= first["frac_reward_zero_std"] < 1
+
+
+def test_stepwise_rollout_rounds_and_steps_announce_themselves_in_order(run):
+    """A CPU rollout is minutes of rounds before TRL's bar moves: each phase says so."""
+    phases = run["phases"]
+    batch = [p for p in phases if p.startswith("steps 1-2/2:")]
+    assert batch[0] == "steps 1-2/2: rolling out 8 episodes"
+    assert batch[1].startswith("steps 1-2/2: rolled out 8 episodes in ")
+    assert batch[1].endswith("excluded); computing the loss")
+    first, done = phases.index(batch[0]), phases.index(batch[1])
+    assert phases[:first] == ["training: 2 optimizer steps"]
+    assert phases[first + 1] == "starting 7 more environments (8 in all, one per episode)"
+    rounds = phases[first + 2: done]
+    assert rounds[0] == "rollout round 1: 8 of 8 episodes sampling a turn"
+    assert [r.split(":")[0] for r in rounds] == [f"rollout round {k}"
+                                                 for k in range(1, len(rounds) + 1)]
+    assert len(rounds) == 1 + max(r["turn"] for r in run["records"])  # the longest episode
+    assert [p.split(" (")[0] for p in phases[done + 1:]] == [
+        "step 1/2: optimizer step done", "step 2/2: optimizer step done"]

@@ -23,16 +23,16 @@ def answer_at_once(tasks) -> dict:
             for task in (tasks.get(t) for t in tasks.ids())}
 
 
-def train_scripted(args, tasks, model, tokenizer, plans, *, model_tokens: int = 8):
-    """Build ``vera_env.training.grpo``'s trainer for ``args``, script ``plans`` over the model's
-    sampler (``StepScripted``; a two-turn run's first observation), train, close the
-    rollout; returns the trainer."""
+def train_scripted(args, tasks, model, tokenizer, plans, *, model_tokens: int = 8, log=None):
+    """Build ``vera_env.training.grpo``'s trainer for ``args`` (its phase lines to ``log``),
+    script ``plans`` over the model's sampler (``StepScripted``; a two-turn run's first
+    observation), train, close the rollout; returns the trainer."""
     from stepwise_sampler import StepScripted
 
     from vera_env.training import grpo
     from vera_env.training.samplers import trainer_sampler
 
-    trainer, rollout = grpo.build_trainer(args, tasks, model, tokenizer)
+    trainer, rollout = grpo.build_trainer(args, tasks, model, tokenizer, log=log)
     rollout._sampler_factory = lambda t: StepScripted(trainer_sampler(t), tokenizer, plans,
                                                       first="Steps left: 2.",
                                                       model_tokens=model_tokens)

@@ -211,7 +211,7 @@ async def _run(args: argparse.Namespace, run: RunDir, spec: EnvSpec, source: Tas
         clock = asyncio.create_task(ticker())
         try:
             await arun_many(make_env, policy, jobs, concurrency=args.concurrency,
-                            on_done=on_done, on_step=progress.step)
+                            on_done=on_done, on_step=progress.step, on_turn=progress.turn)
         finally:
             clock.cancel()
             if isinstance(policy, AsyncClosable):
@@ -269,7 +269,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("note: --attempts > 1 at --temperature 0 samples the same reply K times; "
               "pass@k needs sampling (e.g. --temperature 0.7)", file=sys.stderr)
     try:
-        policy = make_policy(args.policy, args, source)
+        policy = _load_policy(args, source)
         if jobs and args.preflight:
             _preflight(policy)
     except PolicyError as exc:
@@ -310,6 +310,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
               f"#{first.attempt_index}: {first.error}", file=sys.stderr)
         code = EXIT_HARNESS_ERROR
     return code
+
+
+def _load_policy(args: argparse.Namespace, source: TaskSource) -> Policy:
+    """``make_policy``, saying on stderr when it loads a local checkpoint: on CPU that is
+    a minute or more before the first turn, with nothing else on the screen."""
+    if args.policy != "transformers":
+        return make_policy(args.policy, args, source)
+    print(f"loading the model from {args.model} ...", file=sys.stderr, flush=True)
+    began = time.perf_counter()
+    policy = make_policy(args.policy, args, source)
+    print(f"loaded in {time.perf_counter() - began:.1f} s", file=sys.stderr, flush=True)
+    return policy
 
 
 def _write_summary(run: RunDir, args: argparse.Namespace, task_ids: list[str],

@@ -3,12 +3,16 @@
 tqdm, because terminal width, rates and non-terminal output are what a well-kept
 library already does. The bar counts turns (``step``) and names the latest one, not only
 episodes: on a CPU model, where one turn takes minutes, a bar that moves when an episode
-ends sits for ten minutes at "0 recorded" looking dead. The tally of right / wrong /
-excluded moves as attempts finish.
+ends sits for ten minutes at "0 recorded" looking dead. A turn shows when it starts too
+(``turn``: "seq.gc.easy.s0 turn 1: generating"): ``vera-env eval`` of a local
+checkpoint on CPU spent its first three minutes in the first generation with nothing
+but a clock to show for it. The tally of right / wrong / excluded moves as attempts
+finish.
 
 On a terminal it redraws in place; in a log file it writes a whole line (tqdm's text)
-at most every ``log_interval_s`` seconds and at the end, so a thousand attempts do not
-make a thousand lines and a log holds no carriage returns.
+at the first change, then at most every ``log_interval_s`` seconds (10 by default: no
+log is silent for long), and at the end, so a thousand attempts do not make a thousand
+lines and a log holds no carriage returns.
 """
 
 from __future__ import annotations
@@ -38,15 +42,17 @@ class Progress:
     """
 
     def __init__(self, total: int, *, already: int = 0, unit: str = "attempt",
-                 stream: TextIO | None = None, log_interval_s: float = 30.0) -> None:
+                 stream: TextIO | None = None, log_interval_s: float = 10.0) -> None:
         self._stream = stream or sys.stderr
         self._tty = self._stream.isatty()
         self._interval_s, self._logged = log_interval_s, time.monotonic()
+        self._spoken = False  # a log gets its first line at the first change
         self.right = self.wrong = self.excluded = self.turns = 0
         self._lock = threading.Lock()  # validation reports from worker threads
         self._bar = tqdm(total=already + total, initial=already, unit=unit,
                          file=self._stream if self._tty else _Discard(),
-                         dynamic_ncols=self._tty, ncols=None if self._tty else 100,
+                         # A log's line is never cut to a width: the latest turn ends it.
+                         dynamic_ncols=self._tty, ncols=None,
                          ascii=not self._tty, disable=False, mininterval=0.1,
                          bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} "
                                     "[{elapsed}<{remaining}, {rate_fmt}]{postfix}")
@@ -70,6 +76,11 @@ class Progress:
         else:
             self.wrong += 1
 
+    def turn(self, attempt: Attempt) -> None:
+        """Show that a turn was asked of the policy (called before every turn)."""
+        with self._lock:
+            self._show(f"{attempt.task_id} turn {len(attempt.steps) + 1}: generating")
+
     def step(self, attempt: Attempt) -> None:
         """Count one turn played (called after every step of every attempt)."""
         with self._lock:
@@ -81,7 +92,7 @@ class Progress:
         with self._lock:
             self._bar.set_postfix_str(label, refresh=False)
             self._bar.update(1)
-            self._log()
+            self._log(eager=True)
 
     def tick(self) -> None:
         """Redraw, so the clock moves while a slow model thinks (call about once a second)."""
@@ -102,14 +113,16 @@ class Progress:
             self._bar.update(1)
         elif self._tty:
             self._bar.refresh()
-        self._log()
+        self._log(eager=True)
 
-    def _log(self, *, final: bool = False) -> None:
+    def _log(self, *, final: bool = False, eager: bool = False) -> None:
+        """Write a line to a log: at the end, at the first change (``eager``), or when
+        the last line is ``log_interval_s`` old."""
         if self._tty or self._bar.disable:  # a terminal redraws itself; closed: nothing
             return
         now = time.monotonic()
-        if final or now - self._logged >= self._interval_s:
-            self._logged = now
+        if final or (eager and not self._spoken) or now - self._logged >= self._interval_s:
+            self._logged, self._spoken = now, True
             self._stream.write(self.line() + "\n")
             self._stream.flush()
 

@@ -20,7 +20,9 @@ server cost a hundred coroutines, not a hundred threads.
 
 Progress. ``on_step(attempt)`` is called after every step and ``on_done(attempt)`` after
 every episode; on a CPU model a turn takes minutes, so a bar that moves only when an
-episode ends looks dead for an hour.
+episode ends looks dead for an hour. The async runners also call ``on_turn(attempt)``
+before each turn is asked of the policy: ``vera-env eval`` of a local checkpoint sat for
+three minutes (model load and first generation on CPU) with no sign a turn had begun.
 """
 
 from __future__ import annotations
@@ -98,21 +100,23 @@ def _play(env: gym.Env, policy: Policy, attempt: Attempt, *, max_turns: int | No
 async def arun_episode(env: gym.Env, policy: Policy, *, seed: int | None = None,
                        task_id: str | None = None,
                        executor: ThreadPoolExecutor | None = None,
-                       on_step: Hook | None = None) -> Attempt:
+                       on_step: Hook | None = None, on_turn: Hook | None = None) -> Attempt:
     """Async form of ``run_episode``.
 
     ``policy.aact`` is awaited when the policy has one (``AsyncPolicy``); otherwise
     ``act`` runs in a worker thread. Environment calls (sandbox subprocesses) always run
-    in ``executor`` (the default executor when None).
+    in ``executor`` (the default executor when None). ``on_turn`` is called with the
+    attempt before each turn is asked of the policy.
     """
     attempt = Attempt.start(task_id, seed=seed)
     with attempt.capturing():
-        await _aplay(env, policy, attempt, executor, on_step)
+        await _aplay(env, policy, attempt, executor, on_step, on_turn)
     return attempt.finish()
 
 
 async def _aplay(env: gym.Env, policy: Policy, attempt: Attempt,
-                 executor: ThreadPoolExecutor | None, on_step: Hook | None) -> None:
+                 executor: ThreadPoolExecutor | None, on_step: Hook | None,
+                 on_turn: Hook | None = None) -> None:
     loop = asyncio.get_running_loop()
     options = _options(attempt.task_id)
     obs, info = await loop.run_in_executor(
@@ -120,6 +124,8 @@ async def _aplay(env: gym.Env, policy: Policy, attempt: Attempt,
     attempt.begin(info, policy)
     ended = False
     while not ended:
+        if on_turn:
+            on_turn(attempt)
         if isinstance(policy, AsyncPolicy):
             action = await policy.aact(obs, info)
             attempt.count_usage(policy)
@@ -195,11 +201,12 @@ def run_many(envs: EnvSource | EnvPool, policy: Policy, jobs: Sequence[Job], *,
 
 async def arun_many(envs: EnvSource | EnvPool, policy: Policy, jobs: Sequence[Job], *,
                     concurrency: int = 4, on_done: Hook | None = None,
-                    on_step: Hook | None = None) -> list[Attempt]:
+                    on_step: Hook | None = None, on_turn: Hook | None = None) -> list[Attempt]:
     """Async form of ``run_many``: one event loop, ``concurrency`` episodes in flight.
 
-    ``on_done`` and ``on_step`` run on the event loop's thread, one call at a time, so
-    they may append to a file without a lock.
+    ``on_done``, ``on_step`` and ``on_turn`` (before each turn is asked of the policy)
+    run on the event loop's thread, one call at a time, so they may append to a file
+    without a lock.
 
     Raises:
         ValueError: ``concurrency`` < 1.
@@ -217,7 +224,7 @@ async def arun_many(envs: EnvSource | EnvPool, policy: Policy, jobs: Sequence[Jo
             with attempt.capturing():
                 env = await loop.run_in_executor(executor, pool.acquire)
                 with pool.lease(env):
-                    await _aplay(env, policy, attempt, executor, on_step)
+                    await _aplay(env, policy, attempt, executor, on_step, on_turn)
             attempt.finish()
             if on_done:
                 on_done(attempt)
