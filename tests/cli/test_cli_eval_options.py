@@ -129,3 +129,20 @@ def test_missing_sources_names_each_source_and_its_tasks(tmp_path: Path,
     if not source_available("lifelines"):
         pytest.skip("lifelines not fetched here (`python -m vera_env.tasks.real.fetch`)")
     assert not missing_sources([lung, builtin])  # the store the install step filled
+
+
+def test_eval_without_a_working_bwrap_refuses_in_one_line_and_makes_no_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # It recorded every attempt as a sandbox exclusion instead, after playing none.
+    import vera_env.sandbox as sandbox_pkg
+
+    monkeypatch.setattr(sandbox_pkg, "probe_bwrap", lambda config=None: "bwrap: not found")
+    out = tmp_path / "run"
+    assert main(["eval", "--policy", "oracle", "--tasks", "builtin", "--task-ids",
+                 "seq.motif_count.easy.s0", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("vera-env eval: sandbox 'auto' needs bubblewrap")
+    assert not out.exists()
+    assert main(["eval", "--policy", "oracle", "--tasks", "builtin", "--task-ids",
+                 "seq.motif_count.easy.s0", "--out", str(out), "--sandbox", "local",
+                 "--max-steps", "3"]) == 0  # named explicitly, the local backend runs

@@ -44,6 +44,7 @@ from vera_env.evaluation.rundir import RunDir, RunSettings, RunSettingsMismatch,
 from vera_env.observation.prompts import ObservationVariant
 from vera_env.policy import AsyncClosable, ChatBacked, Policy
 from vera_env.rollout import Attempt, arun_many
+from vera_env.sandbox import sandbox_refusal
 from vera_env.spec import SANDBOX_NAMES, EnvSpec, JudgeEndpoint
 from vera_env.tasks import TaskSource
 from vera_env.tasks.named import SOURCE_NAMES
@@ -245,7 +246,7 @@ def _load(args: argparse.Namespace) -> tuple[TaskSource, list[str]] | str:
 def cmd_eval(args: argparse.Namespace) -> int:
     """Run the evaluation; print the summary table."""
     args = resolve_preset(args)
-    problem = _check_args(args)
+    problem = _check_args(args) or sandbox_refusal(args.sandbox)  # not one exclusion per attempt
     if problem:
         print(f"vera-env eval: {problem}", file=sys.stderr)
         return EXIT_SETUP
