@@ -2,9 +2,8 @@
 
 ``nemo-gym`` needs Python 3.12 and the suite runs on 3.11, so the episodes run in a
 second interpreter: a venv with ``nemo-gym`` and this repository's dependencies, built
-once and cached under ``~/.cache/vera-env/`` keyed by a hash of what it installs (the
-nemo-gym pin and ``[project] dependencies``; building it took 94 to 387 s on CI's
-machine kind, 2 shared cores, by load; warm: none). The helper script
+once and cached (``tests/venvs.py``: uv, seconds; pip took 94 to 387 s on CI's machine
+kind). The helper script
 ``nemo_gym_episode.py`` runs there with this checkout first on ``PYTHONPATH``, so the
 code under test is the tree's, not the cached copy's. Its episodes go through NeMo Gym's
 real FastAPI apps; each return is compared with the in-process environment's, computed
@@ -15,17 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import json
 import os
 import shutil
 import subprocess
-import tomllib
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from venvs import cached_venv
 
 from vera_env.errors import ResetNeeded, TaskFileError
 from vera_env.integrations import nemo_gym
@@ -58,28 +55,8 @@ def python312() -> Path:
 
 @pytest.fixture(scope="module")
 def venv_python() -> Path:
-    """The cached 3.12 venv's python, building the venv on first use."""
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    key = hashlib.sha256(json.dumps([NEMO_GYM, project["dependencies"]]).encode()).hexdigest()
-    cache = Path(os.environ.get("VERA_ENV_CACHE", Path.home() / ".cache" / "vera-env"))
-    venv = cache / f"nemo-gym-{key[:16]}"
-    if not (venv / "ok").exists():
-        for stale in cache.glob("nemo-gym-*"):  # built for other dependencies
-            shutil.rmtree(stale, ignore_errors=True)
-        building = cache / f".building-{uuid.uuid4().hex[:8]}"
-        try:
-            subprocess.run([str(python312()), "-m", "venv", str(building)], check=True)
-            subprocess.run([str(building / "bin" / "python"), "-m", "pip", "install", "-q",
-                            NEMO_GYM, str(REPO)], check=True, timeout=1500)
-        except BaseException:
-            shutil.rmtree(building, ignore_errors=True)
-            raise
-        (building / "ok").touch()
-        try:
-            building.rename(venv)
-        except OSError:  # another worker finished first: use its venv
-            shutil.rmtree(building, ignore_errors=True)
-    return venv / "bin" / "python"
+    """The cached 3.12 venv's python (``tests/venvs.py``), built on first use."""
+    return cached_venv("nemo-gym", python312(), [NEMO_GYM, str(REPO)]) / "bin" / "python"
 
 
 def run_helper(venv_python: Path, *args: str) -> dict[str, Any]:

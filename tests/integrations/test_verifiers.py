@@ -13,17 +13,16 @@ run here, in that virtualenv, against the same scripted endpoint.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
-import venv
 from pathlib import Path
 from typing import Any
 
 import pytest
+from venvs import cached_venv
 
 from vera_env.policy import OraclePolicy
 from vera_env.spec import EnvSpec
@@ -40,16 +39,9 @@ SPEC = {"max_steps": 8}
 
 @pytest.fixture(scope="module")
 def verifiers_venv() -> Path:
-    """A virtualenv with verifiers and vera's core dependencies (vera from this tree)."""
-    key = hashlib.sha256(f"{sys.version_info[:2]}{REQUIREMENTS}".encode()).hexdigest()[:12]
-    home = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    where = home / "vera-env" / f"verifiers-venv-{key}"
-    if not (where / "ready").exists():
-        venv.EnvBuilder(with_pip=True, clear=True).create(where)
-        subprocess.run([str(where / "bin" / "python"), "-m", "pip", "install", "-q",
-                        "--disable-pip-version-check", *REQUIREMENTS], check=True)
-        (where / "ready").write_text("\n".join(REQUIREMENTS))
-    return where
+    """A virtualenv with verifiers and vera's core dependencies (vera from this tree),
+    cached (``tests/venvs.py``)."""
+    return cached_venv("verifiers-venv", sys.executable, REQUIREMENTS)
 
 
 def _play(venv_dir: Path, request: dict[str, Any], tmp_path: Path,
