@@ -6,7 +6,6 @@ import pytest
 
 from vera_env.cli import demo, main
 from vera_env.cli.demo import demo_tasks
-from vera_env.tasks import TaskSource, load_tasks
 from vera_env.tasks.builtin import TASK_TYPES
 from vera_env.tasks.cache import CACHE_ENV_VAR
 from vera_env.tasks.real import REAL_TYPES
@@ -41,20 +40,25 @@ def test_demo_without_fetched_sources_says_so_and_plays_builtin(
     assert "real-data tasks left out" in capsys.readouterr().err
 
 
-def test_demo_legend_under_the_table_explains_passed_strong_verif(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    one = load_tasks("builtin").get("tab.sentinel_mean.easy.s0")  # oracle + careless: 2 episodes
-    monkeypatch.setattr(demo, "demo_tasks", lambda: TaskSource([one], name="demo"))
-    assert main(["demo", "--concurrency", "1", "--max-steps", "8"]) == 0
+def test_demo_task_ids_plays_only_those_with_the_legend_under_the_table(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--task-ids", "tab.sentinel_mean.easy.s0", "--concurrency", "1",
+                 "--max-steps", "8"]) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = [i for i, line in enumerate(lines)  # as tests/test_packaging.py reads the table
             if len(line.split()) == 10 and line.split()[0] in ("oracle", "careless")]
-    assert len(rows) == 2
+    assert [lines[i].split()[:2] for i in rows] == [["oracle", "tab.sentinel_mean.easy.s0"],
+                                                    ["careless", "tab.sentinel_mean.easy.s0"]]
     legend = {line.split(":")[0]: line for line in lines[rows[-1] + 1:-1] if ":" in line}
     assert "printed True" in legend["passed"]
     assert "mutant" in legend["strong"] and "earn" in legend["strong"]
     assert "verification reward" in legend["verif"] and "0.5" in legend["verif"]
     assert lines[-1].startswith("oracle correct on every task: yes;")
+
+
+def test_demo_task_ids_unknown_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--task-ids", "tab.sentinel_mean.easy.s9"]) == 2
+    assert "tab.sentinel_mean.easy.s9 not among the demo's tasks" in capsys.readouterr().err
 
 
 def test_demo_without_a_working_bwrap_refuses_in_one_line_before_playing(
@@ -67,3 +71,4 @@ def test_demo_without_a_working_bwrap_refuses_in_one_line_before_playing(
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1
     assert err.startswith("vera-env demo: sandbox 'auto' needs bubblewrap") and "--sandbox local" in err
+

@@ -13,7 +13,10 @@ from vera_env.errors import PolicyError, SandboxError
 from vera_env.policies import OraclePolicy, ScriptedPolicy, careless_policy
 from vera_env.rollout import Attempt, arun_many, run_episode, run_many
 from vera_env.tasks import load_tasks
+from vera_env.verification.rewards import RewardConfig
 from vera_env.wrappers import ForcedAnswer
+
+NO_STRENGTH = RewardConfig(strength=False)
 
 NODE = ('<command>wc -l alcohol.txt</command>\nNODE kind=load summary="5 lines"\n'
         'CHECK range "5 lines" :: test $(wc -l < alcohol.txt) -eq 5 && echo True || echo False')
@@ -116,8 +119,8 @@ def test_run_many_bounded_concurrency_keeps_job_order():
                 with lock:
                     in_flight.pop()
 
-    done = []
-    attempts = run_many(lambda: VeraEnv(tasks, max_steps=20), Counting(tasks),
+    done = []  # order and the bound are the point: strength's own tests cover its verdicts
+    attempts = run_many(lambda: VeraEnv(tasks, max_steps=20, reward=NO_STRENGTH), Counting(tasks),
                         [(i, 0) for i in ids], concurrency=2, on_done=done.append)
     assert [a.task_id for a in attempts] == ids
     assert all(a.correct for a in attempts) and len(done) == len(ids)
@@ -155,7 +158,7 @@ def test_scripted_policy_picks_turn_by_step_and_task():
 
 def test_careless_policy_falls_into_every_trap():
     tasks = load_tasks("builtin")
-    env = VeraEnv(tasks, max_steps=20)
+    env = VeraEnv(tasks, max_steps=20, reward=NO_STRENGTH)  # the answer is the point
     careless = careless_policy(tasks)
     for task in tasks:
         attempt = run_episode(env, careless, task_id=task.id)

@@ -14,8 +14,10 @@ from serve_helpers import eventually, running
 from vera_env.serve import ServeConfig, create_app
 from vera_env.spec import EnvSpec
 from vera_env.tasks import load_tasks
+from vera_env.verification.rewards import RewardConfig
 
 BUILTIN = load_tasks("builtin")
+NO_STRENGTH = RewardConfig(strength=False)
 
 
 def get_json(url: str, token: str | None = None) -> tuple[int, object]:
@@ -75,7 +77,8 @@ def test_openenv_folder_suite_graded_right_and_unscorable_reward_is_null(suite):
 
 
 def test_openenv_eight_concurrent_sessions_each_graded_right():
-    app = create_app(EnvSpec(max_steps=12), config=ServeConfig(max_sessions=8))
+    # Sessions and grading are the point; strength through serve is tested by the episodes above.
+    app = create_app(EnvSpec(max_steps=12, reward=NO_STRENGTH), config=ServeConfig(max_sessions=8))
     task_ids = BUILTIN.ids()[:8]
 
     async def episode(url: str, task_id: str) -> tuple[str, bool, str]:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from vera_env.cli.eval import parse_task_ids
 from vera_env.evaluation.progress import Progress
 from vera_env.rollout import Attempt, EnvPool, play_job
 from vera_env.sandbox import sandbox_refusal
@@ -76,12 +77,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from vera_env.env import vera_base  # noqa: PLC0415
     from vera_env.policy import OraclePolicy, Policy, careless_policy  # noqa: PLC0415
     from vera_env.spec import EnvSpec  # noqa: PLC0415
+    from vera_env.tasks import TaskSource  # noqa: PLC0415
 
     refusal = sandbox_refusal(args.sandbox)
     if refusal:
         print(f"vera-env demo: {refusal}", file=sys.stderr)
         return 2
     tasks = demo_tasks()
+    if args.task_ids:
+        unknown = [t for t in args.task_ids if t not in set(tasks.ids())]
+        if unknown:
+            print(f"vera-env demo: --task-ids: {', '.join(unknown)} not among the demo's "
+                  f"tasks (one per builtin and real type, seed 0: {tasks.ids()[0]}, ...)",
+                  file=sys.stderr)
+            return 2
+        tasks = TaskSource([tasks.get(t) for t in args.task_ids], name="demo")
     plan: list[tuple[str, Policy, str]] = [("oracle", OraclePolicy(tasks), t.id) for t in tasks]
     careless = careless_policy(tasks)
     plan += [("careless", careless, t.id) for t in tasks if t.trap]
@@ -123,6 +133,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     demo.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto",
                       help="sandbox backend (default: auto, bubblewrap; local runs "
                            "unisolated)")
+    demo.add_argument("--task-ids", type=parse_task_ids, default=(), metavar="ID,ID",
+                      help="play only these of the demo's tasks (default: all of them)")
     demo.add_argument("--concurrency", type=_positive, default=min(4, os.cpu_count() or 1),
                       help="episodes in flight at once (default: this machine's cores, at most 4)")
     demo.set_defaults(func=cmd_demo)

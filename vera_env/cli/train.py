@@ -17,6 +17,9 @@ import sys
 
 __all__ = ["SCRIPTS", "add_parser", "cmd_train"]
 
+# What the training extra installs (pyproject.toml) and the scripts import lazily.
+_TRAINING_EXTRA = frozenset({"torch", "transformers", "trl", "datasets", "accelerate", "tokenizers",
+                             "peft", "safetensors", "huggingface_hub"})
 SCRIPTS = {
     "grpo": "GRPO through the environment, turn by turn (TRL's GRPOTrainer)",
     "sft": "expert iteration: SFTTrainer on filtered collected rollouts",
@@ -51,5 +54,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 2
     options = arguments.parse_args(module.Args, args.flags,
                                    prog=f"vera-env train {args.script}")
-    module.main(options)
+    try:
+        module.main(options)
+    except ModuleNotFoundError as exc:  # the scripts import torch and TRL when they start
+        if (exc.name or "").split(".")[0] not in _TRAINING_EXTRA:
+            raise
+        print(f"vera-env train {args.script}: {exc}; it needs the training extra "
+              "(make test installs it; see docs/training.md)", file=sys.stderr)
+        return 2
     return 0
