@@ -19,9 +19,12 @@ demo: install
 	$(VENV)/bin/vera-env demo
 
 test: EXTRAS = dev,training,ray,serve,docs,skyrl
+# The suite in two processes (pytest-xdist: most tests wait on sandboxes and servers, so
+# two share two cores well), then the few `serial` tests alone (pyproject.toml, markers).
 test: install
 	$(MAKE) --no-print-directory lint
-	$(PY) -m pytest -q --durations=30
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "not serial" --durations=30
+	$(PY) -m pytest -q -m serial --durations=5
 
 # Static checks (configured in pyproject.toml), about a minute cold: ruff, mypy over
 # vera_env (its policies and training included), and the import contracts (layers, no

@@ -194,6 +194,7 @@ def test_async_close_removes_every_workspace_and_process(alcohol_task):
     assert not any(owned_roots(pid) for pid in pids)
 
 
+@pytest.mark.serial  # any env made meanwhile, in another test process, reaps the root first
 def test_killed_async_worker_leaves_no_process_and_its_workspace_is_reaped(alcohol_task):
     envs = make([alcohol_task], "async")
     victim = envs.processes[1].pid

@@ -24,8 +24,10 @@ from vera_env.serve.client import _translate
 from vera_env.spec import EnvSpec
 from vera_env.tasks import load_tasks
 from vera_env.tasks.source import UnknownTaskError
+from vera_env.verification.rewards import RewardConfig
 
 BUILTIN = load_tasks("builtin")
+NO_STRENGTH = RewardConfig(strength=False)
 
 
 def timeless(value):
@@ -70,7 +72,7 @@ def test_registered_remote_id_passes_check_env_with_warnings_as_errors():
 
 
 def test_remote_env_in_async_vector_env_plays_like_local():
-    spec = EnvSpec(max_steps=8)
+    spec = EnvSpec(max_steps=8, reward=NO_STRENGTH)  # remote strength: the test above
     policy = OraclePolicy(BUILTIN)
     with running(create_app(spec)) as url:
         envs = gym.make_vec(vera_env.REMOTE_ENV_ID, num_envs=2, vectorization_mode="async",
@@ -171,11 +173,12 @@ def test_training_collection_runs_unchanged_on_remote_envs():
 
     starts = [Start(task_id, 0) for task_id in BUILTIN.ids()[:2]]
     policy = OraclePolicy(BUILTIN)
-    with running(create_app(EnvSpec(max_steps=8))) as url:
+    spec = EnvSpec(max_steps=8, reward=NO_STRENGTH)  # remote strength: the first test
+    with running(create_app(spec)) as url:
         remote = collect(BUILTIN, policy, starts, make_env_fn=lambda: VeraRemoteEnv(url),
                          concurrency=2)
     local = collect(BUILTIN, policy, starts, concurrency=2,
-                    make_env_fn=lambda: EnvSpec(max_steps=8).build(tasks=BUILTIN))
+                    make_env_fn=lambda: spec.build(tasks=BUILTIN))
     keep = ("task_id", "status", "correct", "score", "actions", "observations", "rewards")
     assert [{k: r[k] for k in keep} for r in remote] == [{k: r[k] for k in keep} for r in local]
     assert all(r["correct"] is True for r in remote)
