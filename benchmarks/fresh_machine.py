@@ -38,6 +38,7 @@ _SECONDS = re.compile(r" in ([\d.]+)s\b")
 
 def rehearse(target: str, scratch: Path) -> dict[str, object]:
     """Clone, run the command with Debian's python first on PATH, and measure it."""
+    scratch.chmod(0o755)  # the sandbox's unprivileged user reads the clone (tests bind it)
     clone = scratch / "clone"
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)], check=True)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True,
