@@ -58,7 +58,7 @@ def rehearse(target: str, scratch: Path) -> dict[str, object]:
                                 stderr=subprocess.STDOUT, text=True)
         assert proc.stdout is not None
         phases: list[dict[str, object]] = []
-        tests: dict[str, object] = {}
+        tests: list[dict[str, object]] = []  # one per pytest run (make test runs two)
         for line in proc.stdout:
             out.write(line)
             sys.stdout.write(line)
@@ -66,15 +66,16 @@ def rehearse(target: str, scratch: Path) -> dict[str, object]:
                 phases.append({"at_s": int(match.group(1)), "phase": match.group(2)})
             seconds = _SECONDS.search(line)
             if seconds and re.search(r"\d+ (passed|failed)", line):  # pytest's last line
-                tests = {kind: int(n) for n, kind in _COUNT.findall(line)}
-                tests |= {"pytest_s": float(seconds.group(1)), "summary": line.strip().strip("= ")}
+                run: dict[str, object] = {kind: int(n) for n, kind in _COUNT.findall(line)}
+                tests.append(run | {"pytest_s": float(seconds.group(1)),
+                                    "summary": line.strip().strip("= ")})
         code = proc.wait()
     return {"target": target, "command": " ".join(COMMANDS[target]), "returncode": code,
             "wall_s": round(time.perf_counter() - started, 1), "commit": commit,
             "python": {"executable": python[0], "version": python[1]},
             "load_average_before": [round(x, 2) for x in load_before],
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
-            "cpus": os.cpu_count(), "install_phases": phases, "tests": tests,
+            "cpus": os.cpu_count(), "install_phases": phases, "pytest_runs": tests,
             "date": time.strftime("%Y-%m-%d"), "log_tail": log.read_text()[-2000:]}
 
 
