@@ -48,17 +48,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     try:
         module = importlib.import_module(f"vera_env.training.{args.script}")
         arguments = importlib.import_module("vera_env.training.arguments")
-    except ImportError as exc:
-        print(f"vera-env train {args.script}: {exc}; it needs the training extra "
-              "(make test installs it; see docs/training.md)", file=sys.stderr)
-        return 2
-    options = arguments.parse_args(module.Args, args.flags,
-                                   prog=f"vera-env train {args.script}")
-    try:
-        module.main(options)
-    except ModuleNotFoundError as exc:  # the scripts import torch and TRL when they start
+        options = arguments.parse_args(module.Args, args.flags,
+                                       prog=f"vera-env train {args.script}")
+        module.main(options)  # the scripts import torch and TRL when they start
+    except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in _TRAINING_EXTRA:
-            raise
+            raise  # a bug of ours, not a missing extra
         print(f"vera-env train {args.script}: {exc}; it needs the training extra "
               "(make test installs it; see docs/training.md)", file=sys.stderr)
         return 2
