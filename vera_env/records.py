@@ -78,8 +78,8 @@ class CheckRecord:
             strength was not tested.
         killed_by: The mutants that made it fail.
         evidence: What strength saw it do: the file it was varied through and its
-            verdicts over every mutant of that file. Checks of one node with the same
-            evidence are one piece of evidence (``distinct_evidence``).
+            verdicts over every mutant of that file (``T`` held, ``F`` rejected). Checks
+            of one episode with the same evidence establish one fact (``fact_of``).
         malformed: It printed a measurement rather than a verdict.
         duration_s: Wall seconds of the run on the original workspace (strength bounds
             its mutant runs by it).

@@ -57,8 +57,9 @@ def test_reward_config_is_validated_and_frozen():
 def test_ledger_counts_rewarded_nodes_and_totals_verification():
     cfg = RewardConfig(max_rewarded_nodes=2)
     ledger = RewardLedger(cfg)
-    earning = Node("n1", "qc", "s", checks=(CheckResult("a", "range", "x", True),))
-    values = [ledger.node(earning) for _ in range(3)]
+    values = [ledger.node(Node(f"n{i}", "qc", "s",
+                               checks=(CheckResult("a", "range", f"x{i}", True),)))
+              for i in range(3)]
     assert values[2] == 0.0 and values[0] == values[1] > 0
     assert ledger.rewarded_nodes == 2
     parts = [ledger.step(verification=v) for v in values]
@@ -83,11 +84,34 @@ def test_ledger_node_whose_checks_all_failed_takes_no_slot():
 
 def test_node_verification_counts_repeated_evidence_once():
     cfg = RewardConfig()
-    same = CheckResult("a", "range", "x", True, discriminating=True, evidence="d.tsv:FFT")
-    other = CheckResult("b", "range", "y", True, discriminating=True, evidence="d.tsv:FTT")
+    same = CheckResult("a", "range", "x", True, discriminating=True, evidence="d.tsv:FFFF")
+    other = CheckResult("b", "range", "y", True, discriminating=True, evidence="e.tsv:FFFF")
     one = node_verification(Node("n1", "qc", "s", checks=(same, same, same)), 0, cfg)
     two = node_verification(Node("n1", "qc", "s", checks=(same, other, same)), 0, cfg)
     assert one == pytest.approx(0.5 / 4 / 3) and two == pytest.approx(2 * one)
+
+
+def test_passing_mutants_on_purpose_only_lowers_what_a_check_earns():
+    cfg = RewardConfig()
+    full = CheckResult("a", "range", "x", True, discriminating=True, evidence="d.tsv:FFFF")
+    gated = [CheckResult(f"g{i}", "range", f"x{i}", True, discriminating=True,
+                         evidence=f"d.tsv:{v}") for i, v in enumerate(("FFTT", "TTFF"))]
+    whole = node_verification(Node("n1", "qc", "s", checks=(full,)), 0, cfg)
+    halves = node_verification(Node("n1", "qc", "s", checks=tuple(gated)), 0, cfg)
+    assert halves == pytest.approx(whole)  # two halves of one pin: one check's worth
+    assert node_verification(Node("n1", "qc", "s", checks=(gated[0],)), 0, cfg) \
+        == pytest.approx(whole / 2)
+
+
+def test_a_fact_earns_once_per_episode_however_it_is_split_over_nodes():
+    ledger = RewardLedger(RewardConfig())
+    pin = CheckResult("a", "range", "x", True, discriminating=True, evidence="d.tsv:FFFF")
+    reworded = CheckResult("b", "range", "y z", True, discriminating=True,
+                           evidence="d.tsv:FFFF")
+    first = ledger.node(Node("n1", "qc", "s", checks=(pin,)))
+    again = ledger.node(Node("n2", "qc", "s", checks=(reworded, reworded)))
+    assert first == pytest.approx(0.5 / 4 / 3) and again == 0.0
+    assert ledger.rewarded_nodes == 2  # a tested node takes its slot, earning or not
 
 
 def test_ledger_penalises_only_rejected_free_turns_of_scorable_episodes():

@@ -13,7 +13,7 @@ import pytest
 
 from vera_env.errors import SandboxError, SandboxStartTimeout
 from vera_env.sandbox import ExecResult, LocalSandbox, SandboxLimits, make_sandbox
-from vera_env.verification.checks import CheckResult, distinct_evidence, run_checks
+from vera_env.verification.checks import CheckResult, fact_of, run_checks
 from vera_env.verification.rewards import RewardConfig
 from vera_env.verification.strength import Reference, StrengthSession
 from vera_env.verification.strength.session import _Site
@@ -196,7 +196,8 @@ def test_assess_verdict_past_the_window_earns_nothing(sandbox, tmp_path):
     assert result.discriminating is False and "past the first" in result.detail
 
 
-def test_assess_deadline_cuts_slow_checks_with_a_detail(sandbox, sources):
+def test_assess_budget_cuts_slow_checks_with_a_detail(sandbox, sources):
+    # A check that sleeps is charged its sleep: slow on any machine, so its fault.
     config = RewardConfig(strength_deadline_floor_s=1.0, strength_deadline_factor=0.1,
                           strength_deadline_max_s=1.0)
     ep = Episode(sandbox, sources, config)
@@ -204,7 +205,7 @@ def test_assess_deadline_cuts_slow_checks_with_a_detail(sandbox, sources):
         [result] = ep.assess("sleep 1.5; test $(wc -l < alcohol.txt) -eq 5" + V)
     finally:
         ep.close()
-    assert result.discriminating is False and "deadline (1 s" in result.detail
+    assert result.discriminating is False and "strength budget (1 s" in result.detail
 
 
 def _late_variant_runs(ep: Episode, monkeypatch: pytest.MonkeyPatch) -> list[float]:
@@ -221,21 +222,21 @@ def _late_variant_runs(ep: Episode, monkeypatch: pytest.MonkeyPatch) -> list[flo
     return given
 
 
-def test_assess_variant_start_cut_by_the_deadline_earns_nothing_not_a_fault(
+def test_assess_variant_start_cut_by_the_backstop_is_a_sandbox_fault(
         sandbox, sources, monkeypatch):
-    # Under load a node's deadline can leave a variant run less than its check timeout
-    # (here: a 1 s deadline against a 5 s run timeout); a sandbox that cannot start in
-    # that is the deadline passing.
+    # Only the wall-clock backstop (4 x a 1 s budget) cuts a run's timeout, and only
+    # while the budget is not spent: a sandbox that cannot start in that was starved,
+    # which is no verdict on the check.
     config = RewardConfig(strength_deadline_floor_s=1.0, strength_deadline_factor=0.1,
                           strength_deadline_max_s=1.0)
     ep = Episode(sandbox, sources, config)
     try:
         given = _late_variant_runs(ep, monkeypatch)
-        [result] = ep.assess("test $(wc -l < alcohol.txt) -eq 5" + V)
+        with pytest.raises(SandboxStartTimeout):
+            ep.assess("test $(wc -l < alcohol.txt) -eq 5" + V)
     finally:
         ep.close()
-    assert given and max(given) <= 1.0  # the runs were reached, with a cut timeout
-    assert result.discriminating is False and "strength deadline" in result.detail
+    assert given and max(given) <= 4.0  # the runs were reached, with a cut timeout
 
 
 def test_assess_variant_start_timeout_with_the_full_timeout_is_a_sandbox_fault(
@@ -429,7 +430,7 @@ def test_assess_repeated_check_gives_one_piece_of_evidence(classified):
     check = f"test \"$(zcat calls.vcf.gz | grep -c '0|1')\" -eq {n}{V}"
     results = classified.assess(check, check, check)
     assert all(r.discriminating for r in results)
-    assert distinct_evidence(results) == 1
+    assert len({fact_of(r) for r in results}) == 1
 
 
 @pytest.mark.parametrize("probe", ["stat -c %i calls.vcf.gz", "stat -c %h calls.vcf.gz",
@@ -489,3 +490,39 @@ def test_assess_kill_through_a_file_whose_controls_keep_its_content_is_refused(s
         assert result.discriminating is False and "fingerprint" in result.detail
     finally:
         ep.close()
+
+
+def _sites(verdicts: dict[str, ExecResult]) -> list[_Site]:
+    return [_Site(label, lambda cmd, timeout_s, res=res: res) for label, res in verdicts.items()]
+
+
+def _phase(episode, mutants: dict[str, ExecResult]):
+    ok = ExecResult("True\n", "", 0, False, 0.01)
+    controls = _sites({f"c{i}": ok for i in range(4)})
+    [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
+    with ThreadPoolExecutor(2) as runs:
+        return episode.session._phases(result, 1, controls, _sites(mutants),
+                                       lambda site, k: site, runs, lambda: 60.0, False,
+                                       "calls.vcf.gz")
+
+
+def test_an_error_on_a_mutant_is_a_rejection_not_a_verdict_of_its_own(episode):
+    """A check that exits 3 on some mismatches and says False on others once read as
+    two "distinct" pieces of evidence (``F?`` beside ``FF``): one pin, gated, filled a
+    node. An error fails a check on the real workspace, and rejects a mutant here."""
+    no, err = ExecResult("False\n", "", 0, False, 0.01), ExecResult("", "", 3, False, 0.01)
+    said_false = _phase(episode, {"f:k1#0": no, "f:k1#1": no, "f:k2#0": no, "f:k2#1": no})
+    errored = _phase(episode, {"f:k1#0": no, "f:k1#1": no, "f:k2#0": err, "f:k2#1": err})
+    assert said_false.kind == errored.kind == "kill"
+    assert said_false.evidence == errored.evidence == "FF"
+
+
+def test_a_check_that_splits_the_draws_of_one_kind_of_mutation_earns_nothing(episode):
+    """A pin gated on a hash of the value it reads holds on some mismatches and rejects
+    others: two draws of one kind (the same sort of change, elsewhere) split, where a
+    fact of the data moves on both or on neither."""
+    yes, no = ExecResult("True\n", "", 0, False, 0.01), ExecResult("False\n", "", 0, False, 0.01)
+    gated = _phase(episode, {"f:k1#0": yes, "f:k1#1": no, "f:k2#0": no, "f:k2#1": no})
+    partial = _phase(episode, {"f:k1#0": yes, "f:k1#1": yes, "f:k2#0": no, "f:k2#1": no})
+    assert gated.kind == "weak" and "held on one k1 mutant" in gated.why
+    assert partial.kind == "kill" and partial.evidence == "TF"

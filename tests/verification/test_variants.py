@@ -6,6 +6,7 @@ import gzip
 import os
 from pathlib import Path
 
+from vera_env.verification.strength.mutants import DRAWS, kind_of
 from vera_env.verification.strength.reference import Reference
 from vera_env.verification.strength.variants import (
     Settings,
@@ -88,7 +89,8 @@ def test_classify_controls_keep_the_reference_answer_and_mutants_change_it(tmp_p
                           irrelevant={"m.tsv": lambda r: r.split(b"\t")[1] == b"-999\n"})
     built = _classified(tmp_path, reference)
     base = _mean_of_kept({"m.tsv": MEAN_TABLE})
-    assert built.classified and len(built.controls) == 4 and len(built.mutants) == 4
+    assert built.classified and len(built.controls) == 4
+    assert len(built.mutants) == 4 * DRAWS and len({kind_of(b.label) for b in built.mutants}) == 4
     kinds = {b.label.split(":")[1].split("#")[0] for b in built.controls}
     assert kinds == {"shuffle_records", "drop_irrelevant"}
     assert all(_mean_of_kept({"m.tsv": b.data}) == base for b in built.controls)

@@ -25,7 +25,7 @@ None where it was not tested (the check failed, or strength is off).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from vera_env.records import CheckRecord
@@ -34,8 +34,8 @@ from vera_env.wire.protocol import CheckSpec, verdict_from_output
 if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult, Workspace
 
-__all__ = ["MAX_CHECKS_PER_NODE", "CheckResult", "distinct_evidence", "result_from_exec", "rho",
-           "run_checks"]
+__all__ = ["MAX_CHECKS_PER_NODE", "CheckResult", "evidence_share", "evidence_units", "fact_of",
+           "result_from_exec", "rho", "run_checks"]
 
 _DETAIL_CHARS = 200
 MAX_CHECKS_PER_NODE = 16
@@ -46,22 +46,54 @@ CheckResult = CheckRecord
 (``vera_env.records.CheckRecord``), made here and nowhere else."""
 
 
-def distinct_evidence(results: Iterable[CheckResult]) -> int:
-    """How many *distinct* pieces of evidence the earning checks of one node give.
+def evidence_share(result: CheckResult) -> float:
+    """How much of the answer one earning check tracks: the share of its file's mutants
+    (variants whose answer differs) it rejected; 1.0 where strength recorded no verdicts.
 
-    A check repeated, or one that behaves exactly as another over the variants (the
-    same verdict on every mutant of the same file), adds nothing: a node of three copies
-    of one check is worth one check. With strength off (no evidence recorded), checks
-    are told apart by their command, whitespace aside.
+    A check that holds on a mutant says the data is as expected where the answer is
+    not, so passing mutants on purpose (gating a pin so it answers False on only some
+    of them) can only lower what it earns.
+
+    Example:
+        >>> evidence_share(CheckResult("a", "range", "x", True, discriminating=True,
+        ...                            evidence="x.tsv:FFTT"))
+        0.5
+    """
+    verdicts = result.evidence.rpartition(":")[2]
+    return verdicts.count("F") / len(verdicts) if verdicts else 1.0
+
+
+def fact_of(result: CheckResult) -> str:
+    """What one earning check establishes, as the harness can tell it: the file it was
+    varied through and its verdicts over that file's mutants (its command, whitespace
+    aside, where strength recorded none). Two checks with one fact are one piece of
+    evidence, however worded."""
+    return result.evidence or " ".join(result.command.split())
+
+
+def evidence_units(results: Iterable[CheckResult], seen: Collection[str] = ()) -> float:
+    """The evidence a node's earning checks add to an episode, in checks' worth.
+
+    Each fact (``fact_of``) counts once per episode — a check repeated, reworded, or
+    declared again in a later node adds nothing — and is weighed by the share of the
+    answer it tracks (``evidence_share``).
+
+    Args:
+        results: The node's checks.
+        seen: Facts already counted by earlier nodes of the episode.
 
     Example:
         >>> a = CheckResult("a", "range", "test 1 -eq 1", True, discriminating=True,
-        ...                 evidence="x.tsv:FFT")
-        >>> distinct_evidence([a, a, CheckResult("b", "range", "other", True,
-        ...                                      discriminating=True, evidence="x.tsv:FTT")])
-        2
+        ...                 evidence="x.tsv:FFFF")
+        >>> b = CheckResult("b", "range", "other", True, discriminating=True,
+        ...                 evidence="x.tsv:FFTT")
+        >>> evidence_units([a, a, b])
+        1.5
+        >>> evidence_units([a, b], seen={"x.tsv:FFFF"})
+        0.5
     """
-    return len({r.evidence or " ".join(r.command.split()) for r in results if r.earns})
+    facts = {fact_of(r): evidence_share(r) for r in results if r.earns}
+    return sum(share for fact, share in facts.items() if fact not in seen)
 
 
 def rho(results: Iterable[CheckResult]) -> float:

@@ -14,10 +14,13 @@ never scored as a wrong answer, since a fake 0 corrupts group-relative advantage
 
 Formula (defaults in brackets)::
 
-    node_value   = min(#distinct evidence among checks passed and discriminating, K) / K
-                   [K=3]; a repeated or equivalent check (the same verdicts over the
-                   variants) counts once; with strength off [on], "discriminating" is
-                   not tested and checks count once per distinct command
+    node_value   = min(evidence units, K) / K [K=3]: each *fact* a passing,
+                   discriminating check establishes (the file it was varied through and
+                   its verdicts over that file's mutants) counts once per episode,
+                   weighed by the share of those mutants it rejected; a check repeated,
+                   reworded, gated, or declared again in a later node adds nothing new;
+                   with strength off [on], "discriminating" is not tested and facts are
+                   distinct commands of weight 1
     verification = verification_weight [0.5] * node_value / max_rewarded_nodes [4]
                    for each of the first max_rewarded_nodes new nodes; a node with a
                    passing (so strength-tested) check takes a slot even if it earns 0
@@ -44,13 +47,13 @@ the node's deadline — so a model cannot buy reward with a step that never ends
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vera_env.verification.checks import MAX_CHECKS_PER_NODE, CheckResult, distinct_evidence
+from vera_env.verification.checks import MAX_CHECKS_PER_NODE, CheckResult, evidence_units, fact_of
 
 if TYPE_CHECKING:
     from vera_env.sandbox import SandboxLimits
@@ -194,20 +197,24 @@ class RewardParts:
                 "penalty": self.penalty}
 
 
-def node_verification(node: HasChecks, rewarded_so_far: int, config: RewardConfig) -> float:
+def node_verification(node: HasChecks, rewarded_so_far: int, config: RewardConfig,
+                      seen: Collection[str] = ()) -> float:
     """Verification reward of a newly recorded node.
 
     Args:
         node: The node just recorded (not a duplicate).
         rewarded_so_far: How many earlier nodes of the episode were counted.
         config: The reward configuration.
+        seen: Facts earlier nodes of the episode established (``fact_of``): they add
+            nothing again.
 
     Returns:
         The node's share of the episode's bounded verification reward.
     """
     if rewarded_so_far >= config.max_rewarded_nodes:
         return 0.0
-    value = min(distinct_evidence(node.checks), config.checks_per_node) / config.checks_per_node
+    units = evidence_units(node.checks, seen)
+    value = min(units, config.checks_per_node) / config.checks_per_node
     return config.verification_weight * value / config.max_rewarded_nodes
 
 
@@ -220,11 +227,13 @@ class RewardLedger:
         config: The reward configuration.
         rewarded_nodes: Nodes of the episode that earned verification reward so far.
         verification_total: Verification reward of the episode so far.
+        facts: What the episode's earning checks established so far (``fact_of``).
     """
 
     config: RewardConfig = field(default_factory=RewardConfig)
     rewarded_nodes: int = 0
     verification_total: float = 0.0
+    facts: set[str] = field(default_factory=set)
 
     def node(self, node: HasChecks) -> float:
         """Value a newly recorded node (a duplicate is never recorded) and count it.
@@ -234,7 +243,8 @@ class RewardLedger:
         a node of coin-flip checks that missed cost nothing and could be declared again
         until one landed.
         """
-        value = node_verification(node, self.rewarded_nodes, self.config)
+        value = node_verification(node, self.rewarded_nodes, self.config, self.facts)
+        self.facts.update(fact_of(c) for c in node.checks if c.earns)
         tested = self.config.strength and any(c.passed for c in node.checks)
         if (value > 0 or tested) and self.rewarded_nodes < self.config.max_rewarded_nodes:
             self.rewarded_nodes += 1

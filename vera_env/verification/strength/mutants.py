@@ -37,14 +37,14 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from hashlib import sha256
 
 import numpy as np
 
-__all__ = ["RECORD_OPERATORS", "TEXT_OPERATORS", "Mutant", "mutant_candidates",
-           "mutate_content", "window"]
+__all__ = ["DRAWS", "RECORD_OPERATORS", "TEXT_OPERATORS", "Mutant", "kind_of",
+           "mutant_candidates", "mutant_kinds", "mutate_content", "window"]
 
 TEXT_OPERATORS: tuple[str, ...] = ("drop_lines", "perturb_numbers", "shuffle_rows",
                                    "drop_header")
@@ -54,6 +54,10 @@ _BINARY_OPERATORS: tuple[str, ...] = ("flip_bytes", "truncate_tail")
 RECORD_OPERATORS: tuple[str, ...] = ("drop_record", "perturb_record")
 """Edits of one record: mutants of another kind than the bulk operators, so that checks
 of different facts fail on different mutants (``Reference``-classified tasks only)."""
+DRAWS = 2
+"""Mutants drawn per kind of mutation for a classified file (``mutant_kinds``): a check
+of a fact of the data says the same on every draw of one kind, a gate on a hash of the
+value it reads does not."""
 _SHARE = 0.1
 # Edits per mutant are capped so a mutant of a million-line file costs about a second
 # (a changed sum, count or order is as visible in 10^4 lines as in 10^6).
@@ -146,6 +150,67 @@ def mutant_candidates(name: str, content: bytes, *, seed: int, limit: int,
             seen.add(digest)
             built.append(Mutant(f"{name}:{label}#{index}", changed))
     return built
+
+
+def mutant_kinds(name: str, content: bytes, *, seed: int, draws: int = DRAWS,
+                 aimed: tuple[Callable[[bytes, random.Random], bytes | None], ...] = ()
+                 ) -> Iterator[list[Mutant]]:
+    """Kinds of mutation of ``content``, each as ``draws`` distinct mutants, for a
+    reference to classify: the family's aimed mutators first, then the bulk operators
+    (``TEXT_OPERATORS``), then the single-record ones (``RECORD_OPERATORS``), then all
+    of them again with fresh draws (labelled ``<kind>+``); binary content gets the
+    binary operators. A kind whose draws cannot all be built (or repeat a mutant
+    already built) is left out.
+
+    The draws of one kind make the same sort of change at different places or by
+    different amounts: a fact about the data (a count, a sum, the answer) changes on
+    all of them or on none — where a pin gated on a hash of the value it reads (False
+    on some mismatches, True on the rest) splits them. ``StrengthSession`` refuses a
+    check that splits a kind, so shaping which mutants a pin rejects costs it
+    everything.
+
+    Args:
+        name: The file's workspace name (part of the seed and of each label).
+        content: The decoded content (already cut to the window).
+        seed: ``RewardConfig.strength_seed``.
+        draws: Mutants per kind.
+        aimed: The family's mutators for this file (``Reference.mutators``).
+
+    Yields:
+        Lists of ``draws`` mutants labelled ``<file>:<kind>#<draw>``; ``kind_of`` reads
+        the kind back.
+    """
+    if not content:
+        return
+    binary = b"\0" in content[:8192]
+    generic = _BINARY_OPERATORS if binary else (*TEXT_OPERATORS, *RECORD_OPERATORS)
+    kinds: list[tuple[str, Callable[[bytes, random.Random], bytes | None]]] = []
+    for again in ("", "+"):  # a second round, drawn afresh, where the first ran short
+        kinds += [(f"aimed{i}{again}", m) for i, m in enumerate(aimed)]
+        kinds += [(f"{op}{again}", _OPERATORS[op]) for op in generic]
+    seen = {sha256(content).digest()}
+    for label, operator in kinds:
+        built: list[Mutant] = []
+        for attempt in range(3 * draws):
+            if len(built) >= draws:
+                break
+            changed = operator(content, random.Random(f"{seed}|{name}|{label}|{attempt}"))
+            digest = sha256(changed).digest() if changed else b""
+            if changed and digest not in seen:
+                seen.add(digest)
+                built.append(Mutant(f"{name}:{label}#{len(built)}", changed))
+        if len(built) == draws:
+            yield built
+
+
+def kind_of(label: str) -> str:
+    """The kind of mutation of a mutant's label (``<file>:<kind>#<draw>``).
+
+    Example:
+        >>> kind_of("calls.vcf.gz:aimed0#1")
+        'aimed0'
+    """
+    return label.rpartition(":")[2].rpartition("#")[0]
 
 
 def window(content: bytes, max_bytes: int) -> bytes:

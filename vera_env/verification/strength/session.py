@@ -39,8 +39,14 @@ would it have said False?*
   written (in a random order), which the model never sees: a check on it must place
   a threshold inside those milliseconds, and the twin, written later, does not redraw
   it -- a gap this leaves, bounded by that guess, not by the luck bound.
-* **Evidence**: its verdicts over every mutant of the file it was varied through. The
-  reward counts a node's distinct evidence, not its check lines.
+* **Evidence**: its verdicts over each kind of mutation of the file it was varied
+  through (``mutants.mutant_kinds``: each kind drawn more than once), ``T`` where it
+  held and ``F`` where it rejected the mutants (said False, failed, timed out: an error
+  is a rejection here as on the real workspace). A check that holds on one draw of a
+  kind and rejects another earns nothing: a fact of the data moves on every draw of a
+  kind or on none, a pin gated on a hash of what it reads does not. The reward counts
+  each fact once per episode, weighed by the share of kinds it rejected
+  (``verification.checks.evidence_units``), not its check lines.
 
 Order and cost. A check that names no workspace file (``check_inputs``) is not tested.
 Task files are tried nearest first, at most ``strength_max_files`` per counterfactual.
@@ -79,6 +85,7 @@ from vera_env.verification.checks import CheckResult
 from vera_env.verification.strength.bank import TargetBank
 from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_files
 from vera_env.verification.strength.luck import confirmations
+from vera_env.verification.strength.mutants import kind_of
 from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
 from vera_env.verification.strength.replay import CommandLog
 from vera_env.verification.strength.shadows import (
@@ -102,6 +109,10 @@ _MIN_RUN_TIMEOUT_S = 10.0
 _MAX_NAMED = 64
 TimeLeft = Callable[[], float]
 Run = Callable[[str, float], "ExecResult"]
+Verdict = bool | None | str
+"""A run's verdict: True, False, None (no clean verdict), or ``_BROKEN``."""
+_BROKEN = "broken"
+"""A confirmation site that could not be run (its twin's replay broke): no verdict."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,9 +374,16 @@ class StrengthSession:
         verdicts = {mutants[0].label: first["m"], **rest}
         if any(verdicts[site.label] is not True for site in controls[1:]):
             return Outcome("weak", _flaky(name, windowed))
-        kills = [site for site in mutants if verdicts[site.label] is False]
+        kills = [site for site in mutants if verdicts[site.label] is not True]
         if not kills:
             return Outcome("survived", tried=len(mutants))
+        marks = _marks_by_kind(mutants, verdicts)
+        split = next((kind for kind, mark in marks.items() if mark is None), None)
+        if split is not None:
+            return Outcome("weak", f"it held on one {split} mutant of {name} and rejected "
+                                   "another of the same kind: a fact of the data changes on "
+                                   "both or on neither, so its verdict follows something "
+                                   "else (a gate on the value's hash, a threshold)")
         repeats = confirmations(len(controls), nth, self._config.strength_luck_bound)
         if repeats is None:
             return Outcome("weak", f"{name} has too few controls ({len(controls)}) to "
@@ -373,13 +391,12 @@ class StrengthSession:
         for k in range(repeats):  # one after another: the twin replays once, first
             again = run({"confirm": confirm_on(kills[0], k),
                          **({"control": controls[0]} if controls else {})})
-            if again["confirm"] is not False:
+            if again["confirm"] is True or again["confirm"] == _BROKEN:
                 return Outcome("weak", f"flaky: {kills[0].label} did not fail it again "
                                        f"(confirmation {k + 1} of {repeats})")
             if controls and again["control"] is not True:
                 return Outcome("weak", _late(name, controls[0].label, k + 1, repeats))
-        evidence = "".join(_mark(verdicts[site.label]) for site in
-                           sorted(mutants, key=lambda s: s.label))
+        evidence = "".join(str(marks[kind]) for kind in sorted(marks))
         return Outcome("kill", kills=tuple(site.label for site in kills), evidence=evidence)
 
 
@@ -391,15 +408,15 @@ class _PhaseRunner:
         self._command, self._runs, self._timeout_s = command, runs, timeout_s
         self._time_left, self._rng = time_left, rng
 
-    def __call__(self, sites: dict[str, _Site]) -> dict[str, bool | None]:
+    def __call__(self, sites: dict[str, _Site]) -> dict[str, Verdict]:
         keys = list(sites)
         self._rng.shuffle(keys)  # which variant runs first says nothing
         futures = {k: self._runs.submit(self._verdict, sites[k]) for k in keys}
         return {k: f.result() for k, f in futures.items()}  # re-raises StrengthDeadline
 
-    def _verdict(self, site: _Site) -> bool | None:
+    def _verdict(self, site: _Site) -> Verdict:
         if site.ready() is None:
-            return None
+            return _BROKEN
         left = self._time_left()
         if left <= 0.05:
             raise StrengthDeadline(site.label)
@@ -414,8 +431,23 @@ class _PhaseRunner:
         return _clean_verdict(res)
 
 
-def _mark(verdict: bool | None) -> str:
-    return "?" if verdict is None else ("T" if verdict else "F")
+def _marks_by_kind(mutants: Sequence[_Site], verdicts: Mapping[str, Verdict]
+                   ) -> dict[str, str | None]:
+    """One mark per kind of mutation (``mutants.kind_of``): its draws' common mark, or
+    None where they differ."""
+    marks: dict[str, set[str]] = {}
+    for site in mutants:
+        marks.setdefault(kind_of(site.label), set()).add(_mark(verdicts[site.label]))
+    return {kind: next(iter(m)) if len(m) == 1 else None for kind, m in marks.items()}
+
+
+def _mark(verdict: Verdict) -> str:
+    """``T`` where the check held on a mutant, ``F`` where it rejected it: said False,
+    failed, timed out or printed no verdict. A run that errors on a mutant is a rejection
+    as it is on the real workspace (a failed check): were ``?`` a verdict of its own, one
+    check could exit non-zero on a chosen subset of the mutants and read as as many
+    "distinct" pieces of evidence as it has subsets."""
+    return "T" if verdict is True else "F"
 
 
 def _shadow_site(shadow: Shadow) -> _Site:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from vera_env.verification.strength.encoding import Decoded, decode
 from vera_env.verification.strength.inodes import fresh_file
-from vera_env.verification.strength.mutants import mutant_candidates, window
+from vera_env.verification.strength.mutants import mutant_candidates, mutant_kinds, window
 from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.reference import FORMAT_TRANSFORMS, Contents, Reference
 from vera_env.verification.strength.transforms import apply_control
@@ -271,14 +271,15 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
         if len(controls) >= settings.controls:
             break
     mutants: list[Blob] = []
-    for mutant in mutant_candidates(name, content, seed=settings.seed,
-                                    limit=3 * settings.mutants + 4,
-                                    aimed=tuple(reference.mutators.get(name, ()))):
-        got = answer(mutant.content)
-        if got is not None and not same(base, got):
-            mutants.append(Blob(mutant.label, False, _encode(decoded, mutant.content, False)))
-            if len(mutants) >= settings.mutants:
-                break
+    kinds = 0
+    for kind in mutant_kinds(name, content, seed=settings.seed,
+                             aimed=tuple(reference.mutators.get(name, ()))):
+        if kinds >= settings.mutants:
+            break
+        if all((got := answer(m.content)) is not None and not same(base, got)
+               for m in kind):
+            mutants += [Blob(m.label, False, _encode(decoded, m.content, False)) for m in kind]
+            kinds += 1
     return Classified(name, not decoded.complete, True, tuple(controls), tuple(mutants),
                       declared, tuple(refuted), content_varied=varied)
 
