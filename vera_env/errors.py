@@ -28,6 +28,7 @@ Hierarchy::
         ├── UnsafeArchiveError   (ValueError) an archive member would land outside its folder
         ├── SandboxError         the sandbox cannot stage or run (bwrap missing, staging)
         │   ├── SandboxStartTimeout  it did not start within the run's timeout (.timeout_s)
+        │   ├── StrengthStarved    strength's runs got too little CPU (a busy machine)
         │   └── RemoteEnvError     the env server refused or lost the session (.code)
         ├── GraderError          a grader cannot decide (judge unreachable, bad spec)
         ├── PolicyError          a policy's transport or response failed (.status, .endpoint)
@@ -65,6 +66,7 @@ __all__ = [
     "SessionClosed",
     "ShadowBudgetSpent",
     "StrengthDeadline",
+    "StrengthStarved",
     "TaskFileError",
     "UnknownTaskError",
     "UnsafeArchiveError",
@@ -160,6 +162,15 @@ class SandboxStartTimeout(SandboxError):
     def __init__(self, message: str, timeout_s: float) -> None:
         super().__init__(message)
         self.timeout_s = timeout_s
+
+
+class StrengthStarved(SandboxError):
+    """Strength's runs of a node got too little CPU to finish before its wall-clock
+    backstop: other load starved them (``vera_env.verification.strength.budget``).
+
+    A ``SandboxError`` because it is the same fault to the episode as a sandbox that
+    cannot run: it is unscorable, not a check that earned nothing.
+    """
 
 
 class RemoteEnvError(SandboxError):

@@ -29,7 +29,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, SupportsFloat
 
 from vera_env import info as keys
@@ -83,6 +83,11 @@ class CheckRecord:
         malformed: It printed a measurement rather than a verdict.
         duration_s: Wall seconds of the run on the original workspace (strength bounds
             its mutant runs by it).
+        cpu_s: CPU seconds of that run (``ExecResult.cpu_s``; None: not counted).
+        cpu_wait_s: Its seconds waiting for a CPU (``ExecResult.cpu_wait_s``). With
+            ``cpu_s``, strength's budget grows with the run's own time, not with
+            ``duration_s``, which load raises. Both are kept out of ``to_dict`` and
+            comparisons: what the machine measured, not what the check did.
     """
 
     name: str
@@ -95,6 +100,8 @@ class CheckRecord:
     evidence: str = ""
     malformed: bool = False
     duration_s: float = 0.0
+    cpu_s: float | None = field(default=None, compare=False)
+    cpu_wait_s: float | None = field(default=None, compare=False)
 
     @property
     def earns(self) -> bool:

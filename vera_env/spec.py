@@ -126,8 +126,8 @@ class EnvSpec(BaseModel):
         settings (``vera_env.verification.rewards.step_bound_s``, worst case: 16 checks).
 
         Example:
-            >>> EnvSpec().step_bound_s()                 # 60 + 3 + 16 x 30 + 120
-            663.0
+            >>> EnvSpec().step_bound_s()                 # 60 + 3 + 16 x 30 + 4 x 120
+            1023.0
         """
         return step_bound_s(self.limits, self.reward)
 

@@ -128,11 +128,11 @@ def test_ledger_correctness_is_none_when_ungraded():
     assert ledger.correctness(None) is None
 
 
-def test_step_bound_is_command_plus_scan_plus_checks_plus_strength_deadline():
+def test_step_bound_is_command_plus_scan_plus_checks_plus_strength_backstop():
     limits = SandboxLimits(timeout_s=3, check_timeout_s=1.5)
     cfg = RewardConfig(strength_deadline_max_s=5)
-    assert step_bound_s(limits, cfg) == 3 + 3 + MAX_CHECKS_PER_NODE * 1.5 + 5 == 35.0
-    assert step_bound_s(limits, cfg, 2) == 3 + 3 + 2 * 1.5 + 5
+    assert step_bound_s(limits, cfg) == 3 + 3 + MAX_CHECKS_PER_NODE * 1.5 + 4 * 5 == 50.0
+    assert step_bound_s(limits, cfg, 2) == 3 + 3 + 2 * 1.5 + 4 * 5
     assert step_bound_s(limits, cfg, 100) == step_bound_s(limits, cfg, MAX_CHECKS_PER_NODE)
 
 
@@ -143,7 +143,7 @@ def test_step_bound_has_no_strength_term_without_checks_or_strength():
 
 
 def test_step_bound_defaults_match_the_readme_and_the_spec():
-    assert step_bound_s(SandboxLimits(), RewardConfig()) == 60 + 3 + 16 * 30 + 120 == 663.0
+    assert step_bound_s(SandboxLimits(), RewardConfig()) == 60 + 3 + 16 * 30 + 4 * 120 == 1023.0
     spec = EnvSpec(limits=SandboxLimits(timeout_s=10), reward=RewardConfig(strength=False))
     assert spec.step_bound_s() == 10 + 16 * 30
 

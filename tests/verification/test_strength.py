@@ -16,6 +16,7 @@ from vera_env.sandbox import ExecResult, LocalSandbox, SandboxLimits, make_sandb
 from vera_env.verification.checks import CheckResult, fact_of, run_checks
 from vera_env.verification.rewards import RewardConfig
 from vera_env.verification.strength import Reference, StrengthSession
+from vera_env.verification.strength.budget import Budget
 from vera_env.verification.strength.session import _Site
 from vera_env.wire.protocol import CheckSpec
 
@@ -205,7 +206,7 @@ def test_assess_budget_cuts_slow_checks_with_a_detail(sandbox, sources):
         [result] = ep.assess("sleep 1.5; test $(wc -l < alcohol.txt) -eq 5" + V)
     finally:
         ep.close()
-    assert result.discriminating is False and "strength budget (1 s" in result.detail
+    assert result.discriminating is False and "strength budget (2 s" in result.detail
 
 
 def _late_variant_runs(ep: Episode, monkeypatch: pytest.MonkeyPatch) -> list[float]:
@@ -224,7 +225,7 @@ def _late_variant_runs(ep: Episode, monkeypatch: pytest.MonkeyPatch) -> list[flo
 
 def test_assess_variant_start_cut_by_the_backstop_is_a_sandbox_fault(
         sandbox, sources, monkeypatch):
-    # Only the wall-clock backstop (4 x a 1 s budget) cuts a run's timeout, and only
+    # Only the wall-clock backstop (4 x a 1 s deadline) cuts a run's timeout, and only
     # while the budget is not spent: a sandbox that cannot start in that was starved,
     # which is no verdict on the check.
     config = RewardConfig(strength_deadline_floor_s=1.0, strength_deadline_factor=0.1,
@@ -473,7 +474,7 @@ def test_confirmations_rerun_a_control_so_a_check_on_when_it_runs_earns_nothing(
     [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
     with ThreadPoolExecutor(2) as runs:
         outcome = episode.session._phases(result, 1, controls, mutants, confirm_on, runs,
-                                          lambda: 60.0, False, "calls.vcf.gz")
+                                          Budget.for_deadline(60.0), False, "calls.vcf.gz")
     if follows_time:
         assert outcome.kind == "weak" and "run again after the kill" in outcome.why
     else:
@@ -502,7 +503,8 @@ def _phase(episode, mutants: dict[str, ExecResult]):
     [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
     with ThreadPoolExecutor(2) as runs:
         return episode.session._phases(result, 1, controls, _sites(mutants),
-                                       lambda site, k: site, runs, lambda: 60.0, False,
+                                       lambda site, k: site, runs, Budget.for_deadline(60.0),
+                                       False,
                                        "calls.vcf.gz")
 
 

@@ -26,6 +26,15 @@ them on close, and the next sandbox removes those of dead harness processes.
 
 Where none of this is possible (no root, no delegation) the limit stays per process and
 ``MemoryCgroups.find`` says why; the sandbox warns loudly (``TREE_MEMORY_WARNING``).
+
+The leaf also counts what the tree got of the CPUs (``CommandCgroup.cpu``): the CPU
+seconds it used (``cpu.stat``) and the seconds in which some process of it was ready to
+run but waited for a CPU (``cpu.pressure``, the kernel's PSI). Strength budgets a
+node's runs in their wall time less that wait, which another process's load cannot
+raise (``vera_env.verification.strength.budget``). Both files are cgroup v2's, present
+without any controller; on v1 the tree is placed as well in a leaf of the unified
+hierarchy where it is mounted beside v1 (the "hybrid" layout, as on this project's
+machines). Where neither exists, memory is still limited and the usage is unknown.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from pathlib import Path
 
 from vera_env.errors import SandboxError
 
+from .process import CpuUsage
 from .reaper import owner_alive, owner_tag
 
 __all__ = ["TREE_MEMORY_WARNING", "CommandCgroup", "MemoryCgroups", "cgroup_mounts",
@@ -57,11 +67,19 @@ _counter = itertools.count()
 
 
 class CommandCgroup:
-    """One leaf cgroup, used by one command (or one long-lived sandbox) at a time."""
+    """One leaf cgroup, used by one command (or one long-lived sandbox) at a time.
 
-    def __init__(self, path: Path, version: int) -> None:
+    Args:
+        path: The leaf.
+        version: 1 or 2.
+        account: On v1, its paired leaf in the unified hierarchy, which counts the CPU
+            (None: not counted).
+    """
+
+    def __init__(self, path: Path, version: int, account: Path | None = None) -> None:
         self.path = path
         self.version = version
+        self.account = account if version == 1 else path
 
     def attach(self, pid: int) -> None:
         """Move process ``pid`` (and its future children) into this cgroup.
@@ -74,12 +92,25 @@ class CommandCgroup:
         Raises:
             SandboxError: The kernel refused (the cgroup vanished, or no permission).
         """
-        try:
-            (self.path / "cgroup.procs").write_text(f"{pid}\n")
-        except ProcessLookupError:
-            return
-        except OSError as exc:
-            raise SandboxError(f"cannot move the sandbox into {self.path}: {exc}") from exc
+        for leaf in (self.path, self.account) if self.version == 1 else (self.path,):
+            if leaf is None:
+                continue
+            try:
+                (leaf / "cgroup.procs").write_text(f"{pid}\n")
+            except ProcessLookupError:
+                return
+            except OSError as exc:
+                raise SandboxError(f"cannot move the sandbox into {leaf}: {exc}") from exc
+
+    def cpu(self) -> CpuUsage | None:
+        """What its processes got of the CPUs so far; None where it is not counted."""
+        if self.account is None:
+            return None
+        used = _field(_read(self.account / "cpu.stat"), "usage_usec")
+        if used is None:
+            return None
+        wait = _field(_read(self.account / "cpu.pressure"), "some", "total")
+        return CpuUsage(used / 1e6, None if wait is None else wait / 1e6)
 
     def oom_kills(self) -> int:
         """Processes the kernel's OOM killer has ended in this cgroup so far."""
@@ -96,14 +127,15 @@ class CommandCgroup:
 
     def members(self) -> list[int]:
         """Pids in this cgroup now."""
-        try:
-            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
-        except OSError:
-            return []
+        return _members(self.path)
 
     def kill_members(self) -> None:
         """SIGKILL whatever is left in the cgroup (normally nothing: the pid namespace
         died with the command)."""
+        if self.version == 1 and self.account is not None:  # the tree is in both leaves
+            for pid in _members(self.account):
+                with suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
         if self.version == 2 and (self.path / "cgroup.kill").exists():
             with suppress(OSError):
                 (self.path / "cgroup.kill").write_text("1")
@@ -140,6 +172,7 @@ class MemoryCgroups:
         except OSError as exc:
             _remove(self.root)
             raise SandboxError(f"cannot make memory cgroups under {parent}: {exc}") from exc
+        self.account_root = _account_root(self.root.name) if version == 1 else None
         self._free.append(self._make_leaf())  # fail now, not at the first command
 
     @classmethod
@@ -200,8 +233,9 @@ class MemoryCgroups:
 
     def _make_leaf(self) -> CommandCgroup:
         with self._lock:
-            path = self.root / f"c{len(self._all)}"
-            leaf = CommandCgroup(path, self.version)
+            name = f"c{len(self._all)}"
+            path = self.root / name
+            leaf = CommandCgroup(path, self.version, _account_leaf(self.account_root, name))
             self._all.append(leaf)
         try:
             path.mkdir()
@@ -223,6 +257,8 @@ class MemoryCgroups:
         for leaf in leaves:
             leaf.kill_members()
         _remove(self.root)
+        if self.account_root is not None:
+            _remove(self.account_root)
 
 
 def reap_orphans(parent: Path) -> list[Path]:
@@ -238,6 +274,59 @@ def reap_orphans(parent: Path) -> list[Path]:
                 if _remove(entry):
                     removed.append(entry)
     return removed
+
+
+def _account_root(name: str) -> Path | None:
+    """A directory ``name`` beside the harness's own cgroup in the unified hierarchy
+    mounted beside v1 (its dead harnesses' directories reaped first), or None where
+    there is none or it is not writable: the CPU is then not counted."""
+    own = own_cgroups(_read(Path("/proc/self/cgroup")))
+    mounts = cgroup_mounts(_read(Path("/proc/self/mountinfo")))
+    if "" not in own or "cgroup2" not in mounts:
+        return None
+    parent = _join(mounts["cgroup2"], own[""])
+    if parent is None or not (parent / "cgroup.procs").exists():
+        return None
+    reap_orphans(parent)
+    try:
+        (parent / name).mkdir()
+    except OSError:
+        return None
+    return parent / name
+
+
+def _account_leaf(root: Path | None, name: str) -> Path | None:
+    """The accounting leaf ``name`` under ``root``, made now (None: not counted)."""
+    if root is None:
+        return None
+    try:
+        (root / name).mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return root / name
+
+
+def _members(leaf: Path) -> list[int]:
+    try:
+        return [int(p) for p in (leaf / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
+
+
+def _field(text: str, key: str, sub: str = "") -> int | None:
+    """The integer after ``key`` in ``key value`` lines (``cpu.stat``), or after
+    ``sub=`` on the line ``key`` starts (``cpu.pressure``'s ``some ... total=N``)."""
+    for line in text.splitlines():
+        head, _, rest = line.partition(" ")
+        if head != key:
+            continue
+        if not sub:
+            return int(rest) if rest.strip().isdigit() else None
+        for item in rest.split():
+            name, _, value = item.partition("=")
+            if name == sub and value.isdigit():
+                return int(value)
+    return None
 
 
 def _remove(root: Path) -> bool:

@@ -38,7 +38,7 @@ from .cgroup import CommandCgroup, MemoryCgroups
 from .disk import DiskWatch
 from .entropy import fixed_address_layout
 from .output import StreamCapture
-from .process import ProcessOutcome, exit_code
+from .process import ProcessOutcome, cpu_used, exit_code
 from .result import SandboxLimits
 from .server_io import CommandPump, returncode
 from .tree import parent_of, read_child_pid
@@ -182,6 +182,7 @@ class PersistentServer:
         self._aborted.clear()
         start = time.monotonic()
         ooms = self._memory.oom_kills() if self._memory is not None else 0
+        cpu = self._memory.cpu() if self._memory is not None else None
         pipes = self._send(command)
         if pipes is None:
             return None
@@ -190,6 +191,7 @@ class PersistentServer:
         pump = CommandPump(self._sock, {pipes[0]: out.feed, pipes[1]: err.feed}, watch)
         pump.run(start + timeout_s, limits.max_output_bytes, self._aborted)
         memory = self._memory
+        used = cpu_used(memory, cpu)  # before a kill: stop() gives the leaf back
         if pump.status is None:
             self.kill()  # timeout, a limit, an abort, or the zygote died
             pump.drain(time.monotonic() + _DRAIN_S, limits.max_output_bytes)
@@ -208,7 +210,7 @@ class PersistentServer:
             aborted=pump.status is None and not stopped,
             started=True, bytes_read=out.total_bytes + err.total_bytes,
             duration_s=time.monotonic() - start, disk_limited=pump.disk_limited,
-            memory_limited=memory is not None and memory.oom_kills() > ooms)
+            memory_limited=memory is not None and memory.oom_kills() > ooms, **used)
 
     def _send(self, command: str) -> tuple[int, int] | None:
         """Hand the zygote the command and the write ends of two new pipes.

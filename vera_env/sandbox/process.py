@@ -51,8 +51,8 @@ from .entropy import fixed_address_layout
 from .output import StreamCapture
 from .tree import kill_tagged, leader_exited, parent_of, read_child_pid, signal_kill
 
-__all__ = ["LaunchSpec", "ProcessOutcome", "ProcessTracker", "TreeMemory", "Watchdog",
-           "exit_code", "run_process"]
+__all__ = ["CpuUsage", "LaunchSpec", "ProcessOutcome", "ProcessTracker", "TreeMemory", "Watchdog",
+           "cpu_used", "exit_code", "run_process"]
 
 _CHUNK_BYTES = 65536
 _POLL_S = 0.05
@@ -67,12 +67,28 @@ _CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)')  # as bwrap --info-fd write
 _PLACE_TIMEOUT_S = 30.0
 
 
+@dataclass(frozen=True, slots=True)
+class CpuUsage:
+    """A cgroup's CPU counters since it was made (callers take differences).
+
+    Attributes:
+        cpu_s: CPU seconds its processes used, user and system, exited ones included.
+        wait_s: Seconds in which some process of it was runnable but waited for a CPU
+            (``cpu.pressure``, "some"); None where the kernel has no PSI.
+    """
+
+    cpu_s: float
+    wait_s: float | None
+
+
 class TreeMemory(Protocol):
     """A memory cgroup a command's sandbox is placed in (``cgroup.CommandCgroup``)."""
 
     def attach(self, pid: int) -> None: ...
 
     def oom_kills(self) -> int: ...
+
+    def cpu(self) -> CpuUsage | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +153,8 @@ class ProcessOutcome:
     duration_s: float
     disk_limited: bool = False
     memory_limited: bool = False
+    cpu_s: float | None = None
+    cpu_wait_s: float | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -254,6 +272,7 @@ def run_process(
     start = time.monotonic()
     out, err = StreamCapture(max_output_chars), StreamCapture(max_output_chars)
     ooms = spec.memory.oom_kills() if spec.memory is not None else 0
+    cpu = spec.memory.cpu() if spec.memory is not None else None
     try:
         with tracker.spawn(spec) as running:
             if spec.gate_fd is not None:
@@ -281,7 +300,19 @@ def run_process(
         duration_s=time.monotonic() - start,
         disk_limited=pump.disk_limited,
         memory_limited=memory_limited,
+        **cpu_used(spec.memory, cpu),
     )
+
+
+def cpu_used(cgroup: TreeMemory | None, before: CpuUsage | None) -> dict[str, float | None]:
+    """``cpu_s`` and ``cpu_wait_s`` of ``cgroup`` since it read ``before``, as
+    ``ProcessOutcome`` fields (None: not counted)."""
+    after = cgroup.cpu() if cgroup is not None else None
+    if after is None or before is None:
+        return {"cpu_s": None, "cpu_wait_s": None}
+    wait = None if after.wait_s is None or before.wait_s is None \
+        else max(0.0, after.wait_s - before.wait_s)
+    return {"cpu_s": max(0.0, after.cpu_s - before.cpu_s), "cpu_wait_s": wait}
 
 
 def _place_and_open(running: _Running, spec: LaunchSpec) -> None:

@@ -100,6 +100,12 @@ class ExecResult:
         stdout_truncated: ``stdout`` lost characters to the cap.
         stderr_truncated: ``stderr`` lost characters to the cap.
         bytes_read: Bytes read from both streams before clipping.
+        cpu_s: CPU seconds (user and system) the command's whole process tree used,
+            from its cgroup; None where it is not counted (no cgroup, ``local``).
+        cpu_wait_s: Seconds of ``duration_s`` in which some process of the tree was
+            ready to run but waited for a CPU (its cgroup's PSI); None where not
+            counted. ``duration_s - cpu_wait_s`` is what another process's load cannot
+            raise.
     """
 
     stdout: str
@@ -111,6 +117,8 @@ class ExecResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     bytes_read: int = 0
+    cpu_s: float | None = None
+    cpu_wait_s: float | None = None
 
     @property
     def ok(self) -> bool:

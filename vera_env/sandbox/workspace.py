@@ -381,6 +381,7 @@ class BaseWorkspace(abc.ABC):
             timed_out=outcome.timed_out, duration_s=outcome.duration_s, status=status,
             stdout_truncated=outcome.stdout_truncated,
             stderr_truncated=outcome.stderr_truncated, bytes_read=outcome.bytes_read,
+            cpu_s=outcome.cpu_s, cpu_wait_s=outcome.cpu_wait_s,
         )
 
     def listing(self) -> list[str]:

@@ -123,7 +123,8 @@ def result_from_exec(spec: CheckSpec, res: ExecResult) -> CheckResult:
     def failed(detail: str, malformed: bool = False) -> CheckResult:
         return CheckResult(spec.name, spec.kind, spec.command, False,
                            detail[:_DETAIL_CHARS], malformed=malformed,
-                           duration_s=res.duration_s)
+                           duration_s=res.duration_s, cpu_s=res.cpu_s,
+                           cpu_wait_s=res.cpu_wait_s)
 
     if res.timed_out:
         return failed(f"check timed out after {res.duration_s:.1f}s")
@@ -138,7 +139,8 @@ def result_from_exec(spec: CheckSpec, res: ExecResult) -> CheckResult:
                       malformed=True)
     if not verdict:
         return failed("check evaluated False")
-    return CheckResult(spec.name, spec.kind, spec.command, True, duration_s=res.duration_s)
+    return CheckResult(spec.name, spec.kind, spec.command, True, duration_s=res.duration_s,
+                       cpu_s=res.cpu_s, cpu_wait_s=res.cpu_wait_s)
 
 
 def run_checks(specs: Sequence[CheckSpec], workspace: Workspace, *,

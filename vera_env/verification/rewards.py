@@ -42,7 +42,8 @@ what happened in a turn and asks the ledger what it is worth.
 
 The time a step may take is bounded by the same settings (``step_bound_s``): one
 command, at most ``MAX_CHECKS_PER_NODE`` checks one after another, then strength until
-the node's deadline — so a model cannot buy reward with a step that never ends.
+the node's wall-clock backstop — so a model cannot buy reward with a step that never
+ends.
 """
 
 from __future__ import annotations
@@ -58,8 +59,13 @@ from vera_env.verification.checks import MAX_CHECKS_PER_NODE, CheckResult, evide
 if TYPE_CHECKING:
     from vera_env.sandbox import SandboxLimits
 
-__all__ = ["HasChecks", "RewardConfig", "RewardLedger", "RewardParts", "node_verification",
-           "step_bound_s"]
+__all__ = ["STRENGTH_BACKSTOP_FACTOR", "HasChecks", "RewardConfig", "RewardLedger",
+           "RewardParts", "node_verification", "step_bound_s"]
+
+STRENGTH_BACKSTOP_FACTOR = 4.0
+"""A node's strength work is budgeted in its runs' own time, which load cannot raise;
+its wall-clock backstop is this multiple of its deadline (``strength_deadline_*``),
+reached only by runs starved of CPU (``vera_env.verification.strength.budget``)."""
 
 
 class HasChecks(Protocol):
@@ -118,12 +124,16 @@ class RewardConfig(BaseModel):
     """Window per task file (after decompression): larger files are judged on their
     first this-many MiB, which bounds the time and disk strength costs."""
     strength_deadline_factor: float = Field(10.0, gt=0)
-    """A node's strength deadline is this multiple of its passing checks' runtime plus
-    the episode's derivation's runtime ..."""
+    """A node's strength deadline is this multiple of its passing checks' own time plus
+    the episode's derivation's (wall time less waiting for a CPU: what load cannot
+    raise) ..."""
     strength_deadline_floor_s: float = Field(20.0, gt=0)
     """... at least this many seconds ..."""
     strength_deadline_max_s: float = Field(120.0, gt=0)
-    """... and at most this many. A check not decided by then earns nothing."""
+    """... and at most this many. The node's strength runs may use twice that in own
+    time (two at once); a check not decided by then earns nothing. Its wall-clock
+    backstop is ``STRENGTH_BACKSTOP_FACTOR`` times it (runs starved by other load: the
+    episode is unscorable)."""
     strength_max_shadows: int = Field(24, ge=1)
     """Shadow workspaces (variants with the episode replayed) alive at once, plus the
     confirmation replays of killing mutants; least recently used files are dropped."""
@@ -142,13 +152,17 @@ def step_bound_s(limits: SandboxLimits, config: RewardConfig,
     """The longest one step may take, as a formula of the limits.
 
     ``timeout_s + strength_scan_budget_s + n_checks x check_timeout_s +
-    strength_deadline_max_s``: the turn's one command, the scan of what it named (for
-    replays, with strength on), its node's checks one after another (at most
-    ``MAX_CHECKS_PER_NODE``), then strength testing until the node's deadline — which
-    covers finding what each check reads, building and classifying variants, staging
-    and replaying shadows and every check run (only when strength is on and there are
-    checks). Not included: the sandbox's kill latency for each run cut at a bound, and,
-    for an ``llm``-graded answer, the judge's reply (bounded by its client's timeout and
+    STRENGTH_BACKSTOP_FACTOR x strength_deadline_max_s``: the turn's one command, the
+    scan of what it named (for replays, with strength on), its node's checks one after
+    another (at most ``MAX_CHECKS_PER_NODE``), then strength testing until the node's
+    wall-clock backstop — which covers finding what each check reads, building and
+    classifying variants, staging and replaying shadows and every check run (only when
+    strength is on and there are checks). A node's strength ends when its budget of
+    its runs' own time is spent, which on a machine with no other load is well before
+    the backstop (``vera_env.verification.strength.budget``); the backstop is reached
+    only when other load starves the runs, and the episode is then unscorable. Not
+    included: the sandbox's kill latency for each run cut at a bound, and, for an
+    ``llm``-graded answer, the judge's reply (bounded by its client's timeout and
     retries). The README (Rewards) and the hostile-turn fuzzer use this function.
 
     Args:
@@ -160,15 +174,16 @@ def step_bound_s(limits: SandboxLimits, config: RewardConfig,
 
     Example:
         >>> from vera_env.sandbox import SandboxLimits
-        >>> step_bound_s(SandboxLimits(), RewardConfig())        # 60 + 3 + 16 x 30 + 120
-        663.0
+        >>> step_bound_s(SandboxLimits(), RewardConfig())    # 60 + 3 + 16 x 30 + 4 x 120
+        1023.0
         >>> step_bound_s(SandboxLimits(timeout_s=3, check_timeout_s=1.5),
         ...              RewardConfig(strength_deadline_max_s=5))
-        35.0
+        50.0
     """
     checks = max(0, min(n_checks, MAX_CHECKS_PER_NODE))
     scan = config.strength_scan_budget_s if config.strength else 0.0
-    strength = config.strength_deadline_max_s if config.strength and checks else 0.0
+    strength = STRENGTH_BACKSTOP_FACTOR * config.strength_deadline_max_s \
+        if config.strength and checks else 0.0
     return limits.timeout_s + scan + checks * limits.check_timeout_s + strength
 
 

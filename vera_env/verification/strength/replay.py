@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vera_env.sandbox.disk import walk
+from vera_env.verification.strength.budget import run_cost
 from vera_env.verification.strength.check_inputs import (
     ScanClock,
     TimeLeft,
@@ -93,6 +94,8 @@ class LoggedCommand:
         status: How the real run ended (``ExecResult.status``); a replay that ends
             otherwise did not reproduce it.
         duration_s: The real run's wall time.
+        cpu_s: The real run's CPU time (``ExecResult.cpu_s``; None: not counted).
+        cpu_wait_s: Its wait for a CPU (``ExecResult.cpu_wait_s``; None: not counted).
         changed: Paths it added, changed or removed (at most 256 kept).
         changed_unknown: The walk could not list what changed (too many entries,
             or an unreadable directory): it may have written anything.
@@ -109,6 +112,8 @@ class LoggedCommand:
     changed_unknown: bool
     mentions: tuple[str, ...]
     scanned: bool = True
+    cpu_s: float | None = None
+    cpu_wait_s: float | None = None
 
 
 class CommandLog:
@@ -146,6 +151,12 @@ class CommandLog:
         """Wall time the logged commands took when the model ran them."""
         return sum(e.duration_s for e in self.entries)
 
+    @property
+    def derivation_work_s(self) -> float:
+        """The logged commands' own time when the model ran them (``budget.run_cost``):
+        unlike ``derivation_s``, not raised by another process's load."""
+        return sum(run_cost(e.duration_s, e.cpu_s, e.cpu_wait_s) for e in self.entries)
+
     def record(self, command: str, result: ExecResult) -> LoggedCommand | None:
         """Walk the workspace after ``command`` ran; log it if anything changed.
 
@@ -169,7 +180,8 @@ class CommandLog:
             command=command, status=result.status, duration_s=result.duration_s,
             changed=frozenset(sorted(changed)[:_MAX_CHANGED_KEPT]),
             changed_unknown=not known or len(changed) > _MAX_CHANGED_KEPT,
-            mentions=mentions, scanned=scanned)
+            mentions=mentions, scanned=scanned, cpu_s=result.cpu_s,
+            cpu_wait_s=result.cpu_wait_s)
         self.entries.append(entry)
         return entry
 

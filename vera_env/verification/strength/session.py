@@ -57,11 +57,19 @@ started on them stay warm from node to node.
 Variants are classified once per task per process and written afresh per episode;
 shadows persist across nodes (``bank``), so each command is replayed once per variant.
 
-Every node has a **deadline**: ``strength_deadline_factor`` x (the node's passing
-checks' runtime + the derivation's runtime), at least ``strength_deadline_floor_s``,
-at most ``strength_deadline_max_s``; it covers building and classifying variants,
-staging and replaying shadows and every check run. What is undecided by then earns
-nothing, with a ``detail`` that says so.
+Every node has a **deadline** D: ``strength_deadline_factor`` x (the own time of the
+node's passing checks + the derivation's), at least ``strength_deadline_floor_s``, at
+most ``strength_deadline_max_s``, and a **budget** (``budget``) of 2 x D seconds of its
+runs' own time; it covers finding what each check reads, building and classifying
+variants, staging and replaying shadows and every check run. The rule: **the same
+episode earns the same reward on a quiet or a busy machine**, so the budget is not
+wall-clock seconds another process can eat. A run's *own time* is its wall time less
+the seconds its processes waited for a CPU (its cgroup's PSI), at least its CPU time;
+the harness's own work is charged in CPU time. Load makes the work take longer, not
+cost more; what is undecided once the budget is spent earns nothing, with a ``detail``
+that says so. A wall-clock backstop (4 x D) bounds the step (``rewards.step_bound_s``);
+when it, or a run's own timeout, cuts runs that were starved of CPU by other load, the
+episode is unscorable (``StrengthStarved``), never a silent 0.
 
 The session is per episode and owned by it (``Episode.strength``): the command log,
 the variant files, the shadows (with their servers) and the run threads die with
@@ -73,16 +81,16 @@ from __future__ import annotations
 import os
 import random
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vera_env.errors import SandboxError, SandboxStartTimeout
+from vera_env.errors import SandboxError
 from vera_env.verification.checks import CheckResult
 from vera_env.verification.strength.bank import TargetBank
+from vera_env.verification.strength.budget import Budget, run_cost, run_starved
 from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_files
 from vera_env.verification.strength.luck import confirmations
 from vera_env.verification.strength.mutants import kind_of
@@ -107,7 +115,7 @@ __all__ = ["StrengthSession"]
 
 _MIN_RUN_TIMEOUT_S = 10.0
 _MAX_NAMED = 64
-TimeLeft = Callable[[], float]
+TimeLeft = Budget  # called: wall seconds a run may take, 0 once the budget is spent
 Run = Callable[[str, float], "ExecResult"]
 Verdict = bool | None | str
 """A run's verdict: True, False, None (no clean verdict), or ``_BROKEN``."""
@@ -166,9 +174,11 @@ class StrengthSession:
         self.log.record(command, result)
 
     def deadline_s(self, results: Sequence[CheckResult]) -> float:
-        """The node's strength deadline (see the module docstring)."""
+        """The node's strength deadline, over its checks' and derivation's own time
+        (``budget.run_cost``); its budget and backstop follow (the module docstring)."""
         cfg = self._config
-        base = sum(r.duration_s for r in results if r.passed) + self.log.derivation_s
+        base = sum(run_cost(r.duration_s, r.cpu_s, r.cpu_wait_s)
+                   for r in results if r.passed) + self.log.derivation_work_s
         return min(cfg.strength_deadline_max_s,
                    max(cfg.strength_deadline_floor_s, cfg.strength_deadline_factor * base))
 
@@ -191,12 +201,7 @@ class StrengthSession:
         passing = [i for i, r in enumerate(results) if r.passed]
         if not passing:
             return tuple(results)
-        budget_s = self.deadline_s(results)
-        ends = time.monotonic() + budget_s
-
-        def time_left() -> float:
-            return ends - time.monotonic()
-
+        budget = Budget.for_deadline(self.deadline_s(results))
         index = WorkspaceIndex(self._workspace.listing())
         with self._count_lock:  # the i-th check tested this episode: its share of luck
             order = {i: self._tested + k + 1 for k, i in enumerate(passing)}
@@ -206,10 +211,11 @@ class StrengthSession:
             with self._runs.lease() as runs, \
                     ThreadPoolExecutor(len(passing), "strength-check") as checks:
                 futures = {i: checks.submit(self._probe, results[i], order[i], index,
-                                            artifact, runs, time_left, budget_s)
+                                            artifact, runs, budget)
                            for i in passing}
                 for i, future in futures.items():
                     out[i] = future.result()
+            budget.raise_if_starved()  # every run has returned: the node is judged
         except OSError as exc:
             raise SandboxError(f"strength: cannot write a variant: {exc}") from exc
         except RuntimeError as exc:  # the run pool refused work: close() stopped it
@@ -233,15 +239,16 @@ class StrengthSession:
     # ----- one check -----
 
     def _probe(self, result: CheckResult, nth: int, index: WorkspaceIndex, artifact: str,
-               runs: Executor, time_left: TimeLeft, budget_s: float) -> CheckResult:
+               runs: Executor, budget: Budget) -> CheckResult:
         try:
-            return self._probe_files(result, nth, index, artifact, runs, time_left)
+            return self._probe_files(result, nth, index, artifact, runs, budget)
         except ShadowBudgetSpent:
             return _weak(result, "the shadows' disk budget (strength_max_shadow_mb) was "
                                  "full before its variants were run")
         except StrengthDeadline:
-            return _weak(result, f"the strength deadline ({budget_s:.0f} s for this node) "
-                                 "passed before its variants were run")
+            if budget() > 0:  # not spent: the backstop was too near for a start or replay
+                budget.starve("the backstop came before a replay or a sandbox could start")
+            return _weak(result, budget.describe())
 
     def _probe_files(self, result: CheckResult, nth: int, index: WorkspaceIndex,
                      artifact: str, runs: Executor, time_left: TimeLeft) -> CheckResult:
@@ -318,7 +325,8 @@ class StrengthSession:
                                     lambda site, _: site, runs, time_left,
                                     variants.windowed, name)
             group = self.bank.shadow_group(target, time_left)
-            group.extend(self.log, self._limits, runs, time_left, self.bank.over_budget)
+            group.extend(self.log, self._limits, runs, time_left, self.bank.over_budget,
+                         charge=time_left.charge)
             state = group.state(len(self.log))
             if state == DEADLINE:
                 raise StrengthDeadline(name)
@@ -351,7 +359,8 @@ class StrengthSession:
 
         def ready() -> bool | None:
             if k == 0:  # the first confirmation replays; the others re-run on the twin
-                twin.extend(self.log, self._limits, time_left, self.bank.over_budget)
+                twin.extend(self.log, self._limits, time_left, self.bank.over_budget,
+                            charge=time_left.charge)
                 twin.settle(self.log.root)
             if twin.broken == DEADLINE or twin.replayed < len(self.log):
                 raise StrengthDeadline(site.label)
@@ -400,6 +409,7 @@ class StrengthSession:
         return Outcome("kill", kills=tuple(site.label for site in kills), evidence=evidence)
 
 
+
 class _PhaseRunner:
     """Runs a check against several variants at once, in a shuffled order."""
 
@@ -412,21 +422,26 @@ class _PhaseRunner:
         keys = list(sites)
         self._rng.shuffle(keys)  # which variant runs first says nothing
         futures = {k: self._runs.submit(self._verdict, sites[k]) for k in keys}
+        wait(futures.values())  # all charged to the budget before the node is judged
         return {k: f.result() for k, f in futures.items()}  # re-raises StrengthDeadline
 
     def _verdict(self, site: _Site) -> Verdict:
         if site.ready() is None:
             return _BROKEN
-        left = self._time_left()
+        budget = self._time_left
+        left = budget()
         if left <= 0.05:
             raise StrengthDeadline(site.label)
-        try:
-            res = site.run(self._command, min(self._timeout_s, left))
-        except SandboxStartTimeout:
-            if left < self._timeout_s:  # the deadline, not the sandbox, cut it short
-                raise StrengthDeadline(site.label) from None
-            raise
-        if res.timed_out and self._time_left() <= 0.05:
+        timeout_s = min(self._timeout_s, left)
+        # A sandbox that does not start in time is a fault (SandboxStartTimeout), also
+        # when the backstop cut its timeout: the budget was not spent, so it was starved.
+        res = site.run(self._command, timeout_s)
+        budget.charge(res)
+        if res.timed_out and budget() <= 0.05:
+            raise StrengthDeadline(site.label)
+        if run_starved(res, timeout_s):  # the node's other runs stop too
+            budget.starve(f"a run of {site.label} was cut at its {timeout_s:.0f} s "
+                          f"timeout after {res.cpu_wait_s or 0:.1f} s of waiting for a CPU")
             raise StrengthDeadline(site.label)
         return _clean_verdict(res)
 

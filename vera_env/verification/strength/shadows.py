@@ -77,6 +77,10 @@ def _never_full() -> bool:
     return False
 
 
+def _uncharged(_result: ExecResult) -> None:
+    return None
+
+
 @dataclass
 class Shadow:
     """One variant's workspace and how far the derivation is replayed in it.
@@ -100,13 +104,15 @@ class Shadow:
     spent: Callable[[], bool] = _never_full
 
     def extend(self, log: CommandLog, limits: SandboxLimits, time_left: TimeLeft,
-               over_budget: Callable[[], bool]) -> None:
+               over_budget: Callable[[], bool], *,
+               charge: Callable[[ExecResult], None] = _uncharged) -> None:
         """Replay the log entries this shadow has not run yet, in order.
 
         Stops between two commands when the deadline is near (the shadow stays
         consistent and is extended later); a command cut by the deadline, a replay
         that ends otherwise than the real run, or a group over its disk budget marks
-        the shadow ``broken``.
+        the shadow ``broken``. Each replayed run is passed to ``charge`` (the node's
+        strength budget counts its own time).
         """
         with self.lock:
             for i in range(self.replayed, len(log)):
@@ -124,6 +130,7 @@ class Shadow:
                         raise
                     self.broken = DEADLINE  # the deadline cut its start, not the sandbox
                     return
+                charge(result)
                 if self._out_of_space(result):
                     self.broken = OUT_OF_SPACE
                     return
@@ -271,16 +278,18 @@ class ShadowGroup:
         return ""
 
     def extend(self, log: CommandLog, limits: SandboxLimits, pool: Executor,
-               time_left: TimeLeft, over_budget: Callable[[], bool]) -> None:
+               time_left: TimeLeft, over_budget: Callable[[], bool], *,
+               charge: Callable[[ExecResult], None] = _uncharged) -> None:
         """Replay the log into every shadow that lags, in parallel (``pool``) and in a
-        random order, then settle every shadow of the group together."""
+        random order, then settle every shadow of the group together; ``charge`` is
+        given each replayed run."""
         with self.extend_lock:
             lagging = [s for s in self.shadows.values() if s.replayed < len(log) and not s.broken]
             if not lagging:
                 return
             _ORDER.shuffle(lagging)
-            futures = [pool.submit(s.extend, log, limits, time_left, over_budget)
-                       for s in lagging]
+            futures = [pool.submit(s.extend, log, limits, time_left, over_budget,
+                                   charge=charge) for s in lagging]
             for future in futures:
                 future.result()
             shadows = list(self.shadows.values())
