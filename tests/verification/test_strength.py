@@ -474,7 +474,7 @@ def test_confirmations_rerun_a_control_so_a_check_on_when_it_runs_earns_nothing(
     [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
     with ThreadPoolExecutor(2) as runs:
         outcome = episode.session._phases(result, 1, controls, mutants, confirm_on, runs,
-                                          Budget.for_deadline(60.0), False, "calls.vcf.gz")
+                                          _budget(), False, "calls.vcf.gz")
     if follows_time:
         assert outcome.kind == "weak" and "run again after the kill" in outcome.why
     else:
@@ -493,6 +493,10 @@ def test_assess_kill_through_a_file_whose_controls_keep_its_content_is_refused(s
         ep.close()
 
 
+def _budget() -> Budget:
+    return Budget.for_deadline(60.0, max_deadline_s=60.0)
+
+
 def _sites(verdicts: dict[str, ExecResult]) -> list[_Site]:
     return [_Site(label, lambda cmd, timeout_s, res=res: res) for label, res in verdicts.items()]
 
@@ -503,8 +507,7 @@ def _phase(episode, mutants: dict[str, ExecResult]):
     [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
     with ThreadPoolExecutor(2) as runs:
         return episode.session._phases(result, 1, controls, _sites(mutants),
-                                       lambda site, k: site, runs, Budget.for_deadline(60.0),
-                                       False,
+                                       lambda site, k: site, runs, _budget(), False,
                                        "calls.vcf.gz")
 
 

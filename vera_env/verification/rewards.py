@@ -64,8 +64,8 @@ __all__ = ["STRENGTH_BACKSTOP_FACTOR", "HasChecks", "RewardConfig", "RewardLedge
 
 STRENGTH_BACKSTOP_FACTOR = 4.0
 """A node's strength work is budgeted in its runs' own time, which load cannot raise;
-its wall-clock backstop is this multiple of its deadline (``strength_deadline_*``),
-reached only by runs starved of CPU (``vera_env.verification.strength.budget``)."""
+its wall-clock backstop is this multiple of ``strength_deadline_max_s``, reached only
+by runs starved of CPU (``vera_env.verification.strength.budget``)."""
 
 
 class HasChecks(Protocol):
@@ -131,9 +131,9 @@ class RewardConfig(BaseModel):
     """... at least this many seconds ..."""
     strength_deadline_max_s: float = Field(120.0, gt=0)
     """... and at most this many. The node's strength runs may use twice that in own
-    time (two at once); a check not decided by then earns nothing. Its wall-clock
-    backstop is ``STRENGTH_BACKSTOP_FACTOR`` times it (runs starved by other load: the
-    episode is unscorable)."""
+    time (two at once); a check not decided by then earns nothing. The wall-clock
+    backstop of every node is ``STRENGTH_BACKSTOP_FACTOR`` times this (runs starved by
+    other load: the episode is unscorable)."""
     strength_max_shadows: int = Field(24, ge=1)
     """Shadow workspaces (variants with the episode replayed) alive at once, plus the
     confirmation replays of killing mutants; least recently used files are dropped."""

@@ -26,20 +26,23 @@ A busy machine makes this work take longer, not cost more: a node gets the same 
 done, later. Spent (``work``), what is undecided earns nothing (the check's cost, as
 the wall deadline's was).
 
-A **backstop** of ``STRENGTH_BACKSTOP_FACTOR`` x the deadline in wall time bounds the
-step (``rewards.step_bound_s``): twice the time the budget takes with one run at a
-time, four times with two. It stops the node; if the work charged by then (the runs
-it cut included) is under budget, the runs were starved by other load, and the node is
-an infrastructure fault (``StrengthStarved``: the episode is unscorable), never a
-silent 0. So is a run cut by its own wall timeout while its own time was under half of
+A **backstop** of ``STRENGTH_BACKSTOP_FACTOR`` x ``strength_deadline_max_s`` in wall
+time (480 s by default, the same for every node) bounds the step
+(``rewards.step_bound_s``): at least twice the time the budget takes with one run at a
+time. Waiting that long on a busy machine costs wall time; giving up sooner would throw
+the episode away (measured: at load 14 on 2 CPUs a node of ``real.h5ad.detected_cells``
+took 5x its quiet time, past a backstop of 4x its own deadline). It stops the node; if
+the work charged by then (the runs it cut included) is under budget, the runs were
+starved by other load, and the node is an infrastructure fault (``StrengthStarved``:
+the episode is unscorable), never a silent 0. So is a run cut by its own wall timeout while its own time was under half of
 that timeout (``run_starved``): a check slow on a quiet machine used its time and
 earns nothing; one starved by load did not.
 
 Why a model cannot reach either on purpose (an opt-out from a wrong answer): a run's
 own time grows by a second each second unless some process of it waits for a CPU that
 another holds; on a machine with no other load that other is this node's (charged)
-work, so the budget is spent by half the backstop. A check that sleeps is charged its
-sleep.
+work, so the budget is spent by half the backstop at the latest. A check that sleeps
+is charged its sleep.
 
 Degraded, and said so: where a run's CPU wait is not counted (no cgroup the harness may
 write, a kernel without PSI, the ``local`` backend) it is charged its wall time, the old
@@ -95,9 +98,9 @@ class Budget:
         thread_cpu: The calling thread's CPU clock (tests give a fake).
 
     Example:
-        >>> b = Budget.for_deadline(20.0)
-        >>> b.seconds, b.backstop_s, b.spent is None, b() > 79
-        (40.0, 80.0, True, True)
+        >>> b = Budget.for_deadline(20.0, max_deadline_s=120.0)
+        >>> b.seconds, b.backstop_s, b.spent is None, b() > 479
+        (40.0, 480.0, True, True)
     """
 
     def __init__(self, seconds: float, *, backstop_s: float,
@@ -117,13 +120,17 @@ class Budget:
         self.spent: Spent | None = None
 
     @classmethod
-    def for_deadline(cls, deadline_s: float, *,
+    def for_deadline(cls, deadline_s: float, *, max_deadline_s: float,
                      monotonic: Callable[[], float] = time.monotonic,
                      thread_cpu: Callable[[], float] = time.thread_time) -> Budget:
-        """The budget of a node whose deadline is ``deadline_s``: ``RUNS_IN_FLIGHT`` x
-        it of own time, ``STRENGTH_BACKSTOP_FACTOR`` x it of wall time."""
+        """The budget of a node whose deadline is ``deadline_s`` (at most
+        ``max_deadline_s``): ``RUNS_IN_FLIGHT`` x it of own time, and a backstop of
+        ``STRENGTH_BACKSTOP_FACTOR`` x ``max_deadline_s`` of wall time."""
+        if not 0 < deadline_s <= max_deadline_s:
+            raise ValueError(f"need 0 < deadline_s <= max_deadline_s, got {deadline_s!r} "
+                             f"and {max_deadline_s!r}")
         return cls(RUNS_IN_FLIGHT * deadline_s,
-                   backstop_s=STRENGTH_BACKSTOP_FACTOR * deadline_s,
+                   backstop_s=STRENGTH_BACKSTOP_FACTOR * max_deadline_s,
                    monotonic=monotonic, thread_cpu=thread_cpu)
 
     @property

@@ -67,9 +67,10 @@ wall-clock seconds another process can eat. A run's *own time* is its wall time 
 the seconds its processes waited for a CPU (its cgroup's PSI), at least its CPU time;
 the harness's own work is charged in CPU time. Load makes the work take longer, not
 cost more; what is undecided once the budget is spent earns nothing, with a ``detail``
-that says so. A wall-clock backstop (4 x D) bounds the step (``rewards.step_bound_s``);
-when it, or a run's own timeout, cuts runs that were starved of CPU by other load, the
-episode is unscorable (``StrengthStarved``), never a silent 0.
+that says so. A wall-clock backstop (4 x ``strength_deadline_max_s``) bounds the step
+(``rewards.step_bound_s``); when it, or a run's own timeout, cuts runs that were
+starved of CPU by other load, the episode is unscorable (``StrengthStarved``), never a
+silent 0.
 
 The session is per episode and owned by it (``Episode.strength``): the command log,
 the variant files, the shadows (with their servers) and the run threads die with
@@ -201,7 +202,8 @@ class StrengthSession:
         passing = [i for i, r in enumerate(results) if r.passed]
         if not passing:
             return tuple(results)
-        budget = Budget.for_deadline(self.deadline_s(results))
+        budget = Budget.for_deadline(self.deadline_s(results),
+                                     max_deadline_s=self._config.strength_deadline_max_s)
         index = WorkspaceIndex(self._workspace.listing())
         with self._count_lock:  # the i-th check tested this episode: its share of luck
             order = {i: self._tested + k + 1 for k, i in enumerate(passing)}
