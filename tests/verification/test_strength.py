@@ -206,7 +206,7 @@ def test_assess_budget_cuts_slow_checks_with_a_detail(sandbox, sources):
         [result] = ep.assess("sleep 1.5; test $(wc -l < alcohol.txt) -eq 5" + V)
     finally:
         ep.close()
-    assert result.discriminating is False and "strength budget (2 s" in result.detail
+    assert result.discriminating is False and "strength budget (2 s" in result.detail  # 2 x max
 
 
 def _late_variant_runs(ep: Episode, monkeypatch: pytest.MonkeyPatch) -> list[float]:
@@ -482,7 +482,8 @@ def test_confirmations_rerun_a_control_so_a_check_on_when_it_runs_earns_nothing(
 
 
 def test_assess_kill_through_a_file_whose_controls_keep_its_content_is_refused(sandbox, sources):
-    reference = Reference(_drinks, preserving={"alcohol.txt": ()})  # no content-changing control
+    reference = Reference(_drinks, preserving={"alcohol.txt": ()},  # no content-changing control
+                          rewriting={"alcohol.txt": ()})
     ep = Episode(sandbox, sources, reference=reference, same=lambda a, b: a == b,
                  task_key=f"no-varied-{os.getpid()}")
     try:

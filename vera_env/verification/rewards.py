@@ -130,8 +130,8 @@ class RewardConfig(BaseModel):
     strength_deadline_floor_s: float = Field(20.0, gt=0)
     """... at least this many seconds ..."""
     strength_deadline_max_s: float = Field(120.0, gt=0)
-    """... and at most this many. The node's strength runs may use twice that in own
-    time (two at once); a check not decided by then earns nothing. The wall-clock
+    """... and at most this many. The node's strength runs may use 4x its deadline in
+    own time (at most 2x this); a check not decided by then earns nothing. The wall-clock
     backstop of every node is ``STRENGTH_BACKSTOP_FACTOR`` times this (runs starved by
     other load: the episode is unscorable)."""
     strength_max_shadows: int = Field(24, ge=1)

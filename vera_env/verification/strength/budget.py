@@ -7,11 +7,13 @@ then wall-clock seconds, which another process's load spent. Concurrent training
 are such load, so the gradient got noise biased against the checks that read the most.
 
 The rule: **the same episode earns the same reward on a quiet or a busy machine.** So
-a node's budget is charged what its work costs, not when it ends. Its size: two runs'
-worth (``RUNS_IN_FLIGHT``) of the node's deadline (``StrengthSession.deadline_s``:
-``strength_deadline_*`` over its checks' and derivation's own time), what the wall
-deadline bought on the 2-CPU machines the defaults were set on, now the same on any
-machine and under any load. It is charged:
+a node's budget is charged what its work costs, not when it ends. Its size:
+``BUDGET_FACTOR`` x the node's deadline (``StrengthSession.deadline_s``:
+``strength_deadline_*`` over its checks' and derivation's own time), at most twice
+``strength_deadline_max_s``. A check is run some 12-18 times (controls, mutants,
+confirmations): at 2 x the deadline, the wall deadline's worth with two runs at once,
+the reference's own checks of ``tab.sentinel_mean`` (each burning 0.25 s) used 89-105%
+of it, so noise decided which were cut; at 4 x they use under half. It is charged:
 
 * each strength sandbox run, its **own time** (``run_cost``): its wall time less the
   seconds in which its processes waited for a CPU another process held
@@ -34,9 +36,9 @@ the episode away (measured: at load 14 on 2 CPUs a node of ``real.h5ad.detected_
 took 5x its quiet time, past a backstop of 4x its own deadline). It stops the node; if
 the work charged by then (the runs it cut included) is under budget, the runs were
 starved by other load, and the node is an infrastructure fault (``StrengthStarved``:
-the episode is unscorable), never a silent 0. So is a run cut by its own wall timeout while its own time was under half of
-that timeout (``run_starved``): a check slow on a quiet machine used its time and
-earns nothing; one starved by load did not.
+the episode is unscorable), never a silent 0. So is a run cut by its own wall timeout
+while its own time was under half of that timeout (``run_starved``): a check slow on
+a quiet machine used its time and earns nothing; one starved by load did not.
 
 Why a model cannot reach either on purpose (an opt-out from a wrong answer): a run's
 own time grows by a second each second unless some process of it waits for a CPU that
@@ -62,10 +64,10 @@ from vera_env.verification.rewards import STRENGTH_BACKSTOP_FACTOR
 if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult
 
-__all__ = ["RUNS_IN_FLIGHT", "Budget", "Spent", "run_cost", "run_starved"]
+__all__ = ["BUDGET_FACTOR", "Budget", "Spent", "run_cost", "run_starved"]
 
-RUNS_IN_FLIGHT = 2
-"""Seconds of own time a node's runs may use per second of its deadline."""
+BUDGET_FACTOR = 4.0
+"""Seconds of own time a node's strength work may use per second of its deadline."""
 _STARVED_SHARE = 0.5
 Spent = Literal["work", "backstop", "starved"]
 
@@ -100,7 +102,7 @@ class Budget:
     Example:
         >>> b = Budget.for_deadline(20.0, max_deadline_s=120.0)
         >>> b.seconds, b.backstop_s, b.spent is None, b() > 479
-        (40.0, 480.0, True, True)
+        (80.0, 480.0, True, True)
     """
 
     def __init__(self, seconds: float, *, backstop_s: float,
@@ -124,12 +126,13 @@ class Budget:
                      monotonic: Callable[[], float] = time.monotonic,
                      thread_cpu: Callable[[], float] = time.thread_time) -> Budget:
         """The budget of a node whose deadline is ``deadline_s`` (at most
-        ``max_deadline_s``): ``RUNS_IN_FLIGHT`` x it of own time, and a backstop of
+        ``max_deadline_s``): ``BUDGET_FACTOR`` x it of own time (at most twice
+        ``max_deadline_s``, half the backstop), and a backstop of
         ``STRENGTH_BACKSTOP_FACTOR`` x ``max_deadline_s`` of wall time."""
         if not 0 < deadline_s <= max_deadline_s:
             raise ValueError(f"need 0 < deadline_s <= max_deadline_s, got {deadline_s!r} "
                              f"and {max_deadline_s!r}")
-        return cls(RUNS_IN_FLIGHT * deadline_s,
+        return cls(min(BUDGET_FACTOR * deadline_s, 2 * max_deadline_s),
                    backstop_s=STRENGTH_BACKSTOP_FACTOR * max_deadline_s,
                    monotonic=monotonic, thread_cpu=thread_cpu)
 

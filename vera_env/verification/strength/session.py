@@ -59,18 +59,18 @@ shadows persist across nodes (``bank``), so each command is replayed once per va
 
 Every node has a **deadline** D: ``strength_deadline_factor`` x (the own time of the
 node's passing checks + the derivation's), at least ``strength_deadline_floor_s``, at
-most ``strength_deadline_max_s``, and a **budget** (``budget``) of 2 x D seconds of its
-runs' own time; it covers finding what each check reads, building and classifying
-variants, staging and replaying shadows and every check run. The rule: **the same
-episode earns the same reward on a quiet or a busy machine**, so the budget is not
-wall-clock seconds another process can eat. A run's *own time* is its wall time less
-the seconds its processes waited for a CPU (its cgroup's PSI), at least its CPU time;
-the harness's own work is charged in CPU time. Load makes the work take longer, not
-cost more; what is undecided once the budget is spent earns nothing, with a ``detail``
-that says so. A wall-clock backstop (4 x ``strength_deadline_max_s``) bounds the step
-(``rewards.step_bound_s``); when it, or a run's own timeout, cuts runs that were
-starved of CPU by other load, the episode is unscorable (``StrengthStarved``), never a
-silent 0.
+most ``strength_deadline_max_s``, and a **budget** (``budget``) of 4 x D seconds of its
+runs' own time (at most 2 x ``strength_deadline_max_s``); it covers finding what each
+check reads, building and classifying variants, staging and replaying shadows and
+every check run. The rule: **the same episode earns the same reward on a quiet or a
+busy machine**, so the budget is not wall-clock seconds another process can eat. A
+run's *own time* is its wall time less the seconds its processes waited for a CPU (its
+cgroup's PSI), at least its CPU time; the harness's own work is charged in CPU time.
+Load makes the work take longer, not cost more; what is undecided once the budget is
+spent earns nothing, with a ``detail`` that says so. A wall-clock backstop (4 x
+``strength_deadline_max_s``) bounds the step (``rewards.step_bound_s``); when it, or a
+run's own timeout, cuts runs that were starved of CPU by other load, the episode is
+unscorable (``StrengthStarved``), never a silent 0.
 
 The session is per episode and owned by it (``Episode.strength``): the command log,
 the variant files, the shadows (with their servers) and the run threads die with
