@@ -200,9 +200,11 @@ def _solution(cat: str, n_records: int, n_bases: int, answer: int, forward: int,
                 "print ok ? \"True\" : \"False\" }' longest_orf.txt", **v)),
             check("invariance", "its opening bases read on the reverse complement of a record"
                   if rev else "its opening bases read in a record",
-                  verdict(fill("test \"$(head -c 24 longest_orf.txt)\" = @HEAD@ && "
+                  verdict(fill("test \"$(tr -d '\\n' < longest_orf.txt | wc -c)\" -eq @NT@ && "
+                               "test \"$(head -c 24 longest_orf.txt)\" = @HEAD@ && "
                                f"test \"$({revcomp_data} | grep -c @HEAD@)\" -ge 1", **v))),
             check("invariance", "its closing bases and stop read there too", verdict(fill(
+                "test \"$(tr -d '\\n' < longest_orf.txt | wc -c)\" -eq @NT@ && "
                 "test \"$(tr -d '\\n' < longest_orf.txt | tail -c 24)\" = @TAIL@ && "
                 f"test \"$({revcomp_data} | grep -c @TAIL@)\" -ge 1", **v)))]),
         turn(_TRANSLATE, node("interpret", f"the protein: {answer} aa from M, no stop inside",
@@ -211,7 +213,8 @@ def _solution(cat: str, n_records: int, n_bases: int, answer: int, forward: int,
                 "awk '{ print (length($0) == @ANS@ && substr($0, 1, 1) == \"M\" && "
                 "index($0, \"*\") == 0) ? \"True\" : \"False\" }' protein.txt", **v)),
             check("range", fill("@MET@ methionines inside the ORF after its start", **v),
-                  verdict(fill("test \"$(tail -c +2 protein.txt | tr -cd M | wc -c)\" -eq @MET@",
+                  verdict(fill("test \"$(tr -d '\\n' < protein.txt | wc -c)\" -eq @ANS@ && "
+                               "test \"$(tail -c +2 protein.txt | tr -cd M | wc -c)\" -eq @MET@",
                                **v))),
             check("range", fill("the ORF holds @GCN@ G/C bases", **v), verdict(fill(
                 "test \"$(tr -cd GC < longest_orf.txt | wc -c)\" -eq @GCN@", **v)))]),

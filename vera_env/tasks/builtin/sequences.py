@@ -204,6 +204,7 @@ def _motif_solution(motif: str, n_records: int, n_bases: int, fwd: int, rev: int
                  check("range", "grep -o misses matches: one strand, no overlaps"
                        if careless < total else "grep -o sees every match here",
                        verdict(fill("test \"$(cat one_strand.txt)\" -eq @CARE@ && "
+                                    "test \"$(cut -d' ' -f3 motif_counts.txt)\" -eq @TOTAL@ && "
                                     "test @CARE@ @OP@ \"$(cut -d' ' -f3 motif_counts.txt)\"",
                                     OP="-lt" if careless < total else "-eq", **v))),
                  check("range", "the reverse strand adds its own matches", verdict(fill(
@@ -252,7 +253,8 @@ def _break_occurrence(content: bytes, rng: random.Random, *, motif: str, strand:
                       delete: bool = False) -> bytes | None:
     """One occurrence on ``strand`` (0 forward, 1 reverse) broken by one base changed,
     the other strand's count kept (a check of one strand's count dies on one of the two
-    mutants), or by one base deleted (``delete``: one base fewer in the file, too)."""
+    mutants), or by one base deleted (``delete``: one base fewer in the file, too; the
+    other strand's count kept as well, so every draw of this edit moves the same counts)."""
     words = (motif.encode(), revcomp(motif).encode())
     layout = fasta_layout(content)
     data = np.frombuffer(content, dtype=np.uint8)
@@ -264,7 +266,8 @@ def _break_occurrence(content: bytes, rng: random.Random, *, motif: str, strand:
         before = [_occurrences(bytes(seq), w) for w in words]
         if delete:
             i = at + rng.randrange(len(motif))
-            if sum(_occurrences(bytes(seq[:i] + seq[i + 1:]), w) for w in words) != sum(before):
+            after = [_occurrences(bytes(seq[:i] + seq[i + 1:]), w) for w in words]
+            if after[strand] < before[strand] and after[1 - strand] == before[1 - strand]:
                 cut = int(layout[r][i])
                 return content[:cut] + content[cut + 1:]
             continue

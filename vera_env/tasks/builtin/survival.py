@@ -146,6 +146,7 @@ def _solution(n: int, deaths: int, median: int, by_median: int, total: int, wron
                 "awk -F'\\t' '$1 <= @ANS@ { d += $3 } END { print (d == @DM@) ? \"True\" : "
                 "\"False\" }' km.tsv", **v)),
             check("range", fill("@R@ patients at risk at the median", **v), verdict(fill(
+                "test \"$(cat median.txt)\" -eq @ANS@ && "
                 "test \"$(awk -F'\\t' '$1 == @ANS@ { print $2 }' km.tsv)\" -eq @R@", **v)))]),
         turn("cat median.txt", node("test", fill("Kaplan-Meier median survival of arm B: @ANS@ "
                                                  "days", **v), "median.txt", "n2"), [

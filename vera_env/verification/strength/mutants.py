@@ -160,7 +160,8 @@ def mutant_kinds(name: str, content: bytes, *, seed: int, draws: int = DRAWS,
     (``TEXT_OPERATORS``), then the single-record ones (``RECORD_OPERATORS``), then all
     of them again with fresh draws (labelled ``<kind>+``); binary content gets the
     binary operators. A kind whose draws cannot all be built (or repeat a mutant
-    already built) is left out.
+    already built) is left out — but for an aimed edit with a single possible outcome
+    (the one value the family can move), which is kept as one draw.
 
     The draws of one kind make the same sort of change at different places or by
     different amounts: a fact about the data (a count, a sum, the answer) changes on
@@ -199,7 +200,7 @@ def mutant_kinds(name: str, content: bytes, *, seed: int, draws: int = DRAWS,
             if changed and digest not in seen:
                 seen.add(digest)
                 built.append(Mutant(f"{name}:{label}#{len(built)}", changed))
-        if len(built) == draws:
+        if len(built) == draws or (built and label.startswith("aimed") and "+" not in label):
             yield built
 
 
