@@ -482,7 +482,8 @@ def test_confirmations_rerun_a_control_so_a_check_on_when_it_runs_earns_nothing(
 
 
 def test_assess_kill_through_a_file_whose_controls_keep_its_content_is_refused(sandbox, sources):
-    reference = Reference(_drinks, preserving={"alcohol.txt": ()})  # no content-changing control
+    reference = Reference(_drinks, preserving={"alcohol.txt": ()},  # no content-changing control
+                          rewriting={"alcohol.txt": ()})
     ep = Episode(sandbox, sources, reference=reference, same=lambda a, b: a == b,
                  task_key=f"no-varied-{os.getpid()}")
     try:

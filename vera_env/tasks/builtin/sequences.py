@@ -536,7 +536,8 @@ def _gc_reference(name: str) -> Reference:
         preserving={name: ("recompress", "shuffle_records", "rewrap")},
         mutators={name: aimed(*(partial(_gc_mutant, kind=k)
                                 for k in ("masked", "gap", "upper", "called")))},
-        controls={name: aimed(renamed_fasta)})
+        controls={name: aimed(renamed_fasta)},
+        rewriting={name: ("revcomp_records",)})  # a GC share has no strand
 
 
 def gc_content(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

@@ -50,7 +50,7 @@ from vera_env.tasks.builtin.solvers import (
 )
 from vera_env.tasks.model import Trap
 from vera_env.tasks.undetermined import CANNOT_DETERMINE
-from vera_env.verification.strength.reference import Contents, Reference
+from vera_env.verification.strength.reference import DEFAULT_REWRITES, Contents, Reference
 
 __all__ = ["genotype_alleles", "het_count"]
 
@@ -276,7 +276,9 @@ def _reference(sample: str, col: int) -> Reference:
         mutators={"calls.vcf.gz": aimed(partial(_flip_call, col=col, kind="hom"),
                                         partial(_flip_call, col=col, kind="het"),
                                         partial(_multi_het, col=col),
-                                        partial(_rename_sample, sample=sample))})
+                                        partial(_rename_sample, sample=sample))},
+        # homozygous calls swapped too: a het count keeps, a hash of the genotypes dies
+        rewriting={"calls.vcf.gz": (*DEFAULT_REWRITES, "swap_homozygous")})
 
 
 def het_count(rng: np.random.Generator, difficulty: Difficulty) -> Instance:

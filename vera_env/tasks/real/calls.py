@@ -32,7 +32,7 @@ from vera_env.tasks.real.kinds import (
     recounted,
 )
 from vera_env.tasks.undetermined import with_clause
-from vera_env.verification.strength.reference import Mutator, Reference
+from vera_env.verification.strength.reference import DEFAULT_REWRITES, Mutator, Reference
 
 __all__ = ["het_sites", "sample_genotypes"]
 
@@ -189,7 +189,9 @@ def _reference(sample: str, col: int) -> Reference:
         preserving={_FILE: ("recompress", "shuffle_records", "add_comment", "drop_irrelevant")},
         irrelevant={_FILE: not_het},
         mutators={_FILE: (set_gt(b"0|0", het), set_gt(b"1|0", hom_ref))},
-        controls={_FILE: aimed(_requalified)})
+        controls={_FILE: aimed(_requalified)},
+        # homozygous calls swapped too: a het count keeps, a hash of the genotypes dies
+        rewriting={_FILE: (*DEFAULT_REWRITES, "swap_homozygous")})
 
 
 def _requalified(content: bytes, rng: random.Random) -> bytes | None:

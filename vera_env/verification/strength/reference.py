@@ -18,6 +18,15 @@ what the question reads, on top of the generic ones in ``mutants``). ``vera-env 
 validate`` reports, per family, how many controls and mutants were built and whether
 the reference classified them as declared.
 
+On top of what a family declares, strength *probes* every file of a task with a
+reference with the rewrites of ``rewrites`` (`REWRITE_TRANSFORMS`: numbers re-formatted,
+values moved or permuted among the records of a group, ids renamed, SNV alleles
+complemented, prose re-worded): they rewrite the very records the
+question reads, so a fingerprint of those records dies on a control too. A probe is kept
+only where ``solve`` confirms the answer; a family narrows the probes tried for a file
+(``rewriting``) where one keeps the solver's answer but moves a fact an honest analysis
+checks on the way.
+
 A task without a reference (a user's suite folder with no solver, a canary whose answer
 is "cannot be determined" whatever the data) gets the format-level re-serialisations
 only (``FORMAT_TRANSFORMS``) as controls and the generic mutations, unclassified, as
@@ -31,8 +40,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["CONTROL_TRANSFORMS", "FORMAT_TRANSFORMS", "ControlTransform", "Contents",
-           "Mutator", "Reference", "Solver"]
+__all__ = ["CONTROL_TRANSFORMS", "DEFAULT_REWRITES", "FORMAT_TRANSFORMS", "REWRITE_TRANSFORMS",
+           "ControlTransform", "Contents", "Mutator", "Reference", "RewriteTransform", "Solver"]
 
 ControlTransform = Literal["recompress", "shuffle_records", "drop_irrelevant", "rewrap",
                            "add_comment"]
@@ -49,6 +58,35 @@ CONTROL_TRANSFORMS: tuple[ControlTransform, ...] = (
 * ``add_comment``: a comment or meta line added to the header (VCF ``##``, MatrixMarket
   ``%``, GTF/GFF ``#``, SAM ``@CO``), where the format has comments.
 """
+RewriteTransform = Literal["complement_alleles", "transfer_values", "reformat_numbers",
+                          "permute_values", "rename_ids", "reword_text", "revcomp_records",
+                          "swap_homozygous"]
+REWRITE_TRANSFORMS: tuple[RewriteTransform, ...] = (
+    "complement_alleles", "transfer_values", "reformat_numbers", "permute_values",
+    "rename_ids", "reword_text", "revcomp_records", "swap_homozygous")
+"""The rewrites strength can probe (``rewrites``), in the order it tries them (those that
+rewrite the values a question reads first), each kept as a control only where the
+solver confirms the answer:
+
+* ``complement_alleles``: REF and ALT of about half the VCF's SNVs complemented;
+* ``transfer_values``: in every numeric column of a table, ``d`` moved between two
+  values of each group's top quarter (a group: records equal in every few-valued
+  column), the largest excepted: count, sum, mean, range and median of the group kept;
+* ``reformat_numbers``: about half the positive decimals given a leading zero (``38.8``
+  -> ``038.8``), in CSV/TSV fields and the VCF QUAL; integers unchanged;
+* ``permute_values``: every numeric column of a table permuted within each group;
+* ``rename_ids``: a table's ``id``/``*_id`` column, or the VCF ID column, rewritten;
+* ``reword_text``: a prose side file (``.txt``, ``.md``, README) titled and re-spaced;
+* ``revcomp_records``: about half the FASTA records reverse-complemented (only where a
+  family names it: it moves strands and positions an honest analysis checks);
+* ``swap_homozygous``: about half the homozygous VCF calls swapped, ``0/0`` with ``1/1``
+  (only where a family names it: a het count keeps, an honest trio analysis does not).
+
+A file's first probe applies its declared transforms and all its rewrites at once; a
+quarter of a file's controls (at least one) are rewrites, the rest declared.
+"""
+DEFAULT_REWRITES: tuple[RewriteTransform, ...] = REWRITE_TRANSFORMS[:-2]
+"""The rewrites probed for a file its family does not name in ``Reference.rewriting``."""
 FORMAT_TRANSFORMS: tuple[ControlTransform, ...] = ("recompress", "add_comment")
 """The controls of a task with no reference: re-serialisations that keep every record."""
 
@@ -81,6 +119,11 @@ class Reference:
             indexed by line number, a README): renamed identifiers the question does not
             name, reworded text, an added blank or comment line the format allows.
             Classified by ``solve`` like every candidate, and tried first.
+        rewriting: File name -> the rewrites to probe for it (a file not named gets
+            `DEFAULT_REWRITES`, those that apply to its format; ``()``: none): fewer
+            where a rewrite keeps the solver's answer but moves a fact an honest
+            analysis checks on its way to the answer, ``revcomp_records`` where strands
+            do not matter.
     """
 
     solve: Solver
@@ -88,6 +131,7 @@ class Reference:
     irrelevant: Mapping[str, Callable[[bytes], bool]] = field(default_factory=dict)
     mutators: Mapping[str, tuple[Mutator, ...]] = field(default_factory=dict)
     controls: Mapping[str, tuple[Mutator, ...]] = field(default_factory=dict)
+    rewriting: Mapping[str, tuple[RewriteTransform, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name, transforms in self.preserving.items():
@@ -98,6 +142,15 @@ class Reference:
             if "drop_irrelevant" in transforms and name not in self.irrelevant:
                 raise ValueError(f"Reference.preserving[{name!r}] declares drop_irrelevant "
                                  "but irrelevant has no predicate for that file")
+        for name, rewrites in self.rewriting.items():
+            strange = set(rewrites) - set(REWRITE_TRANSFORMS)
+            if strange:
+                raise ValueError(f"Reference.rewriting[{name!r}]: unknown rewrites "
+                                 f"{sorted(strange)}; expected some of {REWRITE_TRANSFORMS}")
+
+    def rewrites_for(self, name: str) -> tuple[RewriteTransform, ...]:
+        """The rewrites to probe for file ``name`` (`DEFAULT_REWRITES` if not named)."""
+        return tuple(self.rewriting.get(name, DEFAULT_REWRITES))
 
     def controls_for(self, name: str) -> tuple[ControlTransform, ...]:
         """The control transforms declared for file ``name`` (format-level if none)."""

@@ -7,6 +7,12 @@ declared by the task's family (``Reference.preserving``) and confirmed by its so
 (``variants``). They work on *decoded* content (a ``.gz`` is decompressed first and
 encoded again afterwards).
 
+These re-serialise a file or drop what the question never reads; they leave every read
+record as it was, so a fingerprint of exactly the records a question reads survived
+them. The controls that rewrite those records (numbers re-formatted, values moved or
+permuted within a group, ids renamed, SNV alleles complemented, prose re-worded) are
+in ``rewrites``: probed on every file, kept where the reference confirms the answer.
+
 A file is a header and a list of records, by format (the name, less a compression
 suffix, says which):
 

@@ -9,11 +9,13 @@ the answer. Two properties make that evidence, and each was broken once:
   and earned; a policy pinning fingerprints out-earned the reference analysis on every
   task. So controls are answer-preserving transformations (``transforms``: records
   re-ordered, irrelevant records dropped, comments added, lines re-wrapped, the file
-  recompressed) and mutants are the generic mutations plus the family's aimed ones —
-  and neither is assumed: the task's ``Reference`` recomputes the answer on each
-  candidate, a control is kept only if its answer equals the unvaried one, a mutant
-  only if it differs (``classify``). A task without a reference gets format-level
-  controls and unclassified mutants (``Classified.classified`` False).
+  recompressed; and, since a hash of exactly the read records survived all of those,
+  the read records themselves rewritten: ``rewrites``) and mutants are the generic
+  mutations plus the family's aimed ones — and neither is assumed: the task's
+  ``Reference`` recomputes the answer on each candidate, a control is kept only if its
+  answer equals the unvaried one, a mutant only if it differs (``classify``). A task
+  without a reference gets format-level controls and unclassified mutants
+  (``Classified.classified`` False).
 * **Nothing but content tells variants apart.** Every variant is encoded with the same
   codec and settings (a ``recompress`` control with others, which is the point of
   it), and each episode writes its own fresh files of them, in an order drawn from
@@ -43,6 +45,7 @@ from vera_env.verification.strength.inodes import fresh_file
 from vera_env.verification.strength.mutants import mutant_candidates, mutant_kinds, window
 from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.reference import FORMAT_TRANSFORMS, Contents, Reference
+from vera_env.verification.strength.rewrites import probe_rewrites
 from vera_env.verification.strength.transforms import apply_control
 
 __all__ = ["Blob", "Classified", "Settings", "Variant", "VariantSet", "build_variants",
@@ -270,6 +273,15 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
             refuted.append(label)
         if len(controls) >= settings.controls:
             break
+    def keeps(variant: bytes) -> bool:
+        got = answer(variant)
+        return got is not None and same(base, got)
+    rewritten = [Blob(label, True, _encode(decoded, changed, False))
+                 for label, changed in probe_rewrites(name, content, reference, keeps,
+                                                      controls=settings.controls,
+                                                      seed=settings.seed)]
+    controls = _mixed(controls, rewritten, settings.controls)
+    varied = varied or bool(rewritten)
     mutants: list[Blob] = []
     kinds = 0
     for kind in mutant_kinds(name, content, seed=settings.seed,
@@ -337,6 +349,15 @@ def _control_candidates(name: str, content: bytes, settings: Settings,
         out.append((f"{name}:copy#{i}", content, False))
         i += 1
     return out
+
+
+def _mixed(declared: list[Blob], rewritten: list[Blob], n: int) -> list[Blob]:
+    """``n`` controls: the declared ones in order (the family's own first), with slots
+    left for the rewrites, identity copies last (a copy proves least)."""
+    real = [b for b in declared if ":copy#" not in b.label]
+    head = real[:max(0, n - len(rewritten))]
+    return [*head, *rewritten, *real[len(head):],
+            *(b for b in declared if ":copy#" in b.label)][:n]
 
 
 def _encode(decoded: Decoded, content: bytes, recompress: bool) -> bytes:

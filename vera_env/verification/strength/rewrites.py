@@ -1,0 +1,442 @@
+"""Answer-preserving rewrites of the records a question reads: probes for controls.
+
+Observed by a red team: every mutant edits or drops a record the question reads, while
+the controls of ``transforms`` only re-order records, drop *unread* ones, re-wrap lines
+or add comments. So anything computed from exactly the read records followed the
+answer: the md5 of the sorted values of the asked column earned verification on 23 of
+23 task types, the first 64 bytes of the sorted read rows on 13, a hash of the ids of
+the read rows on 12 of 13; a codebook read as a byte prefix earned because its only
+control appended a note. Only where a family's own control already rewrote the read
+records (ids renamed, QUAL re-scored, reads complemented) did such a hash die. A
+control has to rewrite the read records themselves and keep the answer:
+
+* ``complement_alleles``: the REF and ALT of about half the VCF's biallelic SNVs
+  complemented (``A>G`` written ``T>C``): a transition stays one, so does a
+  transversion, and no genotype moves;
+* ``transfer_values``: in a table, in every numeric column and every *group* of at
+  least eight (records equal in every column of few distinct values: species, arm,
+  status, label), ``d`` (a few units of the last decimal) moved between two values of
+  the group's top quarter, neither passing its largest value nor falling below the
+  quarter: each group's count, sum, mean, minimum, maximum and median are kept, and
+  anything decided below its top quarter (a Kaplan-Meier median); its sorted values
+  are not. Not the largest value itself: the reference checks the range of what it
+  averaged (measured: moving the maximum cost ``real.csv.cancer_mean`` a check);
+* ``reformat_numbers``: about half the positive decimals given a leading zero (``38.8``
+  -> ``038.8``): CSV/TSV fields and the VCF QUAL. Not ``1.50`` -> ``1.5``: the
+  reference sums two-decimal values in hundredths with ``tr -d .``, honest fixed-point
+  arithmetic that a changed number of decimals breaks (measured: it cost
+  ``tab.label_coding`` a check). Integers stay as they are: a code column (a status
+  ``1``, a label ``0``, the ``-999`` sentinel) is compared as a string by honest shell;
+* ``permute_values``: every numeric column's values permuted among the records of each
+  group: every order-free statistic of a group is kept, every record's fingerprint
+  changes;
+* ``rename_ids``: a table's id column (named ``id`` or ``*_id``, every value distinct)
+  and the VCF ID column rewritten;
+* ``reword_text``: a prose side file (``.txt``, ``.md``, a README) given a title line
+  and its aligned columns re-spaced: a prefix of its bytes changes, its words do not;
+* ``swap_homozygous`` (only where a family names it): about half the homozygous VCF
+  calls swapped (``0/0`` with ``1/1``): every sample's heterozygous calls are kept, the
+  genotypes a het count reads change; a trio's or a frequency's answer would not;
+* ``revcomp_records`` (only where a family names it): about half the FASTA records
+  reverse-complemented (case kept, wrapped at their width). A GC share keeps; a count
+  on both strands and a six-frame ORF keep too, but the reference checks the
+  forward-strand count, the ORF's strand and the sites' positions on the way, so it is
+  not probed by default (measured: it cost ``seq.motif_count``, ``seq.longest_orf``
+  and ``real.fasta.site_count`` checks). Re-phasing genotypes (``0/1`` as ``0|1``) was
+  dropped for the same reason: the reference counts phased and unphased calls apart.
+
+The first probe of a file applies its declared transforms and then every rewrite that
+applies to it, at once; where the reference confirms the answer, that one control
+re-orders, drops what is unread, comments, and rewrites ids, values and their format
+together. Only a quarter of the controls (one of the default four) are rewrites: the
+declared ones keep the other slots, each the death of a fingerprint of its own (a
+line count dies on an added comment, not on a rewrite: measured, a whole-file line
+count earned when rewrites took half the slots).
+
+None is assumed to keep any answer: each is a *probe*, tried on every file of a task
+that has a reference, and kept only where the reference's solver gives the same answer
+(a probe the solver contradicts is no family bug and is not reported). A probe can keep
+the solver's answer and still move a fact an honest analysis checks on the way (a
+per-cell total, a forward-strand count); a family lists the probes worth trying for
+such a file in ``Reference.rewriting`` (``()``: none). Columns are never re-ordered: the
+reference solutions read tables by position (``awk -F, '$2 == "Adelie" { print $6 }'``),
+and a correct positional analysis must keep earning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections import defaultdict
+from collections.abc import Callable
+
+from vera_env.verification.strength.reference import Reference, RewriteTransform
+from vera_env.verification.strength.transforms import (
+    apply_control,
+    file_format,
+    join_records,
+    split_records,
+)
+
+__all__ = ["apply_rewrite", "compose_rewrites", "probe_rewrites"]
+
+_NUMBER = re.compile(rb"-?\d+(?:\.\d+)?")
+_DECIMAL = re.compile(rb"\d+\.\d+")
+_HOMS = {b"0/0": b"1/1", b"1/1": b"0/0", b"0|0": b"1|1", b"1|1": b"0|0"}
+_SNV = re.compile(rb"[^\t]*\t[^\t]*\t[^\t]*\t[ACGTacgt]\t[ACGTacgt]\t")
+_CATEGORIES = 12
+"""A column with at most this many distinct values (and at most a quarter as many as
+records) is a group key: a species, an arm, a status, a label."""
+_PARSED = 0.9
+_GROUP = 8
+"""The least group ``transfer_values`` edits: its top quarter lies above its median."""
+_COMPLEMENT = bytes.maketrans(b"ACGTUMRWSYKVHDBNacgtumrwsykvhdbn",
+                              b"TGCAAKYWSRMBDHVNtgcaakywsrmbdhvn")
+_TITLES = (b"About these files", b"Notes", b"Data dictionary", b"Read me first")
+
+Table = tuple[bytes, list[bytes], list[list[bytes] | None]]
+"""(separator, column names, each record's fields or None where it is no table row)."""
+
+
+def probe_rewrites(name: str, content: bytes, reference: Reference,
+                   keeps: Callable[[bytes], bool], *, controls: int, seed: int
+                   ) -> list[tuple[str, bytes]]:
+    """(label, content) of the rewrites of a file that ``keeps`` (the reference: same
+    answer) accepts: a quarter of ``controls`` (at least one), within a few solver runs.
+    First everything at once (``rewrites``: the file's declared transforms, then every
+    rewrite that applies), then one rewrite at a time. Few, so that the declared
+    controls keep most slots: each dies a fingerprint of its own (a line count dies
+    on an added comment, not on a rewrite)."""
+    want = max(1, controls // 4)
+    runs = 3 * want + 2
+    kept: list[tuple[str, bytes]] = []
+    seen = {hashlib.sha256(content).digest()}
+    probes: list[str] = ["rewrites", *reference.rewrites_for(name)]
+    for attempt in range(want + 1):
+        for probe in probes[:]:
+            rng = random.Random(f"{seed}|{name}|{probe}|{attempt}")
+            changed = _everything(name, content, reference, rng) if probe == "rewrites" \
+                else apply_rewrite(probe, name, content, rng)  # type: ignore[arg-type]
+            if changed is None:
+                probes.remove(probe)  # not for this format
+                continue
+            digest = hashlib.sha256(changed).digest()
+            if digest in seen:
+                continue
+            seen.add(digest)
+            runs -= 1
+            if keeps(changed):
+                kept.append((f"{name}:{probe}#{len(kept)}", changed))
+            if len(kept) >= want or runs <= 0:
+                return kept
+    return kept
+
+
+def _everything(name: str, content: bytes, reference: Reference, rng: random.Random
+                ) -> bytes | None:
+    """The file's declared transforms (but ``recompress``), then every rewrite that
+    applies; None where no rewrite applies."""
+    out = content
+    for transform in reference.controls_for(name):
+        if transform != "recompress":
+            out = apply_control(transform, name, out, rng,
+                                reference.irrelevant.get(name)) or out
+    return compose_rewrites(reference.rewrites_for(name), name, out, rng)
+
+
+def compose_rewrites(transforms: tuple[RewriteTransform, ...], name: str, content: bytes,
+                     rng: random.Random) -> bytes | None:
+    """``content`` rewritten by every one of ``transforms`` that applies, in turn: one
+    control that rewrites everything at once (None if none applies)."""
+    out = content
+    for transform in transforms:
+        out = apply_rewrite(transform, name, out, rng) or out
+    return out if out != content else None
+
+
+def apply_rewrite(transform: RewriteTransform, name: str, content: bytes,
+                  rng: random.Random) -> bytes | None:
+    """``content`` rewritten by ``transform``, or None when it does not apply or would not
+    change the bytes.
+
+    Args:
+        transform: One of `vera_env.verification.strength.reference.REWRITE_TRANSFORMS`.
+        name: The file's workspace name (its format).
+        content: The decoded content.
+        rng: Draws (which records, which column, which amount).
+    """
+    if file_format(name) not in _APPLIES[transform]:
+        return None  # before splitting: a probe of every file must cost nothing here
+    split = split_records(name, content)
+    if split is None:
+        return None
+    header, records = split
+    changed = _REWRITES[transform](name, header, records, rng)
+    return changed if changed is not None and changed != content else None
+
+
+# ----- tables -----
+
+def _table(name: str, header: bytes, records: list[bytes]) -> Table | None:
+    """A CSV/TSV, or None (quoted fields are not split). Its columns are named by the
+    first line where that line has as many fields as the records (most of which must
+    have the same number); otherwise (a count line, no header) they have no names."""
+    if file_format(name) != "text" or not records:
+        return None
+    line = records[0].rstrip(b"\r\n")
+    sep = b"\t" if b"\t" in line else b"," if b"," in line else None
+    if sep is None:
+        return None
+    width = len(line.split(sep))
+    rows: list[list[bytes] | None] = []
+    for record in records:
+        fields = record.rstrip(b"\r\n").split(sep)
+        rows.append(fields if len(fields) == width and b'"' not in record else None)
+    if sum(r is not None for r in rows) < _PARSED * len(rows):
+        return None
+    names = header.rstrip(b"\r\n").split(sep)
+    return sep, names if len(names) == width else [b""] * width, rows
+
+
+def _rows_back(records: list[bytes], sep: bytes, rows: list[list[bytes] | None],
+               changed: set[int]) -> list[bytes]:
+    out = records[:]
+    for i in changed:
+        row = rows[i]
+        assert row is not None
+        out[i] = sep.join(row) + records[i][len(records[i].rstrip(b"\r\n")):]
+    return out
+
+
+def _is_id(name: bytes) -> bool:
+    lower = name.strip().lower()
+    return lower == b"id" or lower.endswith((b"_id", b" id"))
+
+
+def _layout(names: list[bytes], rows: list[list[bytes] | None]) -> tuple[list[int], list[int]]:
+    """(group key columns, numeric measure columns) of a table."""
+    present = [r for r in rows if r is not None]
+    keys, measures = [], []
+    for c, name in enumerate(names):
+        values = [r[c] for r in present]
+        distinct = len(set(values))
+        if distinct <= min(_CATEGORIES, max(2, len(values) // 4)):
+            keys.append(c)
+        elif not _is_id(name) and sum(bool(_NUMBER.fullmatch(v)) for v in values) \
+                >= _PARSED * len(values):
+            measures.append(c)
+    return keys, measures
+
+
+def _groups(rows: list[list[bytes] | None], keys: list[int], column: int
+            ) -> list[list[int]]:
+    """Record indices with a number in ``column``, by group (equal key columns)."""
+    by: dict[tuple[bytes, ...], list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        if row is not None and _NUMBER.fullmatch(row[column]):
+            by[tuple(row[k] for k in keys)].append(i)
+    return list(by.values())
+
+
+def _decimals(text: bytes) -> int:
+    point = text.find(b".")
+    return 0 if point < 0 else len(text) - point - 1
+
+
+def _transfer(name: str, header: bytes, records: list[bytes], rng: random.Random
+              ) -> bytes | None:
+    table = _table(name, header, records)
+    if table is None:
+        return None
+    sep, names, rows = table
+    keys, measures = _layout(names, rows)
+    changed: set[int] = set()
+    for column in measures:
+        for group in _groups(rows, keys, column):
+            if len(group) >= _GROUP:
+                changed.update(_move_inner(rows, group, column, rng))
+    return join_records(header, _rows_back(records, sep, rows, changed)) if changed else None
+
+
+def _move_inner(rows: list[list[bytes] | None], group: list[int], column: int,
+                rng: random.Random) -> tuple[int, ...]:
+    """A few units of the last decimal moved between two values of the group's top
+    quarter, its largest value excepted: neither passes the largest nor falls below the
+    quarter's edge, so the minimum, the maximum and every value from the quarter down
+    (the median) stay. The records changed; none if there is no room (ties)."""
+    order = sorted(group, key=lambda i: float(rows[i][column]), reverse=True)  # type: ignore[index]
+    q = len(order) // 4
+    texts = [rows[i][column] for i in order[:q + 2]]  # type: ignore[index]
+    places = max(_decimals(t) for t in texts[1:q + 1])
+    scaled = [round(float(t) * 10**places) for t in texts]
+    d = rng.randint(1, 3)
+    up = [i for i in range(1, q + 1) if scaled[i] + d <= scaled[0]]
+    down = [j for j in range(1, q + 1) if scaled[j] - d >= scaled[q + 1]]
+    pairs = [(i, j) for i in up for j in down if i != j]
+    if not pairs:
+        return ()
+    i, j = rng.choice(pairs)
+    rows[order[i]][column] = _scaled(scaled[i] + d, places)  # type: ignore[index]
+    rows[order[j]][column] = _scaled(scaled[j] - d, places)  # type: ignore[index]
+    return order[i], order[j]
+
+
+def _scaled(value: int, places: int) -> bytes:
+    """``value / 10**places`` written with ``places`` decimals, exactly."""
+    if places == 0:
+        return str(value).encode()
+    sign, digits = ("-" if value < 0 else ""), str(abs(value)).rjust(places + 1, "0")
+    return f"{sign}{digits[:-places]}.{digits[-places:]}".encode()
+
+
+def _permute(name: str, header: bytes, records: list[bytes], rng: random.Random
+             ) -> bytes | None:
+    table = _table(name, header, records)
+    if table is None:
+        return None
+    sep, names, rows = table
+    keys, measures = _layout(names, rows)
+    changed: set[int] = set()
+    for column in measures:
+        for group in _groups(rows, keys, column):
+            values = [rows[i][column] for i in group]  # type: ignore[index]
+            rng.shuffle(values)
+            for i, value in zip(group, values, strict=True):
+                row = rows[i]
+                assert row is not None
+                if row[column] != value:
+                    row[column] = value
+                    changed.add(i)
+    return join_records(header, _rows_back(records, sep, rows, changed)) if changed else None
+
+
+def _reformat(name: str, header: bytes, records: list[bytes], rng: random.Random
+              ) -> bytes | None:
+    fmt = file_format(name)
+    if fmt == "vcf":
+        out = [_edit_fields(r, b"\t", lambda c, f: _padded(f) if c == 5 and rng.random() < 0.5
+                            else f) for r in records]
+        return join_records(header, out)
+    table = _table(name, header, records)
+    if table is None:
+        return None
+    sep, _, rows = table
+    changed: set[int] = set()
+    for i, row in enumerate(rows):
+        for c, value in enumerate(row or ()):
+            if rng.random() < 0.5 and (new := _padded(value)) != value:
+                row[c] = new  # type: ignore[index]
+                changed.add(i)
+    return join_records(header, _rows_back(records, sep, rows, changed)) if changed else None
+
+
+def _padded(field: bytes) -> bytes:
+    """A positive decimal with a leading zero (``38.8`` -> ``038.8``); anything else
+    unchanged. Not a trailing zero: honest shell sums hundredths with ``tr -d .``."""
+    return b"0" + field if _DECIMAL.fullmatch(field) and not field.startswith(b"-") else field
+
+
+def _edit_fields(record: bytes, sep: bytes, edit: Callable[[int, bytes], bytes]) -> bytes:
+    body = record.rstrip(b"\r\n")
+    return sep.join(edit(c, f) for c, f in enumerate(body.split(sep))) + record[len(body):]
+
+
+def _rename_ids(name: str, header: bytes, records: list[bytes], rng: random.Random
+                ) -> bytes | None:
+    if file_format(name) == "vcf":
+        fresh = iter(rng.sample(range(10**6, 10**8), len(records)))
+        return join_records(header, [_edit_fields(
+            r, b"\t", lambda c, f: b"rs%d" % next(fresh) if c == 2 else f) for r in records])
+    table = _table(name, header, records)
+    if table is None:
+        return None
+    sep, names, rows = table
+    present = [r for r in rows if r is not None]
+    for c, column in enumerate(names):
+        values = [r[c] for r in present]
+        if not _is_id(column) or len(set(values)) != len(values):
+            continue
+        prefix = re.match(rb"\D*", values[0]).group() if values else b""  # type: ignore[union-attr]
+        width = max(len(v) - len(prefix) for v in values)
+        draws = iter(rng.sample(range(10 ** width, 10 ** (width + 1)), len(values)))
+        for row in present:
+            row[c] = prefix + str(next(draws)).encode()
+        changed = {i for i, r in enumerate(rows) if r is not None}
+        return join_records(header, _rows_back(records, sep, rows, changed))
+    return None
+
+
+# ----- VCF, FASTA, prose -----
+
+def _complement(name: str, header: bytes, records: list[bytes], rng: random.Random
+                ) -> bytes | None:
+    if file_format(name) != "vcf":
+        return None
+
+    def allele(c: int, field: bytes) -> bytes:
+        return field.translate(_COMPLEMENT) if c in (3, 4) else field
+    out = [_edit_fields(r, b"\t", allele) if _SNV.match(r) and rng.random() < 0.5 else r
+           for r in records]
+    return join_records(header, out)
+
+
+def _swap_homs(name: str, header: bytes, records: list[bytes], rng: random.Random
+               ) -> bytes | None:
+    if file_format(name) != "vcf":
+        return None
+
+    def call(c: int, field: bytes) -> bytes:
+        gt, colon, rest = field.partition(b":")
+        if c < 9 or gt not in _HOMS or rng.random() >= 0.5:
+            return field
+        return _HOMS[gt] + colon + rest
+    return join_records(header, [_edit_fields(r, b"\t", call) for r in records])
+
+
+def _revcomp(name: str, header: bytes, records: list[bytes], rng: random.Random
+             ) -> bytes | None:
+    if file_format(name) != "fasta" or not records:
+        return None
+    chosen = {i for i in range(len(records)) if rng.random() < 0.5} or {
+        rng.randrange(len(records))}
+    out = records[:]
+    for i in chosen:
+        title, _, body = records[i].partition(b"\n")
+        lines = body.splitlines()
+        width = max((len(line) for line in lines), default=0)
+        seq = b"".join(lines).translate(_COMPLEMENT)[::-1]
+        if not width:
+            continue
+        out[i] = title + b"\n" + b"".join(seq[j:j + width] + b"\n"
+                                          for j in range(0, len(seq), width))
+    return join_records(header, out)
+
+
+def _reword(name: str, header: bytes, records: list[bytes], rng: random.Random
+            ) -> bytes | None:
+    base = name.lower().rsplit("/", 1)[-1]
+    if file_format(name) != "text" or not (base.endswith((".txt", ".md"))
+                                          or base.startswith("readme")):
+        return None
+    lines = [header, *records]
+    respaced = [re.sub(rb"(?<=\S) {2,}(?=\S)", lambda m: b" " * rng.choice(
+        (2, 3, len(m.group()) + 1)), line) for line in lines]
+    return b"".join([rng.choice(_TITLES) + b"\n\n", *respaced])
+
+
+_REWRITES: dict[str, Callable[[str, bytes, list[bytes], random.Random], bytes | None]] = {
+    "complement_alleles": _complement,
+    "revcomp_records": _revcomp,
+    "swap_homozygous": _swap_homs,
+    "transfer_values": _transfer,
+    "reformat_numbers": _reformat,
+    "permute_values": _permute,
+    "rename_ids": _rename_ids,
+    "reword_text": _reword,
+}
+_APPLIES: dict[str, tuple[str, ...]] = {
+    "complement_alleles": ("vcf",), "swap_homozygous": ("vcf",), "revcomp_records": ("fasta",),
+    "transfer_values": ("text",), "permute_values": ("text",), "reword_text": ("text",),
+    "reformat_numbers": ("text", "vcf"), "rename_ids": ("text", "vcf"),
+}
