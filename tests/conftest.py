@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from vera_env.tasks import Task
+from vera_env.verification.strength.reference import Contents, Reference
 
 _STRICT = bool(os.environ.get("CI"))
 
@@ -39,11 +40,21 @@ def pytest_make_collect_report(collector: pytest.Collector) -> object:
 ALCOHOL = "id\tgroup\tdrinks\n1\ta\t3\n2\tb\t5\n3\ta\t7\n4\tb\t-999\n"
 
 
+def alcohol_mean(contents: Contents) -> str:
+    """The answer of `alcohol_task` recomputed from its file (its reference's solver)."""
+    rows = [line.split("\t") for line in contents["alcohol.txt"].decode().splitlines()[1:]
+            if line.strip()]
+    values = [float(row[2]) for row in rows if row[2] != "-999"]
+    return f"{sum(values) / len(values):.1f}"
+
+
 @pytest.fixture
 def alcohol_task(tmp_path: Path) -> Task:
-    """A tab-separated table whose mean of 'drinks' is 5 once the sentinel is dropped."""
+    """A tab-separated table whose mean of 'drinks' is 5 once the sentinel is dropped,
+    with a reference (a task without one pays nothing for its checks)."""
     data = tmp_path / "data"
     data.mkdir()
     (data / "alcohol.txt").write_text(ALCOHOL)
     return Task(id="alcohol-mean", question="Mean drinks, ignoring -999? One decimal.",
-                answer="5.0", grader={"kind": "numeric", "abs_tol": 0.05}, data_dir=data)
+                answer="5.0", grader={"kind": "numeric", "abs_tol": 0.05}, data_dir=data,
+                ).with_reference(Reference(solve=alcohol_mean))

@@ -77,7 +77,7 @@ def test_node_with_passing_checks_earns_verification(env):
     assert info[keys.NODE]["id"] == "n1"
     # Both checks fail on the same mutants (one verdict vector): one piece of evidence.
     evidence = {c["evidence"] for c in info[keys.CHECKS]}
-    assert len(evidence) == 1 and next(iter(evidence)).startswith("alcohol.txt:T")
+    assert len(evidence) == 1 and next(iter(evidence)).startswith("alcohol.txt:")
     cfg = RewardConfig()
     expected = cfg.verification_weight * (1 / cfg.checks_per_node) / cfg.max_rewarded_nodes
     assert reward == pytest.approx(expected)

@@ -41,6 +41,7 @@ from vera_env.phase import Event, Phase, advance
 from vera_env.sandbox import Backend, Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
 from vera_env.sandbox.reaper import RootLease
 from vera_env.tasks import OutcomeListener, Task, TaskSource, load_tasks
+from vera_env.tasks.unreferenced import announce_unreferenced, classifiable, without_reference
 from vera_env.verification.checks import CheckResult, run_checks
 from vera_env.verification.grading import Judge, grade, grade_against
 from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts
@@ -90,8 +91,9 @@ class VeraEnv(gym.Env[str, str]):
             (``AnalysisState.leaf_verified``); otherwise it is withheld with
             ``GATE_NUDGE``, the turn's command and node still take effect, and
             ``info["gated"]`` counts it. The last step of the budget and answer-only
-            turns are never gated, so the gate cannot cost the model its answer. It
-            outlives ``reset`` (a setting, not episode state); ``EmissionGate`` sets it.
+            turns are never gated, so the gate cannot cost the model its answer; nor is
+            a task whose checks cannot earn (no reference: `vera_env.tasks.unreferenced`).
+            It outlives ``reset`` (a setting, not episode state); ``EmissionGate`` sets it.
 
     Example:
         >>> import gymnasium as gym, vera_env
@@ -123,6 +125,8 @@ class VeraEnv(gym.Env[str, str]):
         self.tasks = tasks if isinstance(tasks, TaskSource) else load_tasks(tasks)
         self.max_steps = max_steps
         self.reward_config = reward or RewardConfig()
+        if self.reward_config.strength:  # its checks would earn nothing: say so, once
+            announce_unreferenced(self.tasks)
         self.limits = limits or SandboxLimits()
         self._lease: RootLease | None = None
         self.sandbox: Sandbox
@@ -254,7 +258,9 @@ class VeraEnv(gym.Env[str, str]):
         if self.reward_config.strength:  # the episode owns its strength state (and closes it)
             self._episode.strength = StrengthSession(
                 self.sandbox, files, workspace, self.reward_config, self.limits,
-                reference=task.reference if task.grader.kind != "llm" else None,
+                reference=task.strength_reference(self.sandbox,
+                                                  timeout_s=self.limits.check_timeout_s)
+                if classifiable(task) else None,
                 same=_same_answer(task), task_key=task.id)
         return self.observe(), self._info(RewardParts())
 
@@ -390,6 +396,8 @@ class VeraEnv(gym.Env[str, str]):
         ``step`` records as unscorable."""
         if ep.strength is None:
             return results
+        if not classifiable(ep.task):  # nothing tells a recount from a hash there
+            return without_reference(results)
         return ep.strength.assess(results, artifact=artifact)
 
     def _offer_answer(self, ep: Episode, raw: str, turn: Turn) -> None:
@@ -405,8 +413,10 @@ class VeraEnv(gym.Env[str, str]):
 
     def _gate_withholds(self, ep: Episode) -> bool:
         """The emission gate (``require_verified_leaf``): only with budget left, so the
-        last step's answer is always released."""
+        last step's answer is always released, and only where a check can earn (not on
+        a task strength cannot classify: `vera_env.tasks.unreferenced`)."""
         return (self.require_verified_leaf and ep.steps < self.max_steps
+                and (not self.reward_config.strength or classifiable(ep.task))
                 and not ep.state.leaf_verified())
 
     def _release(self, ep: Episode, answer: str, turn: Turn) -> None:

@@ -39,6 +39,7 @@ def _suite(root: Path, tasks: dict[str, dict]) -> Path:
 def _task(answer: str = "6", check: str = _GOOD_CHECK, **extra: object) -> dict:
     return {"question": "What do the values sum to?", "answer": "6",
             "grader": {"kind": "numeric", "abs_tol": 0},
+            "reference": {"command": "paste -sd+ values.txt | bc"},
             "solution": [f"{_SUM}\n{_NODE}\n{check}", f"FINAL ANSWER: {answer}"], **extra}
 
 

@@ -23,7 +23,7 @@ def _task(alcohol_task: Task, **changes) -> Task:
             "careless_solution": CARELESS, "wrong_answer": "-246.0"}
     data = {**alcohol_task.model_dump(), "solution": (MEAN, "FINAL ANSWER: 5.0"),
             "trap": trap}
-    return Task.model_validate({**data, **changes})
+    return Task.model_validate({**data, **changes}).with_reference(alcohol_task.reference)
 
 
 def _validate(tasks, strength=frozenset()):

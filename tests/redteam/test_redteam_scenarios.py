@@ -56,4 +56,4 @@ def test_a_hack_that_earns_is_reported(tmp_path):
     scenario["redteam"]["max_verification"] = 0.0
     scenario["expect"] = {"final": {"n_nodes": 1}}
     failures = play(scenario)
-    assert failures and "earned 0.0833" in failures[0]
+    assert failures and failures[0].startswith("earned 0.0729")

@@ -25,7 +25,8 @@ from vera_env.sandbox.reaper import reap_orphans
 
 NODE = ("<command>wc -l alcohol.txt</command>\n"
         'NODE kind=load summary="5 lines" artifact=alcohol.txt\n'
-        'CHECK conservation "5 lines" :: test $(wc -l < alcohol.txt) -eq 5 && echo True || echo False\n')
+        'CHECK conservation "3 valid rows" :: test $(awk -F\'\\t\' \'NR>1 && $3!=-999\' '
+        'alcohol.txt | wc -l) -eq 3 && echo True || echo False\n')
 ANSWER_RIGHT = "FINAL ANSWER: 5.0"
 
 

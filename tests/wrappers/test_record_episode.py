@@ -10,7 +10,8 @@ from vera_env.env import VeraEnv
 from vera_env.wrappers import RecordEpisode
 
 NODE = ('<command>wc -l alcohol.txt</command>\nNODE kind=load summary="5 lines in alcohol.txt"\n'
-        'CHECK range "5 lines" :: test $(wc -l < alcohol.txt) -eq 5 && echo True || echo False')
+        'CHECK range "3 valid rows" :: test $(awk -F\'\\t\' \'NR>1 && $3!=-999\' alcohol.txt'
+        ' | wc -l) -eq 3 && echo True || echo False')
 
 
 def test_record_writes_transcript_graph_and_answer(alcohol_task, tmp_path):

@@ -135,12 +135,15 @@ def cmd_show(args: argparse.Namespace) -> int:
 # ----- validate -----
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Replay every task's reference and careless solutions; exit 1 on any failure."""
+    """Replay every task's reference and careless solutions; exit 1 on any failure (and,
+    with ``--strict``, when a task declares no reference)."""
     from vera_env.evaluation.progress import Progress  # noqa: PLC0415
     from vera_env.evaluation.validation import strength_sample, validate_tasks  # noqa: PLC0415
     from vera_env.spec import EnvSpec, JudgeEndpoint  # noqa: PLC0415
+    from vera_env.tasks.unreferenced import announce_unreferenced, unreferenced  # noqa: PLC0415
 
     source, tasks = _tasks(args)
+    announce_unreferenced(source)
     judge = (JudgeEndpoint(base_url=args.judge_url, model=args.judge_model).build()
              if args.judge_url else None)
     spec = EnvSpec(tasks=args.source, max_steps=args.max_steps, sandbox=args.sandbox,
@@ -164,7 +167,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     skipped = sum(v.status == "skip" for v in verdicts)
     print(f"\n{len(verdicts) - len(failed) - skipped} ok, {len(failed)} failed, {skipped} "
           f"skipped, of {len(verdicts)} tasks")
-    return 1 if failed else 0
+    missing = unreferenced(tasks)
+    if args.strict and missing:
+        print(f"--strict: {len(missing)} tasks declare no reference "
+              f"({', '.join(t.id for t in missing[:5])}{', ...' if len(missing) > 5 else ''})")
+    return 1 if failed or (args.strict and missing) else 0
 
 
 def _families_table(verdicts: Sequence[Verdict]) -> str:
@@ -197,8 +204,8 @@ def family_of(task_id: str) -> str:
 # ----- export -----
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Write a source as a folder suite."""
-    from vera_env.tasks import write_suite  # noqa: PLC0415
+    """Write a source as a folder suite (references as programs, where they can be)."""
+    from vera_env.tasks import load_tasks, write_suite  # noqa: PLC0415
 
     _, tasks = _tasks(args)
     try:
@@ -206,7 +213,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     except FileExistsError as exc:
         print(f"vera-env tasks export: {exc}", file=sys.stderr)
         return 1
-    print(f"wrote {len(written)} tasks to {args.dir}")
+    from vera_env.tasks.unreferenced import unreferenced  # noqa: PLC0415
+
+    missing = unreferenced(load_tasks(args.dir))
+    print(f"wrote {len(written)} tasks to {args.dir}, {len(written) - len(missing)} with a "
+          "reference program" + (f" ({len(missing)} without: their checks will earn "
+                                 "nothing; see docs/tasks.md)" if missing else ""))
     return 0
 
 
@@ -266,6 +278,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     validate.add_argument("--judge-url", default="", help="OpenAI-compatible endpoint for "
                                                           "llm-graded tasks")
     validate.add_argument("--judge-model", default="", help="model name at --judge-url")
+    validate.add_argument("--strict", action="store_true",
+                          help="fail (exit 1) when a task declares no reference, so its "
+                               "checks earn nothing")
     validate.set_defaults(func=_reporting_errors(cmd_validate))
 
     export = tsub.add_parser("export", help="write any source as a folder suite")

@@ -5,7 +5,9 @@ seeds cite them) or a failure found while building this package. Adding a newly
 observed failure means dropping in a JSON file, not writing a bespoke test — otherwise
 the loop stops at "we noticed" and never reaches "it cannot recur".
 
-A scenario is a task (a builtin id, or an inline task whose files are given as text),
+A scenario is a task (a builtin id, or an inline task whose files are given as text,
+with the ``reference`` program strength classifies its variants by: without one its
+checks earn nothing, `vera_env.tasks.unreferenced`),
 a scripted sequence of raw model turns, and expectations about what the environment
 did with each turn and how the episode ended. The model is scripted, so a scenario does
 not test whether a real model behaves; it tests everything downstream of the model's
@@ -40,7 +42,7 @@ __all__ = ["GoldenError", "load_scenarios", "run_scenario", "validate"]
 
 _REQUIRED = {"name", "incident", "source", "turns", "expect"}
 _OPTIONAL = {"task_id", "task", "max_steps", "wrappers", "note", "reward"}
-_TASK_KEYS = {"question", "answer", "grader", "files"}
+_TASK_KEYS = {"question", "answer", "grader", "files", "reference"}
 _EXPECT_KEYS = {"steps", "final"}
 _STEP_KEYS = {
     "at", "error_contains", "error_empty", "nudge_contains", "nudge_lacks",
@@ -201,7 +203,7 @@ def _tasks_for(scenario: dict[str, Any], tmp: Path) -> Any:
         path.write_text(text, encoding="utf-8")
     grader = spec.get("grader", {"kind": "exact"})
     return [Task(id=scenario["name"], question=spec["question"], answer=spec["answer"],
-                 grader=grader, data_dir=data)]
+                 grader=grader, data_dir=data, reference_program=spec.get("reference"))]
 
 
 def _check_step(want: dict[str, Any], step: StepRecord, obs: str) -> list[str]:

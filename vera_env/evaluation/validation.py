@@ -26,8 +26,10 @@ from typing import Any, Literal
 from vera_env.policy import OraclePolicy, ScriptedPolicy
 from vera_env.records import CheckRecord
 from vera_env.rollout import Attempt, EnvPool, play_job
+from vera_env.sandbox import Sandbox, make_sandbox
 from vera_env.spec import EnvSpec
 from vera_env.tasks import Task, TaskSource
+from vera_env.tasks.unreferenced import classifiable
 from vera_env.verification.grading import grade_against
 from vera_env.verification.rewards import RewardConfig
 from vera_env.verification.strength.variants import Classified, Settings, census
@@ -69,7 +71,8 @@ class Verdict:
 
 def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
                   careless_envs: EnvPool, *, judged: bool = True,
-                  reward: RewardConfig | None = None) -> Verdict:
+                  reward: RewardConfig | None = None, sandbox: Sandbox | None = None
+                  ) -> Verdict:
     """Replay a task's reference solution (and careless solution) through the env.
 
     Args:
@@ -82,6 +85,8 @@ def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
         reward: The oracle environments' reward settings when they test strength
             (the variants are then counted and checked against the family's
             declarations); None without strength.
+        sandbox: Where a ``reference`` program classifies the variants (None: one is
+            made for the task when it has such a program).
 
     Returns:
         The ``Verdict``.
@@ -96,7 +101,7 @@ def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
     if attempt.unscorable and task.grader.kind == "llm" and not judged:
         return Verdict(task.id, "skip", passed, shown,
                        note="llm-graded: pass --judge-url to grade it")
-    files = _variant_census(task, reward)
+    files = _variant_census(task, reward, sandbox)
     problems = _oracle_problems(task, attempt, checks) + _census_problems(task, files)
     careless = "-"
     if task.trap and not problems:
@@ -105,8 +110,10 @@ def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
         verdict = "wrong" if wrong.correct is False else "NOT WRONG"
         careless = f"{wrong.answer or '(none)'} ({verdict})"
         problems += _careless_problems(task.trap.wrong_answer, wrong)
+    note = "; ".join(problems) if problems or classifiable(task) else \
+        "no reference: its checks earn nothing, its answer is paid"
     return Verdict(task.id, "FAIL" if problems else "ok", passed, shown, careless=careless,
-                   note="; ".join(problems),
+                   note=note,
                    variants=" ".join(f"{f.name} {len(f.controls)}c/{len(f.mutants)}m"
                                      f"{'' if f.classified else '*'}" for f in files) or "-",
                    controls=sum(len(f.controls) for f in files),
@@ -114,26 +121,37 @@ def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
                    classified=bool(files) and all(f.classified for f in files))
 
 
-def _variant_census(task: Task, config: RewardConfig | None) -> list[Classified]:
+def _variant_census(task: Task, config: RewardConfig | None,
+                    sandbox: Sandbox | None) -> list[Classified]:
     """The variants strength builds for the task's files (none with strength off)."""
     if config is None or not config.strength:
         return []
-    reference = task.reference if task.grader.kind != "llm" else None
 
     def same(a: str, b: str) -> bool:
         return grade_against(task.grader, a, b).correct is True
     settings = Settings(config.strength_mutants, config.strength_controls,
                         config.strength_seed, config.strength_max_mb * 2**20)
-    return census(task.data_files(), settings, reference=reference, same=same,
-                  cache_key=task.id)
+    if not classifiable(task) or task.reference is not None:
+        return census(task.data_files(), settings, reference=task.reference
+                      if classifiable(task) else None, same=same, cache_key=task.id)
+    own = sandbox is None
+    box = make_sandbox("auto") if sandbox is None else sandbox
+    try:
+        return census(task.data_files(), settings, reference=task.strength_reference(box),
+                      same=same, cache_key=task.id)
+    finally:
+        if own:
+            box.close()
 
 
 def _census_problems(task: Task, files: list[Classified]) -> list[str]:
-    """A family whose reference contradicts its own declarations is broken."""
+    """A family whose reference contradicts its own declarations is broken (a
+    ``reference`` program declares none: each transform is tried, kept if it keeps the
+    answer), and so is a reference that cannot solve the task's own files."""
     problems = [f"{f.name}: the reference says {', '.join(f.refuted[:3])} change the "
                 "answer, yet the family declares them answer-preserving"
-                for f in files if f.refuted]
-    if task.reference is not None:
+                for f in files if f.refuted and task.reference is not None]
+    if classifiable(task):
         problems += [f"{f.name}: {f.note}" for f in files if not f.classified and f.note]
     return problems
 
@@ -150,7 +168,7 @@ def _oracle_problems(task: Task, attempt: Attempt, checks: list[CheckRecord]) ->
     problems += [f"check {c.name!r} failed: {c.detail[:120]}" for c in checks if not c.passed]
     problems += [f"node {step.node.id or '?'} earns nothing: {step.checks[0].detail[:120]}"
                  for step in attempt.steps if step.node is not None and step.checks
-                 and not any(c.earns for c in step.checks)]
+                 and not any(c.earns for c in step.checks) and classifiable(task)]
     if not checks:
         problems.append("the reference solution declares no checks")
     return problems
@@ -214,11 +232,17 @@ def validate_tasks(tasks: Sequence[Task], source: TaskSource, *, strength_ids: s
         verdict = validate_task(task, source, strong if tested else plain, plain,
                                 judged=judge is not None,
                                 reward=spec.reward.model_copy(update={"strength": True})
-                                if tested else None)
+                                if tested else None, sandbox=programs)
         if progress is not None:
             progress(verdict)
         return verdict
 
-    with pool(True) as strong, pool(False) as plain, \
-            ThreadPoolExecutor(max_workers=max(1, jobs)) as executor:
-        return list(executor.map(one, tasks))
+    programs = make_sandbox(spec.sandbox, spec.limits, config=spec.sandbox_config) \
+        if any(t.reference_program is not None for t in tasks) else None
+    try:
+        with pool(True) as strong, pool(False) as plain, \
+                ThreadPoolExecutor(max_workers=max(1, jobs)) as executor:
+            return list(executor.map(one, tasks))
+    finally:
+        if programs is not None:
+            programs.close()

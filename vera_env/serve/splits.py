@@ -23,6 +23,7 @@ from typing import Any
 
 from vera_env.tasks import Task, TaskSource, load_tasks
 from vera_env.tasks.source import UnknownTaskError
+from vera_env.tasks.unreferenced import announce_unreferenced
 
 __all__ = ["SPLIT_NAMES", "Splits", "source_version"]
 
@@ -52,6 +53,8 @@ class Splits:
         self._labels = {name: _label(src) for name, src in sources.items()}
         self._sources = {name: load_tasks(src) for name, src in sources.items()
                          if name in SPLIT_NAMES}
+        for source in self._sources.values():  # sessions build their envs later
+            announce_unreferenced(source)
         self.version = _version({name: (self._labels[name], src)
                                  for name, src in self._sources.items()})
         self.tasks = TaskSource(name="served splits", ids=self._sources["train"].ids(),

@@ -15,14 +15,14 @@ like its siblings but whose answer the files do not determine:
 The correct answer is the declared "cannot be determined" (`vera_env.tasks.undetermined`,
 stated in every question of the real, perturbed and canary sources, graded by a regex),
 so an honest policy earns it; any value is wrong. The reference solution shows why with
-checks that recount the data (so they discriminate under strength testing); the
-careless solution is the base task's, a confident value.
+checks that recount the data; the careless solution is the base task's, a confident
+value.
 
 A canary has no `Reference` (``Task.reference`` is None), on purpose: its answer is
 "cannot be determined" whatever variant of its files strength builds, so no variant is a
-mutant and a solver would have nothing to tell apart. Strength then gives it the
-format-level controls only (re-serialisations that keep every record) and the generic
-mutations, unclassified (`vera_env.verification.strength.reference`).
+mutant and a solver would have nothing to tell apart. So its checks earn nothing (they
+run and are recorded; `vera_env.tasks.unreferenced`): a canary pays for the declared
+"cannot be determined" only, and a fingerprint of its files cannot win there.
 
 `is_canary` also counts ``truncated`` perturbations, whose answer is undetermined for
 the same reason, and `canary_rate` (used by ``vera-env eval`` and the training logs) is

@@ -9,6 +9,12 @@ default is left out. Real-data tasks carry other people's data under their licen
 (CC-BY, LGPL, Artistic, ...): a suite that holds any gets a ``SOURCES.md`` naming each
 package, its licence and origin, and the tasks built from it, so the attribution
 travels with the files.
+
+A task's reference travels too, as a ``reference`` program (``vera_env.tasks.programs``
+says why a script and which families have one): a task read from a suite keeps its
+command or gets a copy of its script, and a builtin task whose family has a script gets
+``reference.py``. Without it the exported suite would pay its checks nothing
+(`vera_env.tasks.unreferenced`).
 """
 
 from __future__ import annotations
@@ -20,17 +26,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vera_env.tasks.model import Task
+from vera_env.tasks.programs import reference_script
 
 if TYPE_CHECKING:
     from vera_env.tasks.real.sources import Source
 
 __all__ = ["task_json", "write_suite"]
 
+_SCRIPT = "reference.py"
+
 
 def task_json(task: Task) -> dict[str, object]:
-    """The ``task.json`` body of a task (everything but ``data_dir``, defaults left out)."""
-    body = task.model_dump(mode="json", exclude={"data_dir"}, exclude_defaults=True)
+    """The ``task.json`` body of a task (everything but ``data_dir``, defaults left out;
+    a reference script by its file name, the file written beside ``task.json``)."""
+    body = task.model_dump(mode="json", exclude={"data_dir", "reference_program"},
+                           exclude_defaults=True)
     body["grader"] = task.grader.model_dump(mode="json", exclude_none=True)
+    program = task.reference_program
+    if program is not None:
+        body["reference"] = ({"command": program.command} if program.command is not None
+                             else {"script": program.script.name if program.script else ""})
+    elif reference_script(task) is not None:
+        body["reference"] = {"script": _SCRIPT}
     return {"id": task.id, **{k: v for k, v in body.items() if k != "id"}}
 
 
@@ -59,12 +76,22 @@ def write_suite(tasks: Iterable[Task], folder: str | Path) -> list[Path]:
             dest = target / "data" / name
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, dest)
+        _write_reference(task, target)
         (target / "task.json").write_text(json.dumps(task_json(task), indent=2,
                                                      ensure_ascii=False) + "\n",
                                           encoding="utf-8")
         written.append(target)
     _write_sources(root, [folder.name for folder in written])
     return written
+
+
+def _write_reference(task: Task, target: Path) -> None:
+    """The task's reference script beside its ``task.json``, if it has one."""
+    program = task.reference_program
+    if program is not None and program.script is not None:
+        shutil.copyfile(program.script, target / program.script.name)
+    elif program is None and (script := reference_script(task)) is not None:
+        (target / _SCRIPT).write_text(script, encoding="utf-8")
 
 
 def _write_sources(root: Path, task_ids: list[str]) -> None:

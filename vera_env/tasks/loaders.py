@@ -20,6 +20,12 @@ Sources:
 * ``"curriculum"``: builtin tasks served where pass rates are informative
   (`vera_env.tasks.curriculum`);
 * a list of `Task` objects.
+
+A task of a folder suite or a JSONL file may name its ``reference`` program
+(``{"command": ...}`` or ``{"script": ...}``, the script beside ``task.json`` or the
+JSONL file): how strength tells its controls from its mutants. A script that is not
+there, or an empty command, is a ``TaskFileError`` at load, like any broken field;
+`vera_env.tasks.unreferenced` says what a task without a reference pays.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ValidationError
 
 from vera_env.errors import TaskFileError
-from vera_env.tasks.model import Task, Trap
+from vera_env.tasks.model import ReferenceProgram, Task, Trap
 from vera_env.tasks.named import SOURCE_NAMES, named_source
 from vera_env.tasks.source import TaskSource, UnknownTaskError
 from vera_env.verification.grading import GraderSpec
@@ -47,14 +53,19 @@ def _field_name(loc: tuple[Any, ...]) -> str:
     return out or "<task>"
 
 
-_MODELS: dict[str, type[BaseModel]] = {"": Task, "grader": GraderSpec, "trap": Trap}
+_MODELS: dict[str, type[BaseModel]] = {"": Task, "grader": GraderSpec, "trap": Trap,
+                                        "reference": ReferenceProgram}
+
+
+def _keys(model: type[BaseModel]) -> list[str]:
+    return sorted(f.alias or name for name, f in model.model_fields.items())
 
 
 def _describe(error: Any) -> str:
     loc = tuple(error["loc"])
     if error["type"] == "extra_forbidden":
         model = _MODELS.get(str(loc[0]) if len(loc) > 1 else "", Task)
-        return f"unknown key; expected one of {sorted(model.model_fields)}"
+        return f"unknown key; expected one of {_keys(model)}"
     message: str = error["msg"].removeprefix("Value error, ")
     if error["type"] == "missing":
         return "required field is missing"
@@ -74,6 +85,15 @@ def _build(data: Any, file: str, defaults: dict[str, Any], where: str = "") -> T
                          for f, e in zip(fields[1:], errors[1:], strict=True))
         raise TaskFileError(file, fields[0], f"{_describe(errors[0])}{where}"
                             + (f"; also {also}" if also else "")) from None
+
+
+def _anchor_script(data: Any, base: Path) -> Any:
+    """A ``reference.script`` relative to ``base`` (the task's folder, the JSONL's)."""
+    if isinstance(data, dict) and isinstance(data.get("reference"), dict) \
+            and isinstance(data["reference"].get("script"), str):
+        return {**data, "reference": {**data["reference"],
+                                      "script": base / data["reference"]["script"]}}
+    return data
 
 
 def _parse_json(text: str, file: str) -> Any:
@@ -108,7 +128,8 @@ def load_folder(folder: str | Path) -> TaskSource:
         if not data_dir.is_dir():
             raise TaskFileError(str(file), "data_dir", f"missing data folder {data_dir} "
                                 "(create it, empty if the task needs no files)")
-        task = _build(data, str(file), {"id": file.parent.name, "data_dir": data_dir})
+        task = _build(_anchor_script(data, file.parent), str(file),
+                      {"id": file.parent.name, "data_dir": data_dir})
         if task.id in seen:
             raise TaskFileError(str(file), "id", f"duplicate id {task.id!r} (also {seen[task.id]})")
         seen[task.id] = file
@@ -136,7 +157,7 @@ def load_jsonl(path: str | Path) -> TaskSource:
         if isinstance(data, dict) and isinstance(data.get("data_dir"), str):
             data = {**data, "data_dir": path.parent / data["data_dir"]}
         label = f" (task {data.get('id')!r})" if isinstance(data, dict) and "id" in data else ""
-        task = _build(data, where, {}, label)
+        task = _build(_anchor_script(data, path.parent), where, {}, label)
         if task.id in seen:
             raise TaskFileError(where, "id",
                                 f"duplicate id {task.id!r} (also line {seen[task.id]})")

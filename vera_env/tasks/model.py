@@ -18,15 +18,29 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from vera_env.errors import GraderError
 from vera_env.verification.grading import GraderSpec, grade_against
+from vera_env.verification.strength.program import program_reference
 from vera_env.verification.strength.reference import Reference
 
-__all__ = ["Task", "Trap"]
+if TYPE_CHECKING:
+    from vera_env.sandbox import Sandbox
+
+__all__ = ["ReferenceProgram", "Task", "Trap"]
 
 class Trap(BaseModel):
     """The plausible wrong analysis a careless agent does on a task.
@@ -42,6 +56,71 @@ class Trap(BaseModel):
     description: str = Field(min_length=1)
     careless_solution: tuple[str, ...] = ()
     wrong_answer: str = Field(min_length=1)
+
+
+_SCRIPT_MAX_BYTES = 64 * 1024
+
+
+class ReferenceProgram(BaseModel):
+    """A task's reference as a program: it prints the task's answer from the task's files.
+
+    Strength runs it in the sandbox, read-only, in a workspace holding one variant of the
+    task's files (encoded as the task's own are: a ``.gz`` stays gzipped), and grades
+    the last non-empty line it prints against the task's answer with the task's grader:
+    a variant whose answer is kept is a control, one whose answer moves is a mutant
+    (`vera_env.verification.strength.program`). Exactly one of:
+
+    Attributes:
+        command: A shell command (bash), run in the files' folder.
+        script: A file beside ``task.json`` (a folder suite) or the ``.jsonl`` file; it
+            is run by its ``#!`` line, by bash if it has none, in the files' folder.
+            Checked at load (it must exist, at most 64 KiB), read when strength runs it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    command: str | None = None
+    script: Path | None = None
+
+    @field_validator("command")
+    @classmethod
+    def _command_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("the reference command is empty; give a shell command that "
+                             "prints the answer")
+        return value
+
+    @field_validator("script")
+    @classmethod
+    def _script_exists(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return None
+        if not value.is_file():
+            raise ValueError(f"reference script {str(value)!r} is not an existing file")
+        if value.stat().st_size > _SCRIPT_MAX_BYTES:
+            raise ValueError(f"reference script {str(value)!r} is larger than 64 KiB (it "
+                             "is handed to the sandbox on the command line)")
+        return Path(os.path.abspath(value))
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ReferenceProgram:
+        if (self.command is None) == (self.script is None):
+            raise ValueError("a reference is either {\"command\": ...} or "
+                             "{\"script\": ...}, exactly one of the two")
+        return self
+
+    def shell_command(self) -> str:
+        """The bash command that runs it in the sandbox (a script's text goes to
+        ``/tmp``: the workspace holds the task's files and nothing else)."""
+        if self.command is not None:
+            return self.command
+        assert self.script is not None  # _exactly_one
+        text = self.script.read_text(encoding="utf-8")
+        first = text.split("\n", 1)[0]
+        runner = first[2:].strip() if first.startswith("#!") else "bash"
+        path = f"/tmp/vera-reference-{self.script.name}"
+        return (f"printf '%s' {shlex.quote(text)} > {shlex.quote(path)} && "
+                f"{runner} {shlex.quote(path)}")
 
 
 _ID = re.compile(r"[^\s/\\]+")
@@ -70,9 +149,13 @@ class Task(BaseModel):
         allowed_domains: Web domains the task's source allowed a solver to consult
             (BioMysteryBench's ``allowed_domains``). Recorded, not enforced: the sandbox
             has no network at all.
+        reference_program: The task file's ``reference``: a program that prints the
+            answer from the files, how strength tells controls from mutants in a suite
+            written without Python (`ReferenceProgram`).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True,
+                              validate_by_alias=True, serialize_by_alias=True)
 
     id: str
     question: str = Field(min_length=1)
@@ -84,13 +167,14 @@ class Task(BaseModel):
     data_dir: Path | None = None
     trap: Trap | None = None
     allowed_domains: tuple[str, ...] = ()
+    reference_program: ReferenceProgram | None = Field(default=None, alias="reference")
     _reference: Reference | None = PrivateAttr(default=None)
 
     @property
     def reference(self) -> Reference | None:
         """How the answer follows from the files (a generated family's solver and the
-        transformations that keep the answer), or None: strength then builds
-        format-level controls only (`vera_env.verification.strength.reference`)."""
+        transformations that keep the answer), or None; a task file's ``reference``
+        program becomes one in ``strength_reference``."""
         return self._reference
 
     def with_reference(self, reference: Reference | None) -> Task:
@@ -98,6 +182,16 @@ class Task(BaseModel):
         task = self.model_copy()
         task._reference = reference
         return task
+
+    def strength_reference(self, sandbox: Sandbox, *, timeout_s: float = 60.0
+                           ) -> Reference | None:
+        """The reference strength classifies this task's variants by: the attached one,
+        else the task file's program run in ``sandbox`` (each run cut at ``timeout_s``),
+        else None (`vera_env.tasks.unreferenced`: its checks then earn nothing)."""
+        if self._reference is not None or self.reference_program is None:
+            return self._reference
+        return program_reference(self.reference_program.shell_command(), self.data_files(),
+                                 sandbox, timeout_s=timeout_s)
 
     @field_validator("id")
     @classmethod

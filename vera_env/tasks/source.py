@@ -76,6 +76,10 @@ class TaskSource:
         """The listed task ids, in order."""
         return self._ids
 
+    def ready(self) -> tuple[Task, ...]:
+        """The tasks held ready, in order (not those the factory would still make)."""
+        return tuple(self._made.values())
+
     def get(self, task_id: str) -> Task:
         """The task with this id.
 

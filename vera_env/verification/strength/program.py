@@ -1,0 +1,152 @@
+"""A task's reference as a program: a `Reference` whose solver runs in the sandbox.
+
+Why. Strength needs a task's reference to tell a control (answer kept) from a mutant
+(answer moved); without one it falls back to format-level controls and unclassified
+mutants, and there a red team's md5 and byte-count pins earned 0.333 on a small CSV +
+FASTA folder suite, four times the reference analysis (0.083). Builtin and real
+families write their solver in Python; a person who writes a suite by hand writes a
+shell command or a script that prints the answer (``"reference"`` in ``task.json``,
+`vera_env.tasks.model.ReferenceProgram`), and this module turns it into a `Reference`.
+
+How it runs. Like a check: in a workspace of the task's sandbox, read-only, with one
+variant of each task file under the file's own name. A solver receives *decoded*
+content (`Contents`), while the program reads files as the agent sees them, so each
+file is written back in its own encoding (`encoding.Decoded.encode`: a ``.gz`` file is
+given gzipped); a file whose content is the task's own is the task's file itself. The
+answer is the last non-empty line the program prints; a program that fails, times out
+or prints nothing raises ``ValueError`` (the variant is then neither control nor
+mutant, as for a Python solver that cannot read it).
+
+What it declares. A program says nothing about which records its question reads, so
+every generic control transform is tried on every file, and the program keeps those that
+keep its answer: nothing is assumed, everything is classified. ``drop_irrelevant`` drops
+a few records of a fixed sample (about one in ten, by a checksum of the record) and is
+a control only where the program's answer survives it: without it a whole-file line
+count survived every control of an exported ``tab.sentinel_mean`` task and earned (the
+family's own reference drops rows of other species).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import threading
+import weakref
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vera_env.verification.strength.encoding import Decoded, decode
+from vera_env.verification.strength.reference import Contents, ControlTransform, Reference
+
+if TYPE_CHECKING:
+    from vera_env.sandbox import Sandbox, Workspace
+
+__all__ = ["PROGRAM_CONTROLS", "program_reference"]
+
+PROGRAM_CONTROLS: tuple[ControlTransform, ...] = (
+    "recompress", "shuffle_records", "drop_irrelevant", "rewrap", "add_comment")
+"""The control transforms tried on every file of a task whose reference is a program."""
+
+_DECODE_BUDGET_S = 60.0
+_DECODE_MAX_BYTES = 1 << 34
+
+
+def program_reference(command: str, sources: Mapping[str, Path], sandbox: Sandbox, *,
+                      timeout_s: float = 60.0) -> Reference:
+    """A `Reference` whose ``solve`` runs ``command`` in ``sandbox`` on the variant's files.
+
+    Args:
+        command: Bash, run in the folder of the task's files; prints the answer last.
+        sources: The task's files (``Task.data_files()``).
+        sandbox: Where it runs (the episode's: the same isolation as checks).
+        timeout_s: Wall-clock bound on one run.
+    """
+    program = _Program(command, dict(sources), sandbox, timeout_s)
+    return Reference(solve=program.solve, preserving={name: PROGRAM_CONTROLS for name in sources},
+                     irrelevant={name: _sampled for name in sources})
+
+
+def _sampled(record: bytes) -> bool:
+    """About one record in ten, the same ones every time: what ``drop_irrelevant`` may
+    drop a few of (the program then says whether the answer survived)."""
+    return zlib.crc32(record) % 10 == 0
+
+
+class _Program:
+    """One workspace of the task's own files, staged on the first run; each run shows
+    the varied files in place of theirs (``run_check``'s read-only overlay, as strength
+    shows a check a variant: half the cost of staging a workspace per run). A varied
+    file is written once per content, encoded as the task's file is, into the
+    workspace's scratch space, and goes with it.
+
+    The workspace is staged from private copies, never from the task's files: staging
+    hard-links, and a link to the task's file raised its link count (and change time)
+    in the episode's own workspace, which shares its inode -- a red-team check on
+    ``stat -c %h`` saw the harness classify (``33-timestamp-detection``)."""
+
+    def __init__(self, command: str, sources: dict[str, Path], sandbox: Sandbox,
+                 timeout_s: float) -> None:
+        self._command, self._sources = command, sources
+        self._sandbox, self._timeout_s = sandbox, timeout_s
+        self._decoded: dict[str, tuple[Decoded, bytes]] = {}
+        self._written: dict[tuple[str, bytes], Path] = {}
+        self._lock = threading.Lock()
+        self._workspace: Workspace | None = None
+        self._scratch = Path()
+        self._copies: dict[str, Path] = {}
+
+    def solve(self, contents: Contents) -> str:
+        """The answer the program prints on ``contents`` (ValueError if it prints none)."""
+        overlay = {name: path for name, content in contents.items()
+                   if (path := self._path(name, content)) != self._copies[name]}
+        assert self._workspace is not None  # staged by _path
+        result = self._workspace.run_check(self._command, timeout_s=self._timeout_s,
+                                           overlay=overlay)
+        if result.status != "ok" or result.exit_code != 0:
+            raise ValueError(f"the reference program ended {result.status}, exit "
+                             f"{result.exit_code}: {result.stderr.strip()[-200:]}")
+        lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+        if not lines:
+            raise ValueError("the reference program printed no answer")
+        return lines[-1]
+
+    def _path(self, name: str, content: bytes) -> Path:
+        """A host file of ``name`` holding ``content``, encoded as the task's file is."""
+        if name not in self._sources:
+            raise ValueError(f"{name} is not among the task's files ({sorted(self._sources)})")
+        digest = hashlib.sha256(content).digest()
+        with self._lock:
+            if self._workspace is None:
+                self._stage()
+            decoded, own = self._original(name)
+            if digest == own:
+                return self._copies[name]
+            key = (name, digest)
+            if key not in self._written:
+                path = self._scratch / f"{len(self._written)}-{Path(name).name}"
+                path.write_bytes(decoded.encode(content))
+                path.chmod(0o444)
+                self._written[key] = path
+            return self._written[key]
+
+    def _stage(self) -> None:
+        folder = Path(tempfile.mkdtemp(prefix="vera-reference-"))
+        weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
+        folder.chmod(0o755)  # the sandbox's user reads what is staged from it
+        for i, (name, source) in enumerate(self._sources.items()):
+            self._copies[name] = folder / f"{i}-{Path(name).name}"
+            shutil.copyfile(source, self._copies[name])
+            self._copies[name].chmod(0o444)
+        self._workspace = self._sandbox.stage(self._copies)
+        weakref.finalize(self, self._workspace.close)
+        self._scratch = self._workspace.scratch_dir("reference-")
+
+    def _original(self, name: str) -> tuple[Decoded, bytes]:
+        if name not in self._decoded:
+            decoded = decode(self._sources[name].read_bytes(), max_bytes=_DECODE_MAX_BYTES,
+                             budget_s=_DECODE_BUDGET_S)
+            self._decoded[name] = (decoded, hashlib.sha256(decoded.content).digest())
+        return self._decoded[name]
