@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import subprocess
 import sys
@@ -223,3 +224,10 @@ def test_remote_step_rewards_equal_in_process_rewards_turn_by_turn(suite):
                 assert there[1] == here[1] or (math.isnan(there[1]) and here[4][keys.UNSCORABLE])
         remote.close()
     local.close()
+
+
+def test_default_reply_wait_outlasts_the_worst_step_of_the_default_env():
+    """A reply is one step: a client that gives up before the server's worst step would
+    call a step the server is still bounding a fault."""
+    wait = inspect.signature(VeraRemoteEnv).parameters["message_timeout_s"].default
+    assert wait > EnvSpec().step_bound_s()

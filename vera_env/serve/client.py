@@ -63,7 +63,8 @@ class VeraRemoteEnv(gym.Env[str, str]):
         base_url: The server, e.g. ``http://127.0.0.1:8000``.
         token: Bearer token (default: ``$VERA_SERVE_TOKEN``, if set).
         message_timeout_s: Longest wait for one reply. A step runs commands and checks
-            (60 s + 30 s by default, plus strength tests), so keep it well above them.
+            (60 s + 30 s by default, plus strength tests), so keep it above the worst
+            step (``EnvSpec().step_bound_s()``, 1023 s with the default limits).
         connect_timeout_s: Longest wait to open the WebSocket.
         max_observation_chars: Size of the observation space (as the local env's).
         max_action_chars: Size of the action space (as the local env's).
@@ -81,7 +82,7 @@ class VeraRemoteEnv(gym.Env[str, str]):
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
     def __init__(self, base_url: str, *, token: str | None = None,
-                 message_timeout_s: float = 900.0, connect_timeout_s: float = 30.0,
+                 message_timeout_s: float = 1200.0, connect_timeout_s: float = 30.0,
                  max_observation_chars: int = 100_000, max_action_chars: int = 50_000,
                  render_mode: str | None = None) -> None:
         if render_mode not in (None, "ansi"):
