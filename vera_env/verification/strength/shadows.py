@@ -29,7 +29,8 @@ after its replay; it can only confirm a kill, never make one.
 Bounds (``RewardConfig``): at most ``strength_max_shadows`` shadows live at once and
 ``strength_max_shadow_mb`` of disk between them (variant files plus what replays
 wrote), enforced by dropping the least recently used groups; every replayed command
-gets the real command's timeout cut to the node's strength deadline.
+gets the real command's timeout cut to what is left to the node's strength backstop,
+and is charged to its budget (``budget``).
 
 The disk budget is also kept *while* replays write (measured: one command writing
 2 GB peaked at 13 GB of host disk when the budget was checked only between commands):
