@@ -84,3 +84,10 @@ def test_export_writes_reference_programs_that_load_back(
         mean / "reference.py").read_bytes()
     assert json.loads((again / mean.name / "task.json").read_text())["reference"] == {
         "script": "reference.py"}
+
+
+def test_eval_announces_a_suite_without_references(tmp_path: Path) -> None:
+    suite = _suite(tmp_path / "suite", bare=None)
+    with pytest.warns(UserWarning, match=r"1 of 1 tasks in .* declare no reference"):
+        assert main(["eval", "--policy", "oracle", "--tasks", str(suite), "--max-steps", "4",
+                     "--wrappers", "none", "--out", str(tmp_path / "run")]) == 0
