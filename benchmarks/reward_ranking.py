@@ -1,11 +1,13 @@
 """Does the verification reward rank analysis above fingerprints? (issue 19)
 
 Plays, on every builtin type and every real-data type, the task's reference solution,
-its careless solution and every no-analysis policy (``no_analysis.py``: fingerprint
+its careless solution and the attack battery (``vera_env.evaluation.attacks``: fingerprint
 pins, content pins, derived pins, copy-compare, repeated checks, coin nodes, an inode
-detector) through the real environment — strength on, the default ``RewardConfig`` —
-and prints the verification each earned per episode: rows are tasks, columns policies,
-each episode's earning checks kept in the JSON. Below it:
+detector, targeted hashes, slices, unread fields, gated pins, a snapshot macro, column
+statistics, and gated recounts of the reference) through the real environment -- strength
+on, the default ``RewardConfig``, the play loop of ``vera-env tasks audit``
+(``vera_env.evaluation.audit``) -- and prints the verification each earned per episode:
+rows are tasks, columns policies, each episode's earning checks kept in the JSON. Below it:
 the mean per policy, on how many tasks each beats the reference, how many of each
 policy's checks passed on the real workspace (a pin that fails there measures nothing),
 the seconds per episode, and the issue's pass criteria:
@@ -37,27 +39,20 @@ Real-data types are skipped, with a note, when their sources are not fetched
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
-import multiprocessing.util
 import os
 import platform
 import statistics
 import sys
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from no_analysis import POLICIES, NoAnalysisPolicy, coin_nodes
-
-from vera_env import VeraEnv
-from vera_env.policy import OraclePolicy, ScriptedPolicy
-from vera_env.rollout import Attempt, run_episode
+from vera_env.evaluation.attacks import BLIND, POLICIES
+from vera_env.evaluation.audit import CAP, FACTOR, Job, play_jobs
+from vera_env.spec import EnvSpec
 from vera_env.tasks import Task, TaskSource
 from vera_env.tasks.builtin import TASK_TYPES, builtin_ids, make_task
 from vera_env.tasks.real import REAL_TYPES, make_real_task, real_ids
@@ -70,10 +65,9 @@ LUCK = ("coin_nodes", "inode_detector")
 """Policies whose earnings are chance (entropy, the order variants are written in):
 ``--repeat`` plays them that many times per task."""
 LUCK_EPISODES = 200
-NO_ANALYSIS_CAP = 0.05
-REFERENCE_FACTOR = 5.0
+NO_ANALYSIS_CAP = CAP
+REFERENCE_FACTOR = FACTOR
 REFERENCE_MEAN = 0.25
-Job = tuple[str, str, int, int]  # task id, policy, repetition (the reset seed), max steps
 
 
 def make_any(task_id: str) -> Task:
@@ -100,70 +94,23 @@ def task_ids(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     return ids, notes
 
 
-# ----- one episode, in whichever process plays it -----
+# ----- playing: the audit's play loop (vera_env.evaluation.audit) -----
 
-@functools.cache
-def _env(max_steps: int) -> VeraEnv:
-    """One environment per process and budget, closed when the process exits."""
-    source = TaskSource(name="reward-ranking", factory=make_any)
-    env = VeraEnv(source, max_steps=max_steps, reward=RewardConfig())
-    multiprocessing.util.Finalize(env, env.close, exitpriority=10)
-    return env
-
-
-def _policy(name: str, source: TaskSource, task: Task, max_steps: int) -> Any:
-    if name == "reference":
-        return OraclePolicy(source)
-    if name == "careless":
-        return ScriptedPolicy({task.id: task.trap.careless_solution})  # type: ignore[union-attr]
-    if name == "coin_nodes":
-        return NoAnalysisPolicy(functools.partial(coin_nodes, max_steps=max_steps), source)
-    return NoAnalysisPolicy(POLICIES[name], source)
-
-
-def play(job: Job) -> dict[str, Any]:
-    """Play one episode; return its row (verification, checks, wall time)."""
-    task_id, name, rep, max_steps = job
-    env = _env(max_steps)
-    task = env.tasks.get(task_id)
-    attempt = run_episode(env, _policy(name, env.tasks, task, max_steps), task_id=task_id,
-                          seed=rep)
-    return summarise(attempt, name, rep)
-
-
-def summarise(attempt: Attempt, policy: str, rep: int) -> dict[str, Any]:
-    """The row of one episode, read from its recorded steps."""
-    checks = [c for s in attempt.steps for c in s.checks]
-    earning = [s.reward_parts.verification for s in attempt.steps]
-    return {"task_id": attempt.task_id, "policy": policy, "rep": rep,
-            "verification": attempt.verification_reward, "correct": attempt.correct,
-            "status": attempt.status, "error": attempt.error[:500], "steps": attempt.n_steps,
-            "nodes": attempt.n_nodes, "checks": len(checks),
-            "checks_passed": sum(c.passed for c in checks),
-            "checks_discriminating": sum(c.earns for c in checks),
-            "nodes_earning": sum(v > 0 for v in earning), "wall_s": attempt.wall_s,
-            "earning_checks": [c.command[:300] for c in checks if c.earns]}
-
-
-def run_jobs(jobs: list[Job], workers: int) -> list[dict[str, Any]]:
+def run_jobs(jobs: list[Job], workers: int, max_steps: int) -> list[dict[str, Any]]:
     """Every episode, in ``workers`` processes (1: here), printing progress."""
-    rows: list[dict[str, Any]] = []
+    source = TaskSource(name="reward-ranking", factory=make_any)
+    spec = EnvSpec(max_steps=max_steps, wrappers=(), reward=RewardConfig())
     started = time.perf_counter()
+    count = 0
 
-    def done(row: dict[str, Any]) -> None:
-        rows.append(row)
-        print(f"  [{len(rows)}/{len(jobs)} {time.perf_counter() - started:6.0f}s] "
+    def done(row: dict[str, Any], attempt: Any) -> None:
+        nonlocal count
+        count += 1
+        print(f"  [{count}/{len(jobs)} {time.perf_counter() - started:6.0f}s] "
               f"{row['task_id']} {row['policy']}#{row['rep']}: {row['verification']:.3f} "
               f"({row['wall_s']:.1f}s, {row['status']})", file=sys.stderr, flush=True)
 
-    if workers <= 1:
-        for job in jobs:
-            done(play(job))
-        return rows
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for row in pool.map(play, jobs):
-            done(row)
-    return rows
+    return play_jobs(jobs, source, spec, workers=workers, on_row=done)
 
 
 # ----- the table and the criteria -----
@@ -178,7 +125,7 @@ def cells(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def criteria(table: dict[str, dict[str, float]], policies: list[str]) -> dict[str, Any]:
     """The issue's pass criteria over the table (None: not measured in this run)."""
-    blind = [p for p in policies if p not in HONEST]
+    blind = [p for p in policies if p in BLIND]
     over = [(t, p, v) for t, ps in table.items() for p, v in ps.items()
             if p in blind and v > NO_ANALYSIS_CAP + 1e-12]
     ranked, unranked = [], []
@@ -321,9 +268,9 @@ def main(argv: list[str] | None = None) -> None:
     jobs: list[Job] = []
     for policy in sorted(args.policies, key=lambda p: p not in LUCK):  # longest first
         reps = args.repeat if policy in LUCK else 1
-        jobs += [(tid, policy, rep, args.max_steps) for tid in ids for rep in range(reps)
+        jobs += [(tid, policy, rep) for tid in ids for rep in range(reps)
                  if policy != "careless" or make_any(tid).trap is not None]
-    rows = run_jobs(jobs, args.jobs)
+    rows = run_jobs(jobs, args.jobs, args.max_steps)
     table = cells(rows)
     table = {t: table[t] for t in ids if t in table}
     out: dict[str, Any] = {

@@ -222,6 +222,67 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----- audit -----
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    """Play each task's reference and the attack battery; exit 1 if a task is hackable,
+    2 if one could not be measured (an infrastructure fault), else 0."""
+    from vera_env.evaluation.attacks import BLIND, POLICIES  # noqa: PLC0415
+    from vera_env.evaluation.audit import audit_jobs, audit_tasks, play_jobs  # noqa: PLC0415
+    from vera_env.evaluation.audit_report import audit_table, write_audit  # noqa: PLC0415
+    from vera_env.evaluation.progress import Progress  # noqa: PLC0415
+    from vera_env.spec import EnvSpec  # noqa: PLC0415
+
+    policies = args.policies or list(POLICIES)
+    source, tasks = _audited(args)
+    spec = EnvSpec(max_steps=args.max_steps, sandbox=args.sandbox, wrappers=())
+    jobs = audit_jobs(tasks, policies)
+    kept: dict[tuple[str, str], Any] = {}  # the episodes the report draws
+    best: dict[str, float] = {}
+    with Progress(len(jobs), unit="episode") as progress:
+        def on_row(row: dict[str, Any], attempt: Any) -> None:
+            task, name, earned = row["task_id"], row["policy"], row["verification"]
+            progress.advance(f"{task} {name}: {earned:.3f}")
+            if name in BLIND:  # only the best so far: the one a verdict may name
+                if earned <= best.get(task, -1.0):
+                    return
+                best[task] = earned
+            kept[(task, name)] = attempt
+        rows = play_jobs(jobs, source, spec, workers=args.jobs, on_row=on_row)
+    audits = audit_tasks(rows, tasks)
+    print(format_rows(*audit_table(audits)))
+    settings = {"max_steps": args.max_steps, "sandbox": args.sandbox, "jobs": args.jobs,
+                "reward": spec.reward.model_dump()}
+    written = write_audit(args.out, args.source, policies, audits, rows, settings, kept)
+    hackable = sum(a.verdict == "hackable" for a in audits)
+    unscorable = sum(a.verdict == "unscorable" for a in audits)
+    print(f"\n{hackable} hackable, {unscorable} unscorable, of {len(audits)} tasks; wrote "
+          f"{' and '.join(str(p) for p in written)}")
+    return 1 if hackable else 2 if unscorable else 0
+
+
+def _audited(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    """The source and its first ``--limit`` tasks (builtin: only those are generated)."""
+    from vera_env.tasks import TaskSource  # noqa: PLC0415
+
+    if args.source == _BUILTIN and args.limit:
+        tasks = _generate(_source(args).ids()[:args.limit], args.jobs)
+        return TaskSource(tasks, name=_BUILTIN), tasks
+    source, tasks = _tasks(args)
+    return source, tasks[:args.limit] if args.limit else tasks
+
+
+def _policies_arg(text: str) -> list[str]:
+    from vera_env.evaluation.attacks import POLICIES  # noqa: PLC0415
+
+    names = _csv_arg(text)
+    unknown = [n for n in names if n not in POLICIES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown policies {unknown}; choose from "
+                                         f"{', '.join(POLICIES)}")
+    return names
+
+
 def _sample_options(parser: argparse.ArgumentParser, seeds: int) -> None:
     parser.add_argument("--seeds", type=int, default=seeds,
                         help=f"builtin: seeds 0..N-1 of every type (default {seeds})")
@@ -282,6 +343,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                           help="fail (exit 1) when a task declares no reference, so its "
                                "checks earn nothing")
     validate.set_defaults(func=_reporting_errors(cmd_validate))
+
+    audit = tsub.add_parser("audit", help="play each task's reference and an attack battery: "
+                                          "is the reward hackable?")
+    audit.add_argument("source", help="builtin, real, perturbed, canary, a suite folder, a "
+                                      ".jsonl file or a BioMysteryBench folder")
+    _sample_options(audit, seeds=1)
+    audit.add_argument("--policies", type=_policies_arg, default=None,
+                       help="comma-separated attacks (default: all)")
+    audit.add_argument("--limit", type=int, default=0, help="audit the first N tasks only")
+    audit.add_argument("--out", type=Path, default=Path("audit"),
+                       help="folder for audit.json and audit.html (default ./audit)")
+    audit.add_argument("--sandbox", choices=SANDBOX_NAMES, default="auto")
+    audit.add_argument("--max-steps", type=int, default=30)
+    audit.set_defaults(func=_reporting_errors(cmd_audit))
 
     export = tsub.add_parser("export", help="write any source as a folder suite")
     export.add_argument("source")

@@ -29,7 +29,7 @@ from vera_env.records import NodeRecord, recorded_nodes
 from vera_env.rollout import Attempt
 from vera_env.wire.protocol import parse_emission
 
-__all__ = ["build_markdown", "build_report", "choose_episodes"]
+__all__ = ["build_markdown", "build_report", "choose_episodes", "episode_html", "page"]
 
 _OUTPUT_CHARS = 2000
 _CSS = f"""
@@ -97,9 +97,25 @@ def build_report(settings: RunSettings, attempts: Sequence[Attempt], *,
             "<h2>Episodes</h2>"]
     body += [_episode(a, truths.get(a.task_id)) for a in episodes] or [
         '<p class="muted">No episodes chosen.</p>']
+    return page(f"{title or settings.model} — vera_env eval", body)
+
+
+def page(title: str, body: Sequence[str]) -> str:
+    """One self-contained HTML document in the report's style (``vera-env tasks audit``
+    writes its report with it too).
+
+    Args:
+        title: The document's title (escaped here).
+        body: HTML fragments, in order.
+    """
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{escape(title or settings.model)} — vera_env eval</title>"
+            f"<title>{escape(title)}</title>"
             f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def episode_html(attempt: Attempt, truth: str | None = None) -> str:
+    """One episode as the report draws it: outcome, analysis graph, checks and turns."""
+    return _episode(attempt, truth)
 
 
 def build_markdown(settings: RunSettings, attempts: Sequence[Attempt], *,
