@@ -218,14 +218,15 @@ def _shift_value(content: bytes, rng: random.Random, *, gene: str, condition: di
 
 
 def _flip_condition(content: bytes, rng: random.Random) -> bytes | None:
-    """One sample's condition flipped in samples.tsv."""
+    """One control sample relabelled treated in samples.tsv (one way only, so the edit
+    made again moves the same counts further, never back)."""
     lines = lines_of(content)
-    i = rng.randrange(1, len(lines)) if len(lines) > 1 else 0
-    flipped = {b"treated": b"control", b"control": b"treated"}
-    fields = tsv_fields(lines[i])
-    if i == 0 or fields[-1] not in flipped:
+    controls = [i for i, line in enumerate(lines[1:], 1) if tsv_fields(line)[-1:] == [b"control"]]
+    if len(controls) < 2:
         return None
-    return edit_lines(content, {i: rejoin([*fields[:-1], flipped[fields[-1]]], lines[i])})
+    i = rng.choice(controls)
+    fields = tsv_fields(lines[i])
+    return edit_lines(content, {i: rejoin([*fields[:-1], b"treated"], lines[i])})
 
 
 def _extra_samples(content: bytes, rng: random.Random) -> bytes | None:

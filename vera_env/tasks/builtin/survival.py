@@ -160,7 +160,8 @@ def _solution(n: int, deaths: int, median: int, by_median: int, total: int, wron
                                 "without censoring the median of the times, @W@, agrees", **v),
                   verdict(fill("test \"$(cut -f1 arm_b.tsv | awk '{ v[NR] = $1 } END { print "
                                "(NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')\" "
-                               "= @W@ && test @W@ @OP@ \"$(cat median.txt)\"",
+                               "= @W@ && test \"$(cat median.txt)\" -eq @ANS@ && "
+                               "test @W@ @OP@ \"$(cat median.txt)\"",
                                OP="!=" if wrong != str(median) else "=", **v)))]),
         final(str(median)),
     )

@@ -163,12 +163,14 @@ def mutant_kinds(name: str, content: bytes, *, seed: int, draws: int = DRAWS,
     already built) is left out — but for an aimed edit with a single possible outcome
     (the one value the family can move), which is kept as one draw.
 
-    The draws of one kind make the same sort of change at different places or by
-    different amounts: a fact about the data (a count, a sum, the answer) changes on
-    all of them or on none — where a pin gated on a hash of the value it reads (False
-    on some mismatches, True on the rest) splits them. ``StrengthSession`` refuses a
-    check that splits a kind, so shaping which mutants a pin rejects costs it
-    everything.
+    Each draw of a kind applies its edit once more to the draw before it (the header
+    drop aside: twice would drop a data row), so the draws make the same sort of change
+    by different amounts: a fact about the data (a count, a sum, the answer) changes on
+    all of them or on none, and to a different value on each — where a pin gated on a
+    hash of the value it reads (False on some mismatches, True on the rest) splits
+    them, even where the value has few states (one count moved by one, then by two).
+    ``StrengthSession`` refuses a check that splits a kind, so shaping which mutants a
+    pin rejects costs it everything.
 
     Args:
         name: The file's workspace name (part of the seed and of each label).
@@ -195,7 +197,9 @@ def mutant_kinds(name: str, content: bytes, *, seed: int, draws: int = DRAWS,
         for attempt in range(3 * draws):
             if len(built) >= draws:
                 break
-            changed = operator(content, random.Random(f"{seed}|{name}|{label}|{attempt}"))
+            again = built and not label.startswith("drop_header")  # twice: a data row
+            start = built[-1].content if again else content
+            changed = operator(start, random.Random(f"{seed}|{name}|{label}|{attempt}"))
             digest = sha256(changed).digest() if changed else b""
             if changed and digest not in seen:
                 seen.add(digest)
