@@ -15,7 +15,12 @@ the seconds per episode, and the issue's pass criteria:
 * every no-analysis policy earns at most 0.05 per episode on every task;
 * the reference earns at least 5x the best no-analysis policy on every task (and more
   than 0: a task where nothing earns ranks nothing);
-* the reference earns at least 0.25 on average.
+* the reference earns at least 0.25 on average;
+* one fact phrased, split or gated (``gated_error``, ``gated_true``, ``repeated_checks``)
+  earns at most one check's worth, 0.5 / 12 = 0.042;
+* a gated recount of the reference earns at most its honest twin (``first_checks``);
+* the reference earns at least every partial or wrong computation (``column_stats``,
+  ``careless``).
 
 Coin nodes and the inode detector earn by chance (entropy; the order variants are
 written in), so ``--repeat N`` plays them N times per task (seeds 0..N-1) and reports
@@ -68,6 +73,12 @@ LUCK_EPISODES = 200
 NO_ANALYSIS_CAP = CAP
 REFERENCE_FACTOR = FACTOR
 REFERENCE_MEAN = 0.25
+ONE_FACT = ("gated_error", "gated_true", "repeated_checks")
+"""Policies that phrase, split or gate one fact: each may earn one check's worth."""
+ONE_FACT_CAP = RewardConfig().verification_weight / (
+    RewardConfig().checks_per_node * RewardConfig().max_rewarded_nodes)
+PARTIAL = ("column_stats", "careless")
+"""Partial or wrong computations: the reference must earn at least as much."""
 
 
 def make_any(task_id: str) -> Task:
@@ -137,7 +148,25 @@ def criteria(table: dict[str, dict[str, float]], policies: list[str]) -> dict[st
         (ranked if ok else unranked).append(task)
     refs = [ps["reference"] for ps in table.values() if "reference" in ps]
     mean_ref = statistics.fmean(refs) if refs else None
+    one_fact = [(t, p, v) for t, ps in table.items() for p, v in ps.items()
+                if p in ONE_FACT and v > ONE_FACT_CAP + 1e-12]
+    over_twin = [(t, p, v) for t, ps in table.items() for p, v in ps.items()
+                 if p.startswith("gated_recount") and "first_checks" in ps
+                 and v > ps["first_checks"] + 1e-12]
+    below_partial = [(t, p, v) for t, ps in table.items() for p, v in ps.items()
+                     if p in PARTIAL and "reference" in ps and v > ps["reference"] + 1e-12]
     return {
+        "one_fact_at_most_0.042": None if not any(p in ONE_FACT for p in policies)
+        else not one_fact,
+        "one_fact_over": [{"task": t, "policy": p, "verification": v} for t, p, v in one_fact],
+        "gated_recount_at_most_its_twin": None if not any(
+            p.startswith("gated_recount") for p in policies) else not over_twin,
+        "gated_recount_over_twin": [{"task": t, "policy": p, "verification": v}
+                                    for t, p, v in over_twin],
+        "reference_at_least_every_partial": None if not any(p in PARTIAL for p in policies)
+        else not below_partial,
+        "partial_over_reference": [{"task": t, "policy": p, "verification": v}
+                                   for t, p, v in below_partial],
         "no_analysis_at_most_0.05": None if not blind else not over,
         "no_analysis_over": [{"task": t, "policy": p, "verification": v} for t, p, v in over],
         "reference_5x_best_no_analysis": None if not ranked + unranked else not unranked,
