@@ -235,3 +235,34 @@ def test_serve_announces_each_split_when_it_loads(tmp_path: Path) -> None:
     bare = _suite(tmp_path / "bare", None)
     with pytest.warns(UserWarning, match=f"1 of 1 tasks in {re.escape(str(bare))} declare"):
         Splits({"train": str(bare), "test": str(_suite(tmp_path / "ok", {"command": MEAN}))})
+
+
+def test_controls_print_exactly_the_answer_and_irrelevant_records_are_asked_of_the_program(
+        tmp_path: Path) -> None:
+    """A variant inside the grader's tolerance of the answer is neither control nor
+    mutant; a sampled record is irrelevant only if the program's answer survives it
+    repeated as often as the file has records (asked of at most eight records)."""
+    import zlib
+
+    rows = [f"{i},{group},{value}\n" for i, (group, value) in
+            enumerate([("a", 10), ("a", 20), ("b", 7)] * 40)]
+    sampled = [r for r in rows if zlib.crc32(r.encode()) % 10 == 0]
+    assert {r.split(",")[1] for r in sampled} == {"a", "b"}
+    (tmp_path / "t.csv").write_text("id,group,value\n" + "".join(rows))
+    task = Task(id="m", question="Mean value of group a?", answer="15.0",
+                grader={"kind": "numeric", "abs_tol": 0.5}, data_dir=tmp_path,
+                reference={"command": "awk -F, '$2 == \"a\" { s += $3; n++ } "
+                                      "END { printf \"%.1f\\n\", s / n }' t.csv"})
+    base = (tmp_path / "t.csv").read_bytes()
+    with make_sandbox("auto") as box:
+        reference = task.strength_reference(box)
+        assert reference is not None
+        assert reference.solve({"t.csv": base + b"99,a,17\n"}) == "15.0"  # rounds away
+        with pytest.raises(ValueError, match="within the grader's tolerance"):
+            reference.solve({"t.csv": base + b"98,a,24\n"})  # 15.1
+        assert reference.solve({"t.csv": base + b"97,a,100\n"}) == "16.0"  # a mutant
+        irrelevant = reference.irrelevant["t.csv"]
+        verdicts = [irrelevant(r.encode()) for r in sampled]
+        assert len(sampled) > 8 and not any(verdicts[8:])  # eight program runs per file
+        assert verdicts[:8] == [r.split(",")[1] == "b" for r in sampled[:8]]
+        assert not any(irrelevant(r.encode()) for r in rows if r not in sampled)

@@ -190,8 +190,14 @@ class Task(BaseModel):
         else None (`vera_env.tasks.unreferenced`: its checks then earn nothing)."""
         if self._reference is not None or self.reference_program is None:
             return self._reference
+
+        def same(truth: str, other: str) -> bool:
+            try:
+                return grade_against(self.grader, truth, other).correct is True
+            except GraderError:
+                return False
         return program_reference(self.reference_program.shell_command(), self.data_files(),
-                                 sandbox, timeout_s=timeout_s)
+                                 sandbox, same=same, timeout_s=timeout_s)
 
     @field_validator("id")
     @classmethod
