@@ -82,8 +82,8 @@ solver confirms the answer:
 * ``swap_homozygous``: about half the homozygous VCF calls swapped, ``0/0`` with ``1/1``
   (only where a family names it: a het count keeps, an honest trio analysis does not).
 
-A file's first probe applies its declared transforms and all its rewrites at once; a
-quarter of a file's controls (at least one) are rewrites, the rest declared.
+A file gets one control of rewrites: each that applies, kept where the solver confirms
+the answer, and the declared transforms on top; the other controls are declared.
 """
 DEFAULT_REWRITES: tuple[RewriteTransform, ...] = REWRITE_TRANSFORMS[:-2]
 """The rewrites probed for a file its family does not name in ``Reference.rewriting``."""

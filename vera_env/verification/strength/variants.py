@@ -278,7 +278,6 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
         return got is not None and same(base, got)
     rewritten = [Blob(label, True, _encode(decoded, changed, False))
                  for label, changed in probe_rewrites(name, content, reference, keeps,
-                                                      controls=settings.controls,
                                                       seed=settings.seed)]
     controls = _mixed(controls, rewritten, settings.controls)
     varied = varied or bool(rewritten)
