@@ -114,9 +114,9 @@ def probe_rewrites(name: str, content: bytes, reference: Reference,
     if out == content:
         return []
     full = out
-    for transform in reference.controls_for(name):
-        if transform != "recompress":
-            full = apply_control(transform, name, full, rng,
+    for declared in reference.controls_for(name):
+        if declared != "recompress":
+            full = apply_control(declared, name, full, rng,
                                  reference.irrelevant.get(name)) or full
     return [(f"{name}:rewrites#0", full if full == out or keeps(full) else out)]
 
