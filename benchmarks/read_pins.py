@@ -73,8 +73,31 @@ def _motif(task: Task) -> list[str]:
             f"zcat seqs.fa.gz | tr -d '\\n' | {HEAD}"]
 
 
+def _coding(task: Task) -> list[str]:
+    feature = re.search(r"mean (\w+) of the malignant", task.question).group(1)  # type: ignore[union-attr]
+    idx = f"$(head -1 tumours.csv | tr , '\\n' | grep -nx {feature} | cut -d: -f1)"
+    code = "$(grep -o '[01] = malignant' codebook.txt | cut -c1)"
+    rows = f"awk -F, -v m={code} '$NF == m' tumours.csv | sort"
+    return [f"awk -F, -v c={idx} -v m={code} '$NF == m {{ print $c }}' tumours.csv | sort | {MD5}",
+            f"{rows} | cut -d, -f1 | {MD5}", f"{rows} | {HEAD}"]
+
+
+def _fold(task: Task) -> list[str]:
+    gene = re.search(r"fold change of (\S+) between", task.question).group(1)  # type: ignore[union-attr]
+    row = f"grep -w '^{gene}' expression.tsv"
+    return [f"{row} | tr '\\t' '\\n' | sort | {MD5}", f"{row} | {MD5}",
+            f"head -c 64 README.txt | {MD5}"]
+
+
+def _gc(task: Task) -> list[str]:
+    seqs = "zcat genome.fa.gz | grep -v '>'"
+    return [f"{seqs} | tr -d '\\n' | fold -w 1 | sort | uniq -c | {MD5}",
+            f"{seqs} | sort | {MD5}", f"zcat genome.fa.gz | grep -v '>' | {HEAD}"]
+
+
 PINS = {"tab.sentinel_mean": _sentinel, "tab.survival_median": _survival,
-        "vcf.het_count": _het, "vcf.titv": _titv, "seq.motif_count": _motif}
+        "vcf.het_count": _het, "vcf.titv": _titv, "seq.motif_count": _motif,
+        "tab.label_coding": _coding, "tab.fold_change": _fold, "seq.gc_content": _gc}
 
 
 def script(task: Task) -> list[str]:
