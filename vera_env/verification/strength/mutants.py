@@ -197,8 +197,8 @@ def mutant_kinds(name: str, content: bytes, *, seed: int, draws: int = DRAWS,
         for attempt in range(3 * draws):
             if len(built) >= draws:
                 break
-            again = built and not label.startswith("drop_header")  # twice: a data row
-            start = built[-1].content if again else content
+            compound = bool(built) and not label.startswith("drop_header")  # twice: a row
+            start = built[-1].content if compound else content
             changed = operator(start, random.Random(f"{seed}|{name}|{label}|{attempt}"))
             digest = sha256(changed).digest() if changed else b""
             if changed and digest not in seen:
