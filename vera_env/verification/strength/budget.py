@@ -48,7 +48,12 @@ is charged its sleep.
 
 Degraded, and said so: where a run's CPU wait is not counted (no cgroup the harness may
 write, a kernel without PSI, the ``local`` backend) it is charged its wall time, the old
-deadline's dependence on load.
+deadline's dependence on load. And what happens outside the run's cgroup is charged as
+wall time too: a fresh sandbox's start (bwrap before the harness places it) and the
+harness's latency in reading the run. For checks of a few milliseconds that is most of
+a run: beside two busy loops at load 15, ``real.csv.penguin_mass``'s nodes were charged
+20-33 s where alone they were 5-7 s (of an 80 s budget), while ``detected_cells``'s
+0.2 s checks stayed within 10-30% (12.6 and 12.6, 23.0 and 27.8, 25.2 and 23.8 s).
 """
 
 from __future__ import annotations
