@@ -87,11 +87,11 @@ def _solution(enzyme: str, length: int, gc: int, offsets: list[int]) -> tuple[st
                        py("len(open('sites.txt').readlines()) == len(p) == @ANS@")),
                  check("range", fill("the sites run from offset @LO@ to @HI@", **v),
                        py("(lambda t: [t[0], t[-1]])([int(x) for x in open('sites.txt')]) == "
-                          "[p[0], p[-1]] == [@LO@, @HI@]")),
+                          "[p[0], p[-1]] == [@LO@, @HI@] and len(p) == @ANS@")),
                  check("conservation", fill("@H1@ sites start in the first @H@ bases, the rest "
                                             "after", **v),
                        py("sum(int(x) < @H@ for x in open('sites.txt')) == sum(o < @H@ for o in p) "
-                          "== @H1@"))]),
+                          "== @H1@ and len(p) == @ANS@"))]),
         turn("wc -l < sites.txt > n.txt\ncat n.txt",
              node("test", fill("@ANS@ @S@ sites in the joined sequence", **v), "n.txt", "n2"), [
                  check("invariance", "python counts the same in the joined sequence",
