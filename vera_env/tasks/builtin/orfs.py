@@ -185,7 +185,8 @@ def _solution(cat: str, n_records: int, n_bases: int, answer: int, forward: int,
                 "awk -F'\\t' '$4 > m { m = $4; s = $2 } END { print (NR == @ROWS@ && "
                 "m == @ANS@ && s == \"@STRAND@\") ? \"True\" : \"False\" }' orfs.tsv", **v)),
             check("range", "the runner-up frame's longest ORF is shorter", verdict(fill(
-                "test \"$(cut -f4 orfs.tsv | sort -rn | sed -n 2p)\" -eq @SECOND@", **v))),
+                "test \"$(cut -f4 orfs.tsv | sort -rn | sed -n 2p)\" -eq @SECOND@ && "
+                "test \"$(cut -f4 orfs.tsv | sort -rn | head -1)\" -eq @ANS@", **v))),
             check("conservation", fill("all @B@ bases were scanned", **v), verdict(fill(
                 "test \"$(tr -d '\\n' < seqs.txt | wc -c)\" -eq @B@ && "
                 "test \"$(@CAT@ | grep -v '^>' | tr -d '\\n' | wc -c)\" -eq @B@", **v)))]),
