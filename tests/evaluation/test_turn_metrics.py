@@ -44,8 +44,8 @@ def test_turn_metrics_scripted_episodes_count_rejected_turns_and_mean_return() -
     assert summary.turns.format_error_rate == pytest.approx(2 / turns)
     returns = [sum(s.reward for s in a.steps) for a in attempts]
     assert summary.turns.mean_return == pytest.approx(sum(returns) / 2)
-    # The format penalty makes the sloppy episode's return the lower one.
-    assert returns[1] < returns[0]
+    # The two rejected free turns cost the sloppy episode two format penalties.
+    assert returns[1] == pytest.approx(attempts[1].verification_reward + 1.0 - 2 * 0.02)
     rows = dict(summary_rows(summary))
     assert rows["format errors (rejected turns)"] == \
         f"{100 * 2 / turns:.1f}% (2 of {turns} turns)"

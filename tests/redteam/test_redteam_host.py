@@ -27,6 +27,7 @@ from vera_env.errors import SandboxError
 from vera_env.rollout import run_episode
 from vera_env.sandbox import BwrapSandbox, SandboxConfig, SandboxLimits, probe_bwrap
 from vera_env.tasks import Task, load_tasks
+from vera_env.verification.strength.reference import Reference
 
 pytestmark = pytest.mark.skipif(bool(probe_bwrap()), reason=f"bwrap unusable: {probe_bwrap()}")
 
@@ -40,7 +41,14 @@ def _task(root: Path, answer: str = "4") -> Task:
     data.mkdir(parents=True)
     (data / "data.tsv").write_text(TABLE)
     return Task(id="t", question="Mean of value?", answer=answer,
-                grader={"kind": "numeric", "abs_tol": 0.01}, data_dir=data)
+                grader={"kind": "numeric", "abs_tol": 0.01}, data_dir=data,
+                ).with_reference(Reference(solve=_mean))
+
+
+def _mean(contents) -> str:
+    values = [float(line.split("\t")[1]) for line in
+              contents["data.tsv"].decode().splitlines()[1:] if line.strip()]
+    return f"{sum(values) / len(values):g}"
 
 
 @pytest.fixture

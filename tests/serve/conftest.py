@@ -27,7 +27,9 @@ def suite(tmp_path: Path) -> Path:
         (folder / "task.json").write_text(json.dumps({
             "question": "Mean of 'drinks', ignoring the -999 code? One decimal.",
             "answer": "5.0", "grader": grader,
-            "solution": [NODE, "FINAL ANSWER: 5.0"]}))
+            "solution": [NODE, "FINAL ANSWER: 5.0"],
+            "reference": {"command": "awk -F'\\t' 'NR > 1 && $3 != -999 { s += $3; n++ } "
+                                     "END { printf \"%.1f\\n\", s / n }' drinks.tsv"}}))
     return root
 
 

@@ -107,7 +107,8 @@ def test_grpo_episode_layout_rewards_logged_are_the_envs(run):
         expected = sum(value(f) for f in scorable) / len(scorable)
         assert logged[f"rewards/{name}/mean"] == pytest.approx(expected, abs=1e-6)
     judged_node = next(e for e in episodes if e.turns and e.turns[0].action == JUDGED_NODE)
-    assert judged_node.fields()["verification"] > 0  # a real check ran in the sandbox
+    assert judged_node.fields()["verification"] == 0  # an llm-graded task pays no checks
+    assert oracle.fields()["verification"] > 0  # a real check ran in the sandbox
 
 
 def test_grpo_episode_layout_unscorable_episode_gets_no_sample_and_no_baseline_share(run):

@@ -112,7 +112,7 @@ def test_stepwise_prompt_length_bounded_by_the_observation_not_the_turn(run):
         assert not any(r["prefill"] for r in turns[:free])
         first = turns[0]["prompt_tokens"]
         # Later observations add a nudge or a forced instruction, never the transcript.
-        assert max(r["prompt_tokens"] for r in turns) < first + 300
+        assert max(r["prompt_tokens"] for r in turns) < first + 350
         completions = sum(r["completion_tokens"] for r in turns[:-1])
         assert turns[-1]["prompt_tokens"] < first + completions / 2
 
@@ -152,7 +152,7 @@ def test_stepwise_real_checks_and_answers_reach_the_reward(run):
     correct = [r for r in records if r["reward_parts"]["correctness"] == 1.0]
     assert correct and all(r["task_id"] == MOTIF for r in correct)
     verified = [r for r in records if r["reward_parts"]["verification"] > 0]
-    assert {r["task_id"] for r in verified} == {MOTIF, "judged.values"}
+    assert {r["task_id"] for r in verified} == {MOTIF}  # an llm-graded task pays no checks
     winner = next(t for t in _episodes(records).values() if t[-1] in correct)
     assert winner[0]["advantage"] > 0.5
 

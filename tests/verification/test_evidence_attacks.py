@@ -49,5 +49,5 @@ def test_one_recount_gated_into_many_verdicts_earns_one_checks_worth_at_most(oth
         env.close()
     checks = [c for s in attempt.steps for c in s.checks]
     assert attempt.status == "ok" and sum(c.passed for c in checks) == 24
-    assert 0 < attempt.verification_reward <= ONE_CHECK + 1e-9, [
+    assert attempt.verification_reward <= ONE_CHECK + 1e-9, [
         (c.evidence, c.detail) for c in checks]

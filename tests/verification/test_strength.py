@@ -342,13 +342,14 @@ def test_env_episode_owns_its_session_and_reset_closes_it(sources):
     from vera_env import VeraEnv
     from vera_env.tasks import Task
 
-    task = Task(id="t", question="q", answer="1", grader={"kind": "exact"},
-                data_dir=sources["alcohol.txt"].parent)
+    task = Task(id="t", question="q", answer="5.00", grader={"kind": "exact"},
+                data_dir=sources["alcohol.txt"].parent).with_reference(Reference(_drinks))
     env = VeraEnv([task], max_steps=5, limits=LIMITS)
     env.reset(seed=0)
     env.step("<command>cut -f3 alcohol.txt | tail -n +2 > v.txt</command>")
-    info = env.step('NODE kind=load summary="v"\nCHECK range "last" :: '
-                    'test "$(tail -1 v.txt)" = -999' + V)[-1]
+    info = env.step('NODE kind=load summary="v"\nCHECK range "mean" :: '
+                    "test \"$(awk '$1 != -999 { s += $1; n++ } END { print s / n }' v.txt)\" "
+                    "= 5" + V)[-1]
     session = env._episode.strength
     paths = [s.workspace.path for t in session.bank._targets.values() if t.group
              for s in (*t.group.shadows.values(), *t.group.twins.values())]

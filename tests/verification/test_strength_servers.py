@@ -18,11 +18,19 @@ from vera_env import VeraEnv
 from vera_env.sandbox import SandboxLimits, server
 from vera_env.sandbox.server import ServerWorkspace
 from vera_env.tasks import Task
+from vera_env.verification.strength.reference import Reference
 from vera_env.verification.strength.workers import RunPool
 
 TABLE = "id\tgroup\tdrinks\n1\ta\t3\n2\tb\t5\n3\ta\t7\n4\tb\t-999\n"
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
 V = " && echo True || echo False"
+
+
+def alcohol_mean(contents) -> str:
+    """The table's mean of drinks, the sentinel dropped (the task's reference)."""
+    rows = [line.split("\t") for line in contents["alcohol.txt"].decode().splitlines()[1:]]
+    values = [float(r[2]) for r in rows if len(r) > 2 and r[2] != "-999"]
+    return f"{sum(values) / len(values):.1f}"
 
 
 @pytest.fixture
@@ -31,7 +39,8 @@ def env(tmp_path: Path):
     data.mkdir()
     (data / "alcohol.txt").write_text(TABLE)
     (data / "alcohol.txt").chmod(0o444)
-    task = Task(id="t", question="q", answer="1", grader={"kind": "exact"}, data_dir=data)
+    task = Task(id="t", question="q", answer="5.0", grader={"kind": "exact"},
+                data_dir=data).with_reference(Reference(solve=alcohol_mean))
     env = VeraEnv([task], max_steps=8, limits=LIMITS)
     yield env
     env.close()
@@ -91,11 +100,12 @@ def _bwrap_children() -> set[int]:
 def test_shadow_servers_serve_the_next_node_without_restarting(env: VeraEnv, starts: list[int]):
     env.reset(seed=0)
     first = _node(env, "cut -f3 alcohol.txt | tail -n +2 > v.txt",
-                  'test "$(tail -1 v.txt)" = -999')
+                  "test \"$(awk '$1 != -999 { s += $1; n++ } END { print s / n }' v.txt)\" = 5")
     shadows = _shadow_workspaces(env)
     before = {id(ws): (ws.server_pid, ws.check_server_pid) for ws in shadows}
     started_first = len(starts)
-    second = _node(env, "cut -f3 alcohol.txt | sed -n 2p > w.txt", 'test "$(cat w.txt)" = 3')
+    second = _node(env, "cut -f3 alcohol.txt | tail -n +2 | grep -vx -- -999 > w.txt",
+                   "test \"$(awk '{ s += $1 } END { print s }' w.txt)\" = 15")
     after = {id(ws): (ws.server_pid, ws.check_server_pid) for ws in shadows}
     assert first["checks"][0]["discriminating"] is True
     assert second["checks"][0]["discriminating"] is True

@@ -116,7 +116,8 @@ def _gtf_solution(gene: str, exons: list[tuple[int, int]], n_tx: int) -> tuple[s
              node("transform", fill("overlapping exons merged into @K@ disjoint blocks", **v),
                   "blocks.tsv", "n1"), [
                  check("conservation", fill("@K@ blocks, as merging the GTF's exons gives", **v),
-                       py(f"len({_intervals('blocks.tsv')}) == len(b) == @K@")),
+                       py(f"len({_intervals('blocks.tsv')}) == len(b) == @K@ and "
+                          "sum(t - s + 1 for s, t in b) == @ANS@")),
                  check("conservation", "every exon line of the gene lies inside one block",
                        py("all(any(p <= s and t <= q for p, q in " + _intervals("blocks.tsv")
                           + ") for s, t in e)")),
@@ -131,7 +132,7 @@ def _gtf_solution(gene: str, exons: list[tuple[int, int]], n_tx: int) -> tuple[s
                  check("range", fill("the union of @K@ blocks, shorter than what the exon "
                                      "lines sum to (the wrong route)", **v), py(
                      "len(b) == @K@ and int(open('bp.txt').read()) < sum(t - s + 1 for s, t in "
-                     "e)"))]),
+                     "e) and int(open('bp.txt').read()) == @ANS@"))]),
         final(str(v["ANS"])),
     )
 
