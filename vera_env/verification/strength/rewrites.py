@@ -69,7 +69,7 @@ from __future__ import annotations
 import random
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from vera_env.verification.strength.reference import Reference, RewriteTransform
 from vera_env.verification.strength.transforms import (
@@ -222,6 +222,14 @@ def _decimals(text: bytes) -> int:
 
 def _transfer(name: str, header: bytes, records: list[bytes], rng: random.Random
               ) -> bytes | None:
+    return _edit_groups(name, header, records, rng, _move_inner, least=_GROUP)
+
+
+def _edit_groups(name: str, header: bytes, records: list[bytes], rng: random.Random,
+                 edit: Callable[[list[list[bytes] | None], list[int], int, random.Random],
+                                Iterable[int]], least: int = 1) -> bytes | None:
+    """``edit`` applied to each measure column within each group of alike records (of at
+    least ``least``); the file again with the records it changed, None if none."""
     table = _table(name, header, records)
     if table is None:
         return None
@@ -230,8 +238,8 @@ def _transfer(name: str, header: bytes, records: list[bytes], rng: random.Random
     changed: set[int] = set()
     for column in measures:
         for group in _groups(rows, keys, column):
-            if len(group) >= _GROUP:
-                changed.update(_move_inner(rows, group, column, rng))
+            if len(group) >= least:
+                changed.update(edit(rows, group, column, rng))
     return join_records(header, _rows_back(records, sep, rows, changed)) if changed else None
 
 
@@ -268,23 +276,22 @@ def _scaled(value: int, places: int) -> bytes:
 
 def _permute(name: str, header: bytes, records: list[bytes], rng: random.Random
              ) -> bytes | None:
-    table = _table(name, header, records)
-    if table is None:
-        return None
-    sep, names, rows = table
-    keys, measures = _layout(names, rows)
-    changed: set[int] = set()
-    for column in measures:
-        for group in _groups(rows, keys, column):
-            values = [rows[i][column] for i in group]  # type: ignore[index]
-            rng.shuffle(values)
-            for i, value in zip(group, values, strict=True):
-                row = rows[i]
-                assert row is not None
-                if row[column] != value:
-                    row[column] = value
-                    changed.add(i)
-    return join_records(header, _rows_back(records, sep, rows, changed)) if changed else None
+    return _edit_groups(name, header, records, rng, _shuffle_group)
+
+
+def _shuffle_group(rows: list[list[bytes] | None], group: list[int], column: int,
+                   rng: random.Random) -> list[int]:
+    """The group's values of ``column`` shuffled among its records; those changed."""
+    values = [rows[i][column] for i in group]  # type: ignore[index]
+    rng.shuffle(values)
+    changed = []
+    for i, value in zip(group, values, strict=True):
+        row = rows[i]
+        assert row is not None
+        if row[column] != value:
+            row[column] = value
+            changed.append(i)
+    return changed
 
 
 def _reformat(name: str, header: bytes, records: list[bytes], rng: random.Random
