@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).resolve().parent / "results" / "real_model_curve.json"
+RESULTS = Path(__file__).resolve().parent / "results" / "learning_curve" / "real_model_curve.json"
 TYPES = ("tab.sentinel_mean", "seq.gc_content", "vcf.het_count", "mtx.qc_cells")
 
 

@@ -28,7 +28,7 @@ def on_files(files: Files, config: Any) -> Files:
     for source, uri in EXTERNAL.items():
         files.append(File.generated(config, uri, abs_src_path=str(root / source)))
     folder, pattern = IMAGES
-    for image in sorted((root / folder).glob(pattern)):
-        uri = f"external/{folder}/{image.name}"
+    for image in sorted((root / folder).rglob(pattern)):  # results/learning_curve/ too
+        uri = f"external/{image.relative_to(root).as_posix()}"
         files.append(File.generated(config, uri, abs_src_path=str(image)))
     return files
