@@ -46,6 +46,7 @@ from vera_env.verification.checks import CheckResult, run_checks
 from vera_env.verification.grading import Judge, grade, grade_against
 from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts
 from vera_env.verification.strength import StrengthSession
+from vera_env.verification.strength.verdicts import process_store
 from vera_env.wire.answers import ANSWER_PREFIX, answer_is_usable, extract_answer, strip_markup
 from vera_env.wire.protocol import Emission, parse_emission
 from vera_env.wire.text import invisible_problem, safe_json
@@ -261,7 +262,9 @@ class VeraEnv(gym.Env[str, str]):
                 reference=task.strength_reference(self.sandbox,
                                                   timeout_s=self.limits.check_timeout_s)
                 if classifiable(task) else None,
-                same=_same_answer(task), task_key=task.id)
+                same=_same_answer(task), task_key=task.id,
+                verdicts=process_store() if self.reward_config.strength_share_verdicts
+                else None)
         return self.observe(), self._info(RewardParts())
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:

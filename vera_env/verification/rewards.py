@@ -145,6 +145,12 @@ class RewardConfig(BaseModel):
     """Seconds the harness may spend, after each command, finding which task files it
     named (for replays); past it the command counts as naming every task file, which
     can only make a replay-derived check harder to earn, never easier."""
+    strength_share_verdicts: bool = True
+    """Share strength verdicts of pure checks between the episodes of a process (a GRPO
+    group writes the same checks over the same files): a verdict is served only for the
+    same command, the same content readable under ``/work`` and the same sandbox, after
+    two runs agreed, never to a luck-bound confirmation, and charged to the budget as
+    its run was (``vera_env.verification.strength.verdicts``). No reward changes."""
 
 
 def step_bound_s(limits: SandboxLimits, config: RewardConfig,

@@ -56,6 +56,9 @@ threads kept for the whole episode (``workers``), so the shadows' sandbox server
 started on them stay warm from node to node.
 Variants are classified once per task per process and written afresh per episode;
 shadows persist across nodes (``bank``), so each command is replayed once per variant.
+A pure check's verdict on a variant is shared with the process's other episodes that
+ask the same of the same content (``verdicts``: a GRPO group writes the same checks),
+charged to the budget as its run was; a confirmation is always run.
 
 Every node has a **deadline** D: ``strength_deadline_factor`` x (the own time of the
 node's passing checks + the derivation's), at least ``strength_deadline_floor_s``, at
@@ -104,6 +107,7 @@ from vera_env.verification.strength.shadows import (
     ShadowGroup,
 )
 from vera_env.verification.strength.variants import Variant, copy_variant
+from vera_env.verification.strength.verdicts import VerdictKey, VerdictStore, Views, shareable
 from vera_env.verification.strength.workers import RunPool
 from vera_env.wire.protocol import verdict_from_output
 
@@ -132,6 +136,7 @@ class _Site:
     label: str
     run: Run
     ready: Callable[[], bool | None] = lambda: True  # a twin replays first; None: broken
+    view: Callable[[], str | None] = lambda: None  # ``verdicts``: what the check can read
 
 
 class StrengthSession:
@@ -148,13 +153,15 @@ class StrengthSession:
         task_key: Names the task, for the per-process cache of classified variants.
         workers: Sandbox runs in flight at once (default: CPUs, 2 to 8). Verdicts do
             not depend on it.
+        verdicts: Verdicts shared with other episodes (``verdicts``); None: every
+            run is made.
     """
 
     def __init__(self, sandbox: Sandbox, sources: Mapping[str, Path], workspace: Workspace,
                  config: RewardConfig, limits: SandboxLimits, *,
                  reference: Reference | None = None,
                  same: Callable[[str, str], bool] | None = None, task_key: str = "",
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, verdicts: VerdictStore | None = None) -> None:
         self._sources = dict(sources)
         self._workspace, self._config, self._limits = workspace, config, limits
         self._runs = RunPool(workers or min(8, max(2, os.cpu_count() or 2)))
@@ -164,6 +171,8 @@ class StrengthSession:
         self._staged_inode = {name: (st.st_dev, st.st_ino) for name, st in staged.items()}
         self._tested = 0
         self._count_lock = threading.Lock()
+        self._verdicts, self._views, self._node = verdicts, Views(), 0
+        self._setting = f"{getattr(sandbox, 'name', type(sandbox).__name__)}|{limits!r}"
         self.bank = TargetBank(sandbox, self._sources,
                                lambda: workspace.scratch_dir("strength-"),
                                {n: (st.st_mtime_ns, st.st_mode & 0o777)
@@ -208,6 +217,7 @@ class StrengthSession:
         with self._count_lock:  # the i-th check tested this episode: its share of luck
             order = {i: self._tested + k + 1 for k, i in enumerate(passing)}
             self._tested += len(passing)
+            self._node += 1  # the real workspace's tree is read again (``_frozen``)
         out = list(results)
         try:
             with self._runs.lease() as runs, \
@@ -334,8 +344,9 @@ class StrengthSession:
                 raise StrengthDeadline(name)
             if state:
                 return Outcome("weak", f"the episode did not replay the same way: {state}")
-            controls = [_shadow_site(group.shadows[v.label]) for v in variants.controls]
-            mutants = [_shadow_site(group.shadows[v.label]) for v in variants.mutants
+            controls = [self._shadow_site(group.shadows[v.label])
+                        for v in variants.controls]
+            mutants = [self._shadow_site(group.shadows[v.label]) for v in variants.mutants
                        if not group.shadows[v.label].broken]
             return self._phases(result, nth, controls, mutants,
                                 lambda site, k: self._twin(group, site, time_left, k), runs,
@@ -352,7 +363,12 @@ class StrengthSession:
                 return ws.run_check(cmd, timeout_s=timeout_s, overlay={name: fresh})
             finally:
                 fresh.unlink(missing_ok=True)
-        return _Site(variant.label, run)
+
+        def view() -> str | None:
+            tree = self._views.tree(ws.path, self._node)
+            part = self._views.part(variant.path)
+            return None if tree is None or part is None else tree.view({name: part})
+        return _Site(variant.label, run, view=view)
 
     def _twin(self, group: ShadowGroup, site: _Site, time_left: TimeLeft, k: int) -> _Site:
         if not len(self.log):
@@ -367,7 +383,17 @@ class StrengthSession:
             if twin.broken == DEADLINE or twin.replayed < len(self.log):
                 raise StrengthDeadline(site.label)
             return None if twin.broken else True
-        return _Site(site.label, _shadow_site(twin).run, ready)
+        shadow_site = self._shadow_site(twin)
+        return _Site(site.label, shadow_site.run, ready, shadow_site.view)
+
+    def _shadow_site(self, shadow: Shadow) -> _Site:
+        ws = shadow.workspace
+
+        def view() -> str | None:
+            tree = self._views.tree(ws.path, shadow.replayed)
+            return None if tree is None or shadow.broken else tree.view()
+        return _Site(shadow.variant.label, lambda cmd, t: ws.run_check(cmd, timeout_s=t),
+                     view=view)
 
     def _phases(self, result: CheckResult, nth: int, controls: list[_Site],
                 mutants: list[_Site], confirm_on: Callable[[_Site, int], _Site],
@@ -376,8 +402,10 @@ class StrengthSession:
             return Outcome("skipped", "no mutant of it could be built or replayed")
         timeout = min(self._limits.check_timeout_s,
                       max(_MIN_RUN_TIMEOUT_S, 5 * result.duration_s + 5))
+        store = self._verdicts if shareable(result.command) else None
         run = _PhaseRunner(result.command, runs, timeout, time_left,
-                           random.Random(f"{self._config.strength_seed}|{result.command}"))
+                           random.Random(f"{self._config.strength_seed}|{result.command}"),
+                           store, self._setting)
         first = run({"m": mutants[0], **({"c": controls[0]} if controls else {})})
         if controls and first["c"] is not True:
             return Outcome("weak", _flaky(name, windowed))
@@ -401,7 +429,7 @@ class StrengthSession:
                                    "bound what luck could earn this late in the episode")
         for k in range(repeats):  # one after another: the twin replays once, first
             again = run({"confirm": confirm_on(kills[0], k),
-                         **({"control": controls[0]} if controls else {})})
+                         **({"control": controls[0]} if controls else {})}, confirm=True)
             if again["confirm"] is True or again["confirm"] == _BROKEN:
                 return Outcome("weak", f"flaky: {kills[0].label} did not fail it again "
                                        f"(confirmation {k + 1} of {repeats})")
@@ -413,21 +441,25 @@ class StrengthSession:
 
 
 class _PhaseRunner:
-    """Runs a check against several variants at once, in a shuffled order."""
+    """Runs a check against several variants at once, in a shuffled order; with a
+    ``store``, a verdict it already holds is served, except to a confirmation."""
 
     def __init__(self, command: str, runs: Executor, timeout_s: float, time_left: TimeLeft,
-                 rng: random.Random) -> None:
+                 rng: random.Random, store: VerdictStore | None = None,
+                 setting: str = "") -> None:
         self._command, self._runs, self._timeout_s = command, runs, timeout_s
         self._time_left, self._rng = time_left, rng
+        self._store, self._setting = store, setting
 
-    def __call__(self, sites: dict[str, _Site]) -> dict[str, Verdict]:
+    def __call__(self, sites: dict[str, _Site], *, confirm: bool = False
+                 ) -> dict[str, Verdict]:
         keys = list(sites)
         self._rng.shuffle(keys)  # which variant runs first says nothing
-        futures = {k: self._runs.submit(self._verdict, sites[k]) for k in keys}
+        futures = {k: self._runs.submit(self._verdict, sites[k], confirm) for k in keys}
         wait(futures.values())  # all charged to the budget before the node is judged
         return {k: f.result() for k, f in futures.items()}  # re-raises StrengthDeadline
 
-    def _verdict(self, site: _Site) -> Verdict:
+    def _verdict(self, site: _Site, confirm: bool) -> Verdict:
         if site.ready() is None:
             return _BROKEN
         budget = self._time_left
@@ -435,6 +467,26 @@ class _PhaseRunner:
         if left <= 0.05:
             raise StrengthDeadline(site.label)
         timeout_s = min(self._timeout_s, left)
+        view = site.view() if self._store is not None else None
+        key = None if view is None else VerdictKey(self._command, view, self._setting)
+        if key is not None and self._store is not None and not confirm:
+            decided = self._store.claim(key, timeout_s)
+            if decided is not None:  # charged as its run was: the budget decides alike
+                budget.charge(decided.as_result())
+                return decided.verdict
+            try:
+                return self._run(site, timeout_s, key, confirm)
+            finally:
+                self._store.release(key)
+        return self._run(site, timeout_s, key, confirm)
+
+    def _run(self, site: _Site, timeout_s: float, key: VerdictKey | None,
+             confirm: bool) -> Verdict:
+        budget = self._time_left
+        left = budget()  # again: ``claim`` may have waited for a run in flight
+        if left <= 0.05:
+            raise StrengthDeadline(site.label)
+        timeout_s = min(timeout_s, left)
         # A sandbox that does not start in time is a fault (SandboxStartTimeout), also
         # when the backstop cut its timeout: the budget was not spent, so it was starved.
         res = site.run(self._command, timeout_s)
@@ -445,7 +497,10 @@ class _PhaseRunner:
             budget.starve(f"a run of {site.label} was cut at its {timeout_s:.0f} s "
                           f"timeout after {res.cpu_wait_s or 0:.1f} s of waiting for a CPU")
             raise StrengthDeadline(site.label)
-        return _clean_verdict(res)
+        verdict = _clean_verdict(res)
+        if key is not None and self._store is not None:
+            self._store.observe(key, res, verdict, confirmation=confirm)
+        return verdict
 
 
 def _marks_by_kind(mutants: Sequence[_Site], verdicts: Mapping[str, Verdict]
@@ -465,11 +520,6 @@ def _mark(verdict: Verdict) -> str:
     check could exit non-zero on a chosen subset of the mutants and read as as many
     "distinct" pieces of evidence as it has subsets."""
     return "T" if verdict is True else "F"
-
-
-def _shadow_site(shadow: Shadow) -> _Site:
-    ws = shadow.workspace
-    return _Site(shadow.variant.label, lambda cmd, t: ws.run_check(cmd, timeout_s=t))
 
 
 def _flaky(name: str, windowed: bool) -> str:
