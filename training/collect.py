@@ -58,6 +58,9 @@ class Args(EnvOptions):
     analyst_repair: float = 0.0
     """Share of tasks (by task id) on which the analyst's first command has a deliberate
     mistake (a misspelt file name, an unclosed quote) that its next turn repairs."""
+    analyst_evidence: float = 0.0
+    """Share of tasks (by task id) on which the analyst's node also checks the
+    intermediates its q.sh prints on lines 2-3, not only the answer on line 1."""
     base_url: str = ""
     """Endpoint root with the version, e.g. http://127.0.0.1:8000/v1 (policy openai)."""
     model: str = ""
@@ -206,7 +209,7 @@ def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Any:
     if args.policy == "analyst":
         from vera_env.training.analyst import AnalystTeacher  # noqa: PLC0415
 
-        return AnalystTeacher(tasks, repair=args.analyst_repair)
+        return AnalystTeacher(tasks, repair=args.analyst_repair, evidence=args.analyst_evidence)
     if args.policy == "careless":
         from vera_env.policies import careless_policy  # noqa: PLC0415
 

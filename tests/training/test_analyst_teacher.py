@@ -9,10 +9,11 @@ from vera_env.rollout import Attempt, run_episode
 from vera_env.spec import EnvSpec
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin import TASK_TYPES, make_task
-from vera_env.training.analyst import _SCRIPT, AnalystTeacher, analysis_command
+from vera_env.training.analyst import _SCRIPT, INTERMEDIATES, AnalystTeacher, analysis_command
 from vera_env.training.collect import collect
 from vera_env.training.envs import make_env
 from vera_env.training.episodes import draw_starts
+from vera_env.verification.rewards import RewardConfig
 
 SEEDS = (0, 1)  # two data draws per type and difficulty; a third re-proved the same commands
 # Turn lengths in the tiny tokenizer (``vera_env.training.tiny``), which counts about as SmolLM2
@@ -20,6 +21,12 @@ SEEDS = (0, 1)  # two data draws per type and difficulty; a third re-proved the 
 # GRPO's ~120-token cap; the one-liner of the longest types does not yet.
 MAX_NODE_TOKENS = 120
 MAX_COMMAND_TOKENS = 200
+# A node with the extra checks (``evidence``) fits the evaluation's 208 tokens a turn
+# (``benchmarks/learning_curve.py --turn-tokens``); it measures at most 162.
+MAX_EVIDENCE_NODE_TOKENS = 180
+# Cheap with strength on (2-3 s an episode) and each with two earning intermediates
+# (``benchmarks/results/teacher_evidence.json``).
+EVIDENCE_TYPES = ("tab.survival_median", "vcf.titv")
 
 
 def _checks(action: str) -> list[str]:
@@ -48,7 +55,8 @@ def test_analyst_teacher_episode_correct_verified_and_not_fingerprinting(
         lengths = [len(tokenizer(a).input_ids) for a in actions]
         assert lengths[0] <= MAX_COMMAND_TOKENS and max(lengths[1:]) <= MAX_NODE_TOKENS
         # The check re-runs the saved computation; it does not repeat a pinned number.
-        assert actions[0].startswith("<command>cat > q.sh") and "$(sh q.sh)" in actions[1]
+        assert actions[0].startswith("<command>cat > q.sh")
+        assert "$(sh q.sh | sed -n 1p)" in actions[1] and "sed -n 2p" not in actions[1]
 
 
 def test_analyst_teacher_unreadable_output_reruns_then_answers_without_the_reference():
@@ -76,7 +84,7 @@ def test_analyst_repair_fails_first_then_repairs_and_marks_the_mistake_unlearned
         # The mistake fails with an error the observation shows; the next turn is the
         # teacher's own command, which re-writes q.sh for the node's check.
         assert "[exit " in row["observations"][1] and "[stderr]" in row["observations"][1]
-        assert first.action != row["actions"][1] and "$(sh q.sh)" in row["actions"][2]
+        assert first.action != row["actions"][1] and "$(sh q.sh | sed -n 1p)" in row["actions"][2]
         assert row["actions"][1] == ("<command>" + _SCRIPT.format(
             analysis_command(".".join(row["task_id"].split(".")[:2]),
                              tasks.get(row["task_id"]).question)) + "</command>")
@@ -95,3 +103,72 @@ def test_analyst_repair_share_is_chosen_by_task_id_and_validated():
                    for a, i in zip(first, ids, strict=True))
     with pytest.raises(ValueError, match="share"):
         AnalystTeacher(tasks, repair=1.5)
+
+
+def _evidence_play(share: float) -> dict[str, Attempt]:
+    ids = [f"{task_type}.easy.s0" for task_type in EVIDENCE_TYPES]
+    tasks = TaskSource([make_task(i) for i in ids])
+    env = make_env(tasks, max_steps=3, wrappers=("gate", "forced"), reserve=1,
+                   observation_variant="compact", reward=RewardConfig(strength=True))
+    try:
+        return {i: run_episode(env, AnalystTeacher(tasks, evidence=share), seed=0, task_id=i)
+                for i in ids}
+    finally:
+        env.close()
+
+
+@pytest.fixture(scope="module")
+def evidence_episodes() -> dict[float, dict[str, Attempt]]:
+    return {share: _evidence_play(share) for share in (1.0, 0.0)}
+
+
+def test_analyst_evidence_node_checks_each_printed_line_with_the_value_shown(
+        evidence_episodes, tokenizer):
+    for task_id, attempt in evidence_episodes[1.0].items():
+        command, node = (step.action for step in attempt.steps[:2])
+        lines = len(INTERMEDIATES[".".join(task_id.split(".")[:2])]) + 1
+        shown = attempt.steps[0].command_output.split()
+        assert len(shown) == lines, (task_id, shown)
+        assert _checks(node) == [f'test "$(sh q.sh | sed -n {k}p)" = "{value}" && echo True '
+                                 "|| echo False" for k, value in enumerate(shown, start=1)]
+        assert attempt.correct and evidence_episodes[0.0][task_id].steps[0].action == command
+        assert len(tokenizer(node).input_ids) <= MAX_EVIDENCE_NODE_TOKENS
+
+
+def test_analyst_evidence_extra_checks_earn_more_verification_with_strength_on(
+        evidence_episodes):
+    for task_id, extra in evidence_episodes[1.0].items():
+        single = evidence_episodes[0.0][task_id]
+        assert extra.correct and single.correct
+        assert extra.verification_reward > single.verification_reward > 0, task_id
+        assert len(_checks(single.steps[1].action)) == 1
+        assert all(check.earns for check in extra.steps[1].checks), task_id
+
+
+def test_analyst_evidence_unreadable_intermediates_leave_the_answer_check_alone():
+    task = make_task("tab.sentinel_mean.easy.s0")
+    tasks = TaskSource([task])
+    command = _SCRIPT.format(analysis_command("tab.sentinel_mean", task.question))
+    info = {"task_id": task.id, "prefill": ""}
+    teacher = AnalystTeacher(tasks, evidence=1.0)
+    node = teacher.act(f"$ {command}\n3612.78\n45\n\nSteps left: 2.", info)
+    assert _checks(node)[1] == 'test "$(sh q.sh | sed -n 2p)" = "45" && echo True || echo False'
+    broken = teacher.act(f"$ {command}\n3612.78\n[stderr] awk: oops\n", info)
+    assert len(_checks(broken)) == 1 and "3612.78" in _checks(broken)[0]
+    single = AnalystTeacher(tasks).act(f"$ {command}\n3612.78\n45\n", info)
+    assert len(_checks(single)) == 1
+
+
+def test_analyst_evidence_share_is_chosen_by_task_id_not_family_and_validated():
+    ids = [f"{task_type}.easy.s{seed}" for task_type in sorted(TASK_TYPES) for seed in range(3)]
+    tasks = TaskSource([make_task(i) for i in ids])
+    chosen = [AnalystTeacher(tasks, evidence=0.5).extra_checks(i) for i in ids]
+    assert 9 <= sum(chosen) <= 30  # about half, the same every time
+    by_family = {i.rsplit(".", 2)[0]: set() for i in ids}
+    for task_id, extra in zip(ids, chosen, strict=True):
+        by_family[task_id.rsplit(".", 2)[0]].add(extra)
+    assert any(len(modes) == 2 for modes in by_family.values())  # within one family, both
+    assert all(AnalystTeacher(tasks, evidence=1.0).extra_checks(i) for i in ids)
+    assert not any(AnalystTeacher(tasks, repair=1.0).extra_checks(i) for i in ids)
+    with pytest.raises(ValueError, match="evidence is a share"):
+        AnalystTeacher(tasks, evidence=-0.1)
