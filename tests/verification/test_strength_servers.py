@@ -18,6 +18,7 @@ from vera_env import VeraEnv
 from vera_env.sandbox import SandboxLimits, server
 from vera_env.sandbox.server import ServerWorkspace
 from vera_env.tasks import Task
+from vera_env.verification.rewards import RewardConfig
 from vera_env.verification.strength.reference import Reference
 from vera_env.verification.strength.workers import RunPool
 
@@ -41,7 +42,10 @@ def env(tmp_path: Path):
     (data / "alcohol.txt").chmod(0o444)
     task = Task(id="t", question="q", answer="5.0", grader={"kind": "exact"},
                 data_dir=data).with_reference(Reference(solve=alcohol_mean))
-    env = VeraEnv([task], max_steps=8, limits=LIMITS)
+    # Every shadow must start its servers here; a served verdict (the verdict store)
+    # starts none, so these tests of the servers run every check.
+    env = VeraEnv([task], max_steps=8, limits=LIMITS,
+                  reward=RewardConfig(strength_share_verdicts=False))
     yield env
     env.close()
 
