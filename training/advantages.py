@@ -34,7 +34,7 @@ from typing import Literal
 import numpy as np
 
 __all__ = ["AdvantageMode", "ScaleRewards", "group_advantages", "reward_to_go_advantages",
-           "sample_weights"]
+           "sample_weights", "weighted_rewards"]
 
 AdvantageMode = Literal["episode", "reward_to_go"]
 ScaleRewards = Literal["group", "batch", "none"]
@@ -45,6 +45,26 @@ def _nanstd(values: np.ndarray) -> float:
     """Unbiased std over the non-NaN values (NaN with fewer than two), as TRL's ``nanstd``."""
     kept = values[~np.isnan(values)]
     return float(np.std(kept, ddof=1)) if kept.size > 1 else float("nan")
+
+
+def weighted_rewards(per_func: Sequence[Sequence[float]] | np.ndarray,
+                     weights: Sequence[float]) -> np.ndarray:
+    """Each episode's reward: its reward functions' values, weighted and summed.
+
+    A NaN value (a function that abstained) adds nothing; an episode on which every
+    function abstained (unscorable) gets NaN, so ``group_advantages`` leaves it out.
+    With weights ``(1, 0, 1)`` over ``vera_env.training.rewards.REWARD_FUNCS``
+    (verification, correctness, format) correctness adds nothing, so a group that
+    differs only in correctness has no advantage.
+
+    Example:
+        >>> weighted_rewards([[0.5, 1.0, -0.1], [0.5, 0.0, -0.1]], (1, 0, 1)).tolist()
+        [0.4, 0.4]
+    """
+    values = np.asarray(per_func, dtype=np.float64).reshape(-1, len(weights))
+    out: np.ndarray = np.nansum(values * np.asarray(weights, dtype=np.float64), axis=1)
+    out[np.isnan(values).all(axis=1)] = np.nan
+    return out
 
 
 def group_advantages(rewards: Sequence[float], num_generations: int,

@@ -3,8 +3,11 @@
 The training scripts keep cleanrl's shape: every knob is a field of one ``Args``
 dataclass with a docstring under it, read top to bottom before the code. This module
 turns such a class into ``argparse`` flags (``--field-name``; booleans as
-``--flag/--no-flag``; tuples as space-separated lists), so the docstrings are also the
-``--help`` text and no knob is defined twice.
+``--flag/--no-flag``; tuples as space-separated lists, a fixed-length tuple such as
+``tuple[float, float, float]`` taking exactly that many), so the docstrings are also the
+``--help`` text and no knob is defined twice. A class's ``__post_init__`` checks values
+that need more than a type (``ValueError``); ``parse_args`` turns its message into
+argparse's usage error, so a bad value fails at the command line, not minutes into a run.
 """
 
 from __future__ import annotations
@@ -91,8 +94,9 @@ def parse_args(cls: type[T], argv: Sequence[str] | None = None, *, prog: str | N
     ``Literal`` fields, and tuples of them, accept only their values.
 
     Raises:
-        SystemExit: Unknown or malformed flags, or a value a ``Literal`` field does not
-            allow (argparse's own message, listing the valid choices).
+        SystemExit: Unknown or malformed flags, a value a ``Literal`` field does not
+            allow (argparse's own message, listing the valid choices), or a
+            ``ValueError`` from ``cls``'s ``__post_init__`` (its message as the error).
     """
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
@@ -107,11 +111,16 @@ def parse_args(cls: type[T], argv: Sequence[str] | None = None, *, prog: str | N
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
                                 help=help_text)
         elif typing.get_origin(kind) is tuple:
-            element = typing.get_args(kind)[0]
-            parser.add_argument(flag, nargs="*", type=_scalar(element), default=default,
-                                choices=_choices(element), help=help_text)
+            elements = typing.get_args(kind)
+            fixed = Ellipsis not in elements
+            parser.add_argument(flag, nargs=len(elements) if fixed else "*",
+                                type=_scalar(elements[0]), default=default,
+                                choices=_choices(elements[0]), help=help_text)
         else:
             parser.add_argument(flag, type=_scalar(kind), default=default,
                                 choices=_choices(kind), help=help_text)
     values = vars(parser.parse_args(argv))
-    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+    try:
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+    except ValueError as exc:
+        parser.error(str(exc))

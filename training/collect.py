@@ -65,6 +65,9 @@ class Args(EnvOptions):
     """Endpoint root with the version, e.g. http://127.0.0.1:8000/v1 (policy openai)."""
     model: str = ""
     """Served model id (openai) or model folder (transformers)."""
+    adapter: tuple[str, ...] = ()
+    """LoRA adapter folders merged into --model, in order (transformers;
+    vera_env.training.lora)."""
     temperature: float = 0.7
     """Sampling temperature of model policies (> 0 when attempts > 1)."""
     max_tokens: int = 2048
@@ -198,6 +201,8 @@ def collect(tasks: TaskSource, policy: Any, starts: Sequence[Start], *, attempts
 
 def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Any:
     """The policy named by ``args.policy``."""
+    if args.adapter and args.policy != "transformers":
+        raise SystemExit(f"--adapter needs --policy transformers, got --policy {args.policy}")
     if args.policy == "oracle":
         from vera_env.policies import OraclePolicy  # noqa: PLC0415
 
@@ -225,9 +230,20 @@ def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Any:
                                 max_tokens=args.max_tokens, system_prompt=args.system_prompt)
     from vera_env.policies import TransformersPolicy  # noqa: PLC0415
 
-    return TransformersPolicy.from_pretrained(args.model, temperature=args.temperature,
-                                              max_new_tokens=args.max_tokens,
-                                              system_prompt=args.system_prompt)
+    options: dict[str, Any] = {"temperature": args.temperature,
+                               "max_new_tokens": args.max_tokens,
+                               "system_prompt": args.system_prompt}
+    if not args.adapter:
+        return TransformersPolicy.from_pretrained(args.model, **options)
+    import torch  # noqa: PLC0415 - the training extra
+
+    from vera_env.training.lora import merge_adapters  # noqa: PLC0415
+
+    # Merged on the CPU, then moved: sampling runs on plain weights, as fast as the base.
+    base = TransformersPolicy.from_pretrained(args.model, device="cpu")
+    model = merge_adapters(base.model, args.adapter)
+    return TransformersPolicy(model.to("cuda" if torch.cuda.is_available() else "cpu"),
+                              base.tokenizer, **options)
 
 
 def write_rows(rows: list[dict[str, Any]], path: str | Path) -> Path:

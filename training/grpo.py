@@ -12,6 +12,12 @@ A real run (see training/README.md for the GPU recipe):
     python -m vera_env.training.grpo --model Qwen/Qwen2.5-1.5B-Instruct --use-vllm \\
         --vllm-mode colocate --bf16 --train-steps 200 --output-dir runs/grpo
 
+Verification alone (correctness weighed 0: a guard, not a target), with a LoRA adapter
+(``vera_env.training.lora``; the output folder then holds the adapter alone):
+
+    python -m vera_env.training.grpo --model BASE --adapter runs/sft --lora-rank 8 \
+        --reward-weights 1 0 1 --output-dir runs/grpo
+
 Episodes are played by one lockstep loop (``vera_env.training.stepwise``), each recorded as an
 ``Attempt``, and trained by ``vera_env.training.stepwise_trainer.StepwiseGRPOTrainer``. Two
 layouts (``--layout``) pack the same loop's turns differently (``vera_env.training.packing``):
@@ -30,7 +36,9 @@ layouts (``--layout``) pack the same loop's turns differently (``vera_env.traini
 
 The dataset is task starts (``{"task_id": ..., "seed": ...}``); TRL repeats each
 ``num_generations`` times, so a group plays one task instance. Rewards are the env's
-(``vera_env.training.rewards``), never read from the text.
+(``vera_env.training.rewards``), never read from the text; ``--reward-weights`` weighs
+their three parts, and every logged step keeps the env's own reward (the parts summed)
+as ``reward_default`` beside the weighted ``reward``.
 """
 
 from __future__ import annotations
@@ -45,10 +53,11 @@ from vera_env.tasks import Curriculum, TaskSource
 from vera_env.tasks.builtin.instance import Difficulty
 from vera_env.training.envs import EnvOptions, task_source
 from vera_env.training.episodes import deferred_starts, draw_starts, format_start
+from vera_env.training.lora import LoraOptions
 from vera_env.training.packing import LayoutName
 from vera_env.training.phase_log import PhaseLog, main_process, trainer_callback
 from vera_env.training.resume import RunOptions, fit, resume_point
-from vera_env.training.rewards import REWARD_FUNCS
+from vera_env.training.rewards import DEFAULT_WEIGHTS, REWARD_FUNCS, check_reward_weights
 from vera_env.wrappers import WrapperName
 
 __all__ = ["REWARD_FUNCS", "Args", "build_dataset", "build_trainer",
@@ -56,7 +65,7 @@ __all__ = ["REWARD_FUNCS", "Args", "build_dataset", "build_trainer",
 
 
 @dataclass
-class Args(EnvOptions, RunOptions):
+class Args(EnvOptions, RunOptions, LoraOptions):
     """GRPO through VeraEnv: step-wise samples (default) or whole episodes."""
 
     model: str = ""
@@ -120,7 +129,12 @@ class Args(EnvOptions, RunOptions):
     extended in chunks (--resume with a larger --train-steps) wants constant: each
     chunk's linear schedule ends at 0, so its last steps barely train."""
     beta: float = 0.0
-    """KL coefficient against the initial model (0: no reference model)."""
+    """KL coefficient against the initial model (0: no reference model; must be 0 with
+    --lora-rank)."""
+    reward_weights: tuple[float, float, float] = DEFAULT_WEIGHTS
+    """Weights of the reward parts: verification, correctness, format (>= 0, not all
+    0). '1 0 1' trains on verification and format alone; the env's reward (1 1 1) is
+    logged beside as reward_default."""
     max_completion_length: int = 4096
     """Episode layout only: tokens after the first prompt, turns and observations
     together (an episode ends when the next observation would not fit). Step-wise, a
@@ -154,6 +168,17 @@ class Args(EnvOptions, RunOptions):
     seed: int = 0
     """Seed of the dataset draw and of the trainer."""
 
+    def __post_init__(self) -> None:
+        """Refuse weights, LoRA options and combinations no run can use (``ValueError``)."""
+        self.reward_weights = check_reward_weights(tuple(self.reward_weights))
+        self.check_lora()
+        if self.lora_rank and self.beta:
+            raise ValueError("--beta > 0 with --lora-rank: the step-wise trainer computes no "
+                             "reference model for a PEFT model; keep --beta 0")
+        if self.lora_rank and self.trainable_layers:
+            raise ValueError("--lora-rank and --trainable-layers both choose what trains; "
+                             "give one")
+
 
 # ----- the dataset: task starts -----
 
@@ -178,7 +203,18 @@ def build_dataset(tasks: TaskSource, num_prompts: int, *, seed: int = 0) -> Any:
 # ----- the script -----
 
 def load_model(args: Args) -> tuple[Any, Any]:
-    """The model and tokenizer named by ``args`` (a tiny local pair with ``--tiny``)."""
+    """The model and tokenizer named by ``args`` (a tiny local pair with ``--tiny``),
+    ``--adapter`` folders merged in, wrapped in a fresh adapter with ``--lora-rank``."""
+    from vera_env.training.lora import add_lora, merge_adapters  # noqa: PLC0415
+
+    model, tokenizer = _load_base(args)
+    model = merge_adapters(model, args.adapter)
+    if args.lora_rank:
+        model = add_lora(model, args, checkpointing=args.activation_checkpointing)
+    return model, tokenizer
+
+
+def _load_base(args: Args) -> tuple[Any, Any]:
     if args.tiny:
         if args.beta:
             # TRL rebuilds the reference model from the model's folder; this one has none.
@@ -219,7 +255,7 @@ def grpo_config(args: Args) -> Any:
         lr_scheduler_type=args.lr_scheduler, beta=args.beta,
         max_completion_length=(args.max_turn_tokens if args.layout == "stepwise"
                                else args.max_completion_length),
-        temperature=args.temperature,
+        temperature=args.temperature, reward_weights=list(args.reward_weights),
         bf16=args.bf16, use_cpu=not torch.cuda.is_available(),
         activation_checkpointing=args.activation_checkpointing, logging_steps=args.logging_steps,
         report_to=args.report_to, seed=args.seed, **args.checkpointing(), **vllm)
@@ -271,7 +307,8 @@ def main(args: Args) -> Any:
     log("building the tiny model and tokenizer" if args.tiny
         else f"loading the model from {args.model}")
     model, tokenizer = load_model(args)
-    log(f"model ready: {sum(p.numel() for p in model.parameters()):,} parameters")
+    log(f"model ready: {sum(p.numel() for p in model.parameters()):,} parameters, "
+        f"{sum(p.numel() for p in model.parameters() if p.requires_grad):,} trainable")
     if args.trainable_layers:
         from vera_env.training.layers import train_top_layers  # noqa: PLC0415
 
@@ -286,6 +323,10 @@ def main(args: Args) -> Any:
         log(f"saving the model to {args.output_dir}")
         trainer.save_model(args.output_dir)
         tokenizer.save_pretrained(args.output_dir)
+        if args.lora_rank:
+            from vera_env.training.lora import write_stack  # noqa: PLC0415
+
+            write_stack(args.output_dir, "tiny" if args.tiny else args.model, args.adapter)
     log(f"done in {log.elapsed_s:.0f} s")
     return trainer
 

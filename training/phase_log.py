@@ -131,6 +131,9 @@ def trainer_callback(log: PhaseLog) -> Any:
                    **_: Any) -> None:
             if state.is_world_process_zero and logs and "loss" in logs:
                 reward = f", reward {logs['reward']:.3g}" if "reward" in logs else ""
+                if logs.get("reward_default", logs.get("reward")) != logs.get("reward"):
+                    # --reward-weights other than the env's: its own reward beside
+                    reward += f", default reward {logs['reward_default']:.3g}"
                 log(f"step {state.global_step}/{state.max_steps}: optimizer step done "
                     f"(loss {logs['loss']:.4g}{reward})")
 

@@ -23,7 +23,8 @@ import numpy as np
 
 from vera_env.tasks.canary import canary_rate
 
-__all__ = ["REWARD_FUNCS", "correctness_reward", "format_reward", "verification_reward"]
+__all__ = ["DEFAULT_WEIGHTS", "REWARD_FUNCS", "RewardWeights", "check_reward_weights",
+           "correctness_reward", "format_reward", "verification_reward"]
 
 
 def verification_reward(completions: list[Any], verification: list[float],
@@ -59,3 +60,28 @@ def format_reward(completions: list[Any], format_penalty: list[float], unscorabl
 
 REWARD_FUNCS = [verification_reward, correctness_reward, format_reward]
 """Their sum is the env's episode reward; weigh them with ``GRPOConfig.reward_weights``."""
+
+RewardWeights = tuple[float, float, float]
+"""Weights of ``REWARD_FUNCS``, in their order: verification, correctness, format."""
+DEFAULT_WEIGHTS: RewardWeights = (1.0, 1.0, 1.0)
+"""The env's own reward: the three parts summed."""
+
+
+def check_reward_weights(weights: tuple[float, ...]) -> RewardWeights:
+    """``weights`` as ``RewardWeights``, refused unless they are three, none negative and
+    not all zero.
+
+    A negative weight would reward what the env penalises (format) or punish what it
+    pays; all zero leaves no reward, every group without advantage.
+
+    Raises:
+        ValueError: Not three weights, a negative one, or all zero (says which).
+    """
+    if len(weights) != len(REWARD_FUNCS):
+        raise ValueError(f"--reward-weights takes 3 weights (verification, correctness, "
+                         f"format), got {len(weights)}: {list(weights)}")
+    if any(not w >= 0 for w in weights):  # NaN fails too
+        raise ValueError(f"--reward-weights must be >= 0, got {list(weights)}")
+    if not any(weights):
+        raise ValueError("--reward-weights are all zero: no reward, no advantage")
+    return (float(weights[0]), float(weights[1]), float(weights[2]))

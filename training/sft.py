@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vera_env.training.episodes import ChatFormat, Layout, tokenize_transcript
+from vera_env.training.lora import LoraOptions
 from vera_env.training.phase_log import PhaseLog, main_process, trainer_callback
 from vera_env.training.resume import RunOptions, fit
 
@@ -35,7 +36,7 @@ Selection = Literal["correct", "verified", "either"]
 
 
 @dataclass
-class Args(RunOptions):
+class Args(RunOptions, LoraOptions):
     """Supervised fine-tuning on selected collected rollouts."""
 
     rollouts: tuple[str, ...] = ("runs/rollouts.jsonl",)
@@ -70,6 +71,13 @@ class Args(RunOptions):
     """Micro-steps per optimizer step."""
     seed: int = 0
     """Seed of the trainer."""
+
+    def __post_init__(self) -> None:
+        """Refuse LoRA options no run can use (``ValueError``)."""
+        self.check_lora()
+        if self.lora_rank and self.trainable_layers:
+            raise ValueError("--lora-rank and --trainable-layers both choose what trains; "
+                             "give one")
 
 
 def load_rollouts(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -133,7 +141,18 @@ def to_examples(rows: Sequence[dict[str, Any]], fmt: ChatFormat, *, layout: Layo
 
 
 def load_model(args: Args) -> tuple[Any, Any]:
-    """The model and tokenizer named by ``args`` (a tiny local pair with ``--tiny``)."""
+    """The model and tokenizer named by ``args`` (a tiny local pair with ``--tiny``),
+    ``--adapter`` folders merged in, wrapped in a fresh adapter with ``--lora-rank``."""
+    from vera_env.training.lora import add_lora, merge_adapters  # noqa: PLC0415
+
+    model, tokenizer = _load_base(args)
+    model = merge_adapters(model, args.adapter)
+    if args.lora_rank:
+        model = add_lora(model, args, checkpointing=args.activation_checkpointing)
+    return model, tokenizer
+
+
+def _load_base(args: Args) -> tuple[Any, Any]:
     if args.tiny:
         from vera_env.training.tiny import tiny_model, tiny_tokenizer  # noqa: PLC0415
 
@@ -203,6 +222,10 @@ def main(args: Args) -> Any:
     log(f"saving the model to {args.output_dir}")
     trainer.save_model(args.output_dir)
     tokenizer.save_pretrained(args.output_dir)
+    if args.lora_rank:
+        from vera_env.training.lora import write_stack  # noqa: PLC0415
+
+        write_stack(args.output_dir, "tiny" if args.tiny else args.model, args.adapter)
     log(f"done in {log.elapsed_s:.0f} s")
     return trainer
 

