@@ -83,19 +83,25 @@ class Ledger:
 
 
 @contextmanager
-def keyed_everything(ledger: Ledger) -> Iterator[None]:
-    """A store that keys every run and serves none, in place of the process store."""
-    store = VerdictStore(min_runs=10**9)
-    store.trace = ledger.note
-    original, screen = strength_session.shareable, process_store
-    strength_session.shareable = lambda _command: True  # key refused checks too
-    import vera_env.env as env_module
-    env_module.process_store = lambda: store  # type: ignore[assignment]
+def patched(changes: list[tuple[object, str, object]]) -> Iterator[None]:
+    """Attributes set for the block (``owner, name, value``), restored after."""
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in changes]
+    for owner, name, value in changes:
+        setattr(owner, name, value)
     try:
         yield
     finally:
-        strength_session.shareable = original
-        env_module.process_store = screen  # type: ignore[assignment]
+        for owner, name, value in originals:
+            setattr(owner, name, value)
+
+
+def keyed_everything(ledger: Ledger) -> Any:
+    """A store that keys every run and serves none, in place of the process store."""
+    store = VerdictStore(min_runs=10**9)
+    store.trace = ledger.note
+    import vera_env.env as env_module
+    return patched([(strength_session, "shareable", lambda _command: True),  # refused too
+                    (env_module, "process_store", lambda: store)])
 
 
 def redundancy(policy_name: str, ids: list[str], groups: int, group: int) -> dict[str, Any]:
@@ -155,10 +161,10 @@ def unrelated_pairs(ids: list[str]) -> list[dict[str, Any]]:
             finally:
                 spent["view_cpu_s"] += time.thread_time() - started
         return wrapper
-    verdicts.read_tree, verdicts.file_part = timed(originals[0]), timed(originals[1])
-    verdicts.Tree.view = timed(originals[2])  # type: ignore[method-assign]
     rows = []
-    try:
+    with patched([(verdicts, "read_tree", timed(originals[0])),
+                  (verdicts, "file_part", timed(originals[1])),
+                  (verdicts.Tree, "view", timed(originals[2]))]):
         for tid in ids:
             for store in (False, True):
                 spent["view_cpu_s"] = 0.0
@@ -175,9 +181,6 @@ def unrelated_pairs(ids: list[str]) -> list[dict[str, Any]]:
                              "episode_cpu_s": round(sum(cpu_s()) - cpu0, 3),
                              "view_cpu_s": round(spent["view_cpu_s"], 4)})
                 print(rows[-1], flush=True)
-    finally:
-        verdicts.read_tree, verdicts.file_part = originals[0], originals[1]
-        verdicts.Tree.view = originals[2]  # type: ignore[method-assign]
     return rows
 
 
