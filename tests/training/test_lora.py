@@ -135,3 +135,20 @@ def test_parse_args_bad_lora_options_exit_saying_why(flags, message, capsys):
     with pytest.raises(SystemExit):
         parse_args(sft.Args, ["--tiny", *flags])
     assert message in capsys.readouterr().err
+
+
+def test_collect_adapter_flag_samples_from_base_plus_adapter_merged(lora_sft):
+    from vera_env.training import collect as collect_script
+
+    tasks = load_tasks("builtin")
+    args = parse_args(collect_script.Args, ["--policy", "transformers", "--model",
+                                            str(lora_sft["base"]), "--adapter",
+                                            str(lora_sft["out"])])
+    policy = collect_script.make_policy(args, tasks, [])
+    assert not hasattr(policy.model, "peft_config")
+    ids = list(range(5, 45))
+    assert torch.allclose(_logits(policy.model, ids), _logits(lora_sft["trainer"].model, ids),
+                          atol=1e-4)
+    oracle = parse_args(collect_script.Args, ["--adapter", str(lora_sft["out"])])
+    with pytest.raises(SystemExit, match="--adapter needs --policy transformers"):
+        collect_script.make_policy(oracle, tasks, [])
