@@ -178,3 +178,35 @@ def test_classify_family_controls_are_tried_first_and_classified(tmp_path):
     built = _classified(tmp_path, reference, controls=2)
     assert built.controls[0].label == "m.tsv:control0#0"
     assert any("control1" in label for label in built.refuted)
+
+
+def _raise_first(content, rng):
+    """An aimed edit with one possible outcome: the first value raised to 9000."""
+    lines = content.splitlines(keepends=True)
+    fields = lines[1].split(b"\t")
+    return b"".join([lines[0], fields[0] + b"\t9000\n", *lines[2:]])
+
+
+def test_classify_a_single_outcome_aimed_kind_gets_a_disguised_second_draw(tmp_path):
+    # One aimed outcome drawn once tested nothing about a check's consistency: a pin
+    # gated on a hash of what it reads chose its verdict there by a coin. The second
+    # draw is the mutant with the file's answer-preserving edits on top: the mean (what
+    # a fact reads) is the mutant's again, the bytes (what a hash reads) are not.
+    reference = Reference(_mean_of_kept, preserving={"m.tsv": ("shuffle_records",)},
+                          mutators={"m.tsv": (_raise_first,)})
+    built = _classified(tmp_path, reference, cache_key="")
+    aimed = [b for b in built.mutants if kind_of(b.label) == "aimed0"]
+    assert [b.label for b in aimed] == ["m.tsv:aimed0#0", "m.tsv:aimed0#1"]
+    first, disguised = (b.data for b in aimed)
+    assert first == _raise_first(MEAN_TABLE, None) and disguised != first
+    assert (_mean_of_kept({"m.tsv": disguised}) == _mean_of_kept({"m.tsv": first})
+            != _mean_of_kept({"m.tsv": MEAN_TABLE}))
+
+
+def test_classify_a_single_outcome_kind_no_edit_keeps_stays_one_draw(tmp_path):
+    def order_matters(contents):  # every re-ordering or rewrite moves this answer
+        return contents["m.tsv"].decode()
+    reference = Reference(order_matters, preserving={"m.tsv": ()}, rewriting={"m.tsv": ()},
+                          mutators={"m.tsv": (_raise_first,)})
+    built = _classified(tmp_path, reference, cache_key="")
+    assert [b.label for b in built.mutants if kind_of(b.label) == "aimed0"] == ["m.tsv:aimed0#0"]

@@ -40,12 +40,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vera_env.errors import GraderError
 from vera_env.verification.strength.encoding import Decoded, decode
 from vera_env.verification.strength.inodes import fresh_file
-from vera_env.verification.strength.mutants import mutant_candidates, mutant_kinds, window
+from vera_env.verification.strength.mutants import Mutant, mutant_candidates, mutant_kinds, window
 from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.reference import FORMAT_TRANSFORMS, Contents, Reference
-from vera_env.verification.strength.rewrites import probe_rewrites
+from vera_env.verification.strength.rewrites import apply_rewrite, probe_rewrites
 from vera_env.verification.strength.transforms import apply_control
 
 __all__ = ["Blob", "Classified", "Settings", "Variant", "VariantSet", "build_variants",
@@ -287,12 +288,60 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
                              aimed=tuple(reference.mutators.get(name, ()))):
         if kinds >= settings.mutants:
             break
-        if all((got := answer(m.content)) is not None and not same(base, got)
-               for m in kind):
+        moved = [answer(m.content) for m in kind]
+        if all(got is not None and not same(base, got) for got in moved):
+            if len(kind) == 1:
+                kind = [*kind, *_disguised(name, kind[0], moved[0], reference, answer, same,
+                                           settings.seed)]
             mutants += [Blob(m.label, False, _encode(decoded, m.content, False)) for m in kind]
             kinds += 1
     return Classified(name, not decoded.complete, True, tuple(controls), tuple(mutants),
                       declared, tuple(refuted), content_varied=varied)
+
+
+def _disguised(name: str, mutant: Mutant, moved: str | None, reference: Reference,
+               answer: Callable[[bytes], str | None], same: Same, seed: int) -> list[Mutant]:
+    """A second draw for a kind with one possible outcome (the one value a family can
+    move): the mutant with the file's answer-preserving edits applied on top -- its own
+    controls, then every rewrite, then its declared re-orderings -- kept where the
+    reference gives the mutant's answer again (none where no edit applies or keeps it).
+
+    Why. A kind drawn once tests nothing about a check's consistency: a pin gated on a
+    hash of what it reads (False on some mismatches, True on the rest) chooses its
+    verdict on that mutant by a coin, so each single-draw kind was a free bit in the
+    pattern the pin could shape into "distinct" facts (measured: 0.083 per episode on
+    ``mtx.knockout_gene`` and ``vcf.trio_parentage``, one aimed kind drawn twice and
+    two or three drawn once). On the disguised draw every fact about the data that the
+    controls keep -- the answer, the counts an honest analysis checks on its way --
+    reads as it did on the mutant; the hash does not, so the gate splits the kind.
+    """
+    rng = random.Random(f"{seed}|{name}|disguise")
+    edits: list[Callable[[bytes], bytes | None]] = [
+        *(lambda c, e=e: e(c, rng) for e in reference.controls.get(name, ())),
+        *(lambda c, t=t: apply_rewrite(t, name, c, rng) for t in reference.rewrites_for(name)),
+        *(lambda c, t=t: apply_control(t, name, c, rng, reference.irrelevant.get(name))
+          for t in reference.controls_for(name) if t != "recompress")]
+    out = mutant.content
+    for edit in edits:
+        changed = edit(out)
+        if changed is None or changed == out:
+            continue
+        if _agree(moved, answer(changed), same):
+            out = changed
+    if out == mutant.content:
+        return []
+    return [Mutant(f"{mutant.label.rsplit('#', 1)[0]}#1", out)]
+
+
+def _agree(a: str | None, b: str | None, same: Same) -> bool:
+    """Two solver answers agree: equal, or the grader says so (an answer it cannot
+    read -- "cannot be determined" -- agrees only with itself)."""
+    if a is None or b is None:
+        return False
+    try:
+        return a == b or same(a, b)
+    except GraderError:
+        return False
 
 
 def _unclassified(name: str, decoded: Decoded, content: bytes, settings: Settings,
