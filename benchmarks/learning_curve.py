@@ -27,6 +27,15 @@ columns (`vera_env.evaluation.integrity`), each with its bootstrap 95% interval
 (`vera_env.evaluation.bootstrap`; shares within attempts resampled by attempt). Then
 ``learning_curve.png``: accuracy and verification against GRPO steps, with the bands.
 
+LoRA (``vera_env.training.lora``): ``--sft-lora-rank`` / ``--grpo-lora-rank`` train
+adapters instead of every weight; GRPO then starts from the base with the SFT adapter
+merged (``--adapter``), and each evaluation merges the adapters into a temporary model
+folder. ``--from-adapters DIR`` trains nothing: it re-measures the post-SFT point from
+``DIR/sft`` (an adapter on the base) and a GRPO point from each ``DIR/grpo_N`` (an adapter
+trained N steps on base + ``DIR/sft``), so committed adapters can be evaluated again on
+another machine. ``--reward-weights`` goes to GRPO; each chunk's record keeps its groups
+(``verification_mixed``, ``zero_std``) and its per-step log (``curve_columns``).
+
 This supersedes ``real_model_curve.py`` (one held-out task, 3 steps, no intervals); its
 stage records and resumable stages are kept.
 
@@ -47,12 +56,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from curve_columns import evidence_nodes, step_log, training_groups
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results" / "learning_curve.json"
 HELDOUT_SEED = 100000
 DIFFICULTIES = ("warmup", "easy")
 COLUMNS = ("accuracy", "reward", "verification", "format_error_rate", "mean_turns",
-           "canary_value_rate", "fingerprint_node_share", "released_share", "forced_share")
+           "canary_value_rate", "fingerprint_node_share", "released_share", "forced_share",
+           "two_earning_node_share", "repeated_evidence_node_share")
 ENV = ["--env-max-steps", "3", "--reserve", "1", "--wrappers", "gate", "forced",
        "--observation-variant", "compact"]
 
@@ -140,8 +152,19 @@ def _resume(folder: Path) -> list[str]:
     return ["--resume"] if folder.is_dir() and last_checkpoint(folder) is not None else []
 
 
-def collect_and_sft(model: Path, args: argparse.Namespace, rec: Record) -> Path:
+Model = tuple[Path, tuple[Path, ...]]
+"""A model to train from or evaluate: a model folder and the LoRA adapters merged into it."""
+
+
+def _is_adapter(folder: Path) -> bool:
+    return (folder / "adapter_config.json").is_file()
+
+
+def collect_and_sft(model: Path, args: argparse.Namespace, rec: Record) -> Model:
+    """Collect the teacher's episodes, fine-tune on them; the SFT model (an adapter on
+    ``model`` with ``--sft-lora-rank``)."""
     sft, data = args.out / "sft", args.out / "analyst.jsonl"
+    trained: Model = (model, (sft,)) if args.sft_lora_rank else (sft, ())
     if not data.is_file():
         started = time.perf_counter()
         cmd = _run([sys.executable, "-m", "vera_env.training.collect", "--policy", "analyst",
@@ -149,26 +172,30 @@ def collect_and_sft(model: Path, args: argparse.Namespace, rec: Record) -> Path:
                     *ENV, "--output", str(data), "--seed", "1"], args.out / "collect.log")
         rec.set("collect", {"command": cmd, "episodes": args.sft_episodes,
                             "training_seeds": f"0..{args.sft_episodes - 1}"}, started)
-    if (sft / "config.json").is_file():
-        return sft
+    if (sft / "config.json").is_file() or _is_adapter(sft):
+        return trained
     started = time.perf_counter()
+    lora = ["--lora-rank", str(args.sft_lora_rank)] if args.sft_lora_rank else []
     # Checkpoints every few steps, so a sitting that ends mid-SFT loses little.
     cmd = _run([sys.executable, "-m", "vera_env.training.sft", "--model", str(model), "--rollouts",
                 str(data), "--select", "either", "--layout", "turns", "--train-steps",
                 str(args.sft_steps), "--per-device-train-batch-size", "2",
                 "--gradient-accumulation-steps", "2", "--learning-rate", "2e-4",
                 "--trainable-layers", str(args.trainable_layers), "--output-dir", str(sft),
-                "--seed", "0", "--save-steps", str(SAVE_EVERY), *_resume(sft)],
+                "--seed", "0", "--save-steps", str(SAVE_EVERY), *lora, *_resume(sft)],
                args.out / "sft.log")
     rec.set("sft", {"command": cmd, "steps": args.sft_steps}, started)
-    return sft
+    return trained
 
 
-def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> Path:
-    """Train up to ``steps`` GRPO steps in total, resuming the previous chunk."""
+def grpo_chunk(start: Model, steps: int, args: argparse.Namespace, rec: Record) -> Model:
+    """Train up to ``steps`` GRPO steps in total from ``start``, resuming the previous
+    chunk; the model to evaluate (an adapter on ``start`` with ``--grpo-lora-rank``)."""
     folder = args.out / "grpo"
+    base, adapters = start
+    trained: Model = (base, (*adapters, folder)) if args.grpo_lora_rank else (folder, ())
     if f"grpo_{steps}" in rec.data:
-        return folder
+        return trained
     started = time.perf_counter()
     resume, extra = _resume(folder), shlex.split(args.grpo_extra)
     if args.trainable_layers == 0 and "--activation-checkpointing" not in extra:
@@ -176,7 +203,11 @@ def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> 
         # 23.6 GB resident and the OOM killer on this 24 GB machine; recomputed: 5.5 GB
         # median, 9.8 GB peak.
         extra.append("--activation-checkpointing")
-    cmd = _run([sys.executable, "-m", "vera_env.training.grpo", "--model", str(sft), "--output-dir",
+    if adapters:
+        extra += ["--adapter", *map(str, adapters)]
+    if args.grpo_lora_rank:
+        extra += ["--lora-rank", str(args.grpo_lora_rank)]
+    cmd = _run([sys.executable, "-m", "vera_env.training.grpo", "--model", str(base), "--output-dir",
                 str(folder), "--tasks", args.grpo_tasks, "--difficulties",
                 *args.grpo_difficulties, *ENV,
                 "--num-generations", str(args.group), "--per-device-train-batch-size",
@@ -186,56 +217,43 @@ def grpo_chunk(sft: Path, steps: int, args: argparse.Namespace, rec: Record) -> 
                 "--max-turn-tokens", str(args.turn_tokens), "--temperature", "1.0",
                 "--trainable-layers", str(args.trainable_layers), "--env-workers", "4",
                 "--dump-rollouts", str(args.out / "rollouts.jsonl"), "--seed", "3",
+                "--reward-weights", *map(str, args.reward_weights),
                 "--num-prompts", str(GRPO_PROMPTS), *resume,
                 *extra],
                args.out / "grpo.log")
-    done = [int(k.split("_", 1)[1]) for k in rec.data if k.startswith("grpo_")]
+    done = max((int(k.split("_", 1)[1]) for k in rec.data if k.startswith("grpo_")), default=0)
     rec.set(f"grpo_{steps}", {"command": cmd, "steps": steps,
                               "training_seeds": f"{args.grpo_tasks} 0..{GRPO_PROMPTS - 1}",
-                              "groups": training_groups(args.out / "rollouts.jsonl",
-                                                        max(done, default=0), steps)}, started)
+                              "groups": training_groups(args.out / "rollouts.jsonl", done,
+                                                        steps, args.reward_weights),
+                              "step_log": step_log(folder / "curve.jsonl", done, steps)},
+            started)
+    return trained
+
+
+def merged(trained: Model, step: int, args: argparse.Namespace) -> Path:
+    """A model folder to evaluate: ``trained``'s own, or its adapters merged into its base
+    (``vera_env.training.lora``) in ``--out/merged_<step>``, removed after the evaluation."""
+    base, adapters = trained
+    if not adapters:
+        return base
+    folder: Path = args.out / f"merged_{step}"
+    if not (folder / "config.json").is_file():
+        _run([sys.executable, "-m", "vera_env.training.lora", "--model", str(base),
+              "--adapter", *map(str, adapters), "--output", str(folder)],
+             args.out / f"merge_{step}.log")
     return folder
 
 
-def training_groups(dump: Path, after: int, upto: int) -> dict[str, Any]:
-    """What GRPO steps ``after``+1..``upto`` played (the dump numbers generations from 0):
-    episodes right, groups mixed (the only ones with an advantage) or all one way, and
-    right/played per task type -- whether the curriculum found anything to learn from;
-    ``redrawn``: of those groups, how many ``--redraw-uninformative`` replaced."""
-    from vera_env.tasks.builtin import parse_task_id
-
-    episodes: dict[tuple[int, int], tuple[int, str, bool]] = {}
-    redrawn: set[tuple[int, int]] = set()
-    for line in dump.read_text(encoding="utf-8").splitlines() if dump.is_file() else []:
-        row = json.loads(line)
-        if after <= row["step"] < upto:
-            episodes[(row["step"], row["episode"])] = (row["group"], row["task_id"],
-                                                       row["correct"] is True)
-            if row.get("redrawn"):
-                redrawn.add((row["step"], row["group"]))
-    groups: dict[tuple[int, int], list[bool]] = {}
-    per_type: dict[str, list[int]] = {}
-    for (step, _), (group, task, right) in sorted(episodes.items()):
-        groups.setdefault((step, group), []).append(right)
-        tally = per_type.setdefault(parse_task_id(task)[0], [0, 0])
-        tally[0] += right
-        tally[1] += 1
-    return {"episodes": len(episodes), "right": sum(r for _, _, r in episodes.values()),
-            "groups": len(groups), "mixed": sum(0 < sum(g) < len(g) for g in groups.values()),
-            "all_right": sum(all(g) for g in groups.values()),
-            "all_wrong": sum(not any(g) for g in groups.values()),
-            "redrawn": len(redrawn),
-            "per_type": {t: f"{r}/{n}" for t, (r, n) in sorted(per_type.items())}}
-
-
-def evaluate(model: Path, step: int, ids: list[str], args: argparse.Namespace,
+def evaluate(trained: Model, step: int, ids: list[str], args: argparse.Namespace,
              rec: Record) -> None:
-    """Play the held-out set with ``model`` (greedy); record its columns as ``eval_<step>``."""
+    """Play the held-out set with ``trained`` (greedy); record its columns as ``eval_<step>``."""
     if f"eval_{step}" in rec.data:
         return
     from vera_env.rollout import Attempt
 
     started = time.perf_counter()
+    model = merged(trained, step, args)
     if args.eval_backend == "lockstep":
         from lockstep_eval import play_heldout  # torch: only when a model is evaluated
 
@@ -247,9 +265,12 @@ def evaluate(model: Path, step: int, ids: list[str], args: argparse.Namespace,
     else:
         path, cmd = _evaluate_cli(model, step, ids, args)
     attempts = [Attempt.from_json(line) for line in path.read_text().splitlines() if line]
-    rec.set(f"eval_{step}", {"step": step, "model": str(model), "attempts": str(path),
+    rec.set(f"eval_{step}", {"step": step, "model": str(trained[0]),
+                             "adapters": [str(a) for a in trained[1]], "attempts": str(path),
                              "backend": args.eval_backend, "command": cmd,
                              "columns": columns(attempts)}, started)
+    if model != trained[0]:
+        shutil.rmtree(model)  # a merged copy: hundreds of MB, made again in seconds
 
 
 def _evaluate_cli(model: Path, step: int, ids: list[str], args: argparse.Namespace
@@ -281,6 +302,7 @@ def columns(attempts: list[Any]) -> dict[str, dict[str, Any]]:
 
     scored = [a for a in attempts if not is_excluded(a)]
     nodes = [node_counts(a) for a in attempts]
+    evidence = [evidence_nodes(a) for a in attempts]
     release = [answer_release(a) for a in attempts]
     canary = [is_canary(a.task_id) for a in attempts]
     out = {
@@ -300,6 +322,11 @@ def columns(attempts: list[Any]) -> dict[str, dict[str, Any]]:
                                    [float(r != "none") for r in release]),
         "forced_share": ratio_ci([float(r == "forced") for r in release],
                                  [float(r != "none") for r in release]),
+        # Nodes whose earning checks establish >= 2 distinct facts, and nodes repeating
+        # an earlier node's evidence (``curve_columns``).
+        "two_earning_node_share": ratio_ci([e[0] for e in evidence], [e[2] for e in evidence]),
+        "repeated_evidence_node_share": ratio_ci([e[1] for e in evidence],
+                                                 [e[2] for e in evidence]),
     }
     return {name: out[name].to_dict() for name in COLUMNS} | {
         "excluded": {"n": len(attempts) - len(scored)}}
@@ -316,6 +343,21 @@ def refresh_columns(rec: Record) -> None:
         path = Path(value["attempts"])
         attempts = [Attempt.from_json(line) for line in path.read_text().splitlines() if line]
         rec.set(stage, value | {"columns": columns(attempts)})
+
+
+def adapter_points(folder: Path) -> list[tuple[int, tuple[Path, ...]]]:
+    """The evaluation points of ``--from-adapters``: step 0 from ``folder/sft``, step N
+    from ``folder/sft`` then ``folder/grpo_N``, in step order.
+
+    Raises:
+        SystemExit: ``folder/sft`` holds no adapter.
+    """
+    sft = folder / "sft"
+    if not _is_adapter(sft):
+        raise SystemExit(f"--from-adapters: no adapter in {sft} (adapter_config.json)")
+    grpo = sorted((int(p.name.split("_", 1)[1]), p) for p in folder.glob("grpo_*")
+                  if p.name.split("_", 1)[1].isdigit() and _is_adapter(p))
+    return [(0, (sft,)), *((n, (sft, p)) for n, p in grpo)]
 
 
 def plot(args: argparse.Namespace, rec: Record) -> str:
@@ -396,6 +438,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--eval-batch", type=int, default=16)
     parser.add_argument("--model", default="",
                         help="model folder or hub id instead of SmolLM2 (the GPU recipe)")
+    parser.add_argument("--reward-weights", nargs=3, type=float, default=[1.0, 1.0, 1.0],
+                        metavar=("VER", "COR", "FMT"),
+                        help="GRPO's weights of verification, correctness, format (1 0 1: "
+                             "verification only; the default reward is logged beside)")
+    parser.add_argument("--sft-lora-rank", type=int, default=0,
+                        help="SFT trains a LoRA adapter of this rank (0: every weight)")
+    parser.add_argument("--grpo-lora-rank", type=int, default=0,
+                        help="GRPO trains a LoRA adapter of this rank (0: every weight)")
+    parser.add_argument("--from-adapters", type=Path, default=None,
+                        help="train nothing: evaluate DIR/sft (an adapter on the base) as "
+                             "step 0 and each DIR/grpo_N (an adapter on base + DIR/sft) "
+                             "as step N")
     parser.add_argument("--grpo-extra", default="",
                         help="more vera_env.training.grpo flags, e.g. '--use-vllm --bf16' (GPU); one flag "
                              "alone needs the = form: --grpo-extra=--bf16")
@@ -415,10 +469,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rec.set("args", {k: str(v) for k, v in vars(args).items()})
     model = checkpoint(args, rec)
     ids = heldout(args, rec)
-    sft = collect_and_sft(model, args, rec)
-    evaluate(sft, 0, ids, args, rec)
-    for steps in range(args.chunk, args.grpo_steps + 1, args.chunk):
-        evaluate(grpo_chunk(sft, steps, args, rec), steps, ids, args, rec)
+    if args.from_adapters is not None:
+        for step, adapters in adapter_points(args.from_adapters):
+            evaluate((model, adapters), step, ids, args, rec)
+    else:
+        sft = collect_and_sft(model, args, rec)
+        evaluate(sft, 0, ids, args, rec)
+        for steps in range(args.chunk, args.grpo_steps + 1, args.chunk):
+            evaluate(grpo_chunk(sft, steps, args, rec), steps, ids, args, rec)
     refresh_columns(rec)
     rec.set("plot", {"png": plot(args, rec)})
     return rec.data

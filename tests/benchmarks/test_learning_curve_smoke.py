@@ -22,7 +22,8 @@ require("trl", "torch", "transformers", extra="training")
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "learning_curve.py"
 COLUMNS = ("accuracy", "reward", "verification", "format_error_rate", "mean_turns",
-           "canary_value_rate", "fingerprint_node_share", "released_share", "forced_share")
+           "canary_value_rate", "fingerprint_node_share", "released_share", "forced_share",
+           "two_earning_node_share", "repeated_evidence_node_share")
 
 
 def _run(out: Path) -> dict:
@@ -73,6 +74,10 @@ def test_smoke_each_grpo_chunk_records_the_groups_it_played(smoke):
         groups = data[chunk]["groups"]
         assert groups["episodes"] == 2 and groups["groups"] == 1  # one group of 2 a step
         assert groups["mixed"] + groups["all_right"] + groups["all_wrong"] == 1
+        assert 0 <= groups["verification_mixed"] <= 1 and 0 <= groups["zero_std"] <= 1
+        (logged,) = data[chunk]["step_log"]  # the run's per-step log, copied
+        assert logged["step"] == data[chunk]["steps"]
+        assert {"frac_reward_zero_std", "reward_default", "env/correct"} <= set(logged)
         played = [tuple(map(int, v.split("/"))) for v in groups["per_type"].values()]
         assert sum(n for _, n in played) == 2 and sum(r for r, _ in played) == groups["right"]
 
