@@ -59,7 +59,7 @@ from typing import Any
 from curve_columns import evidence_nodes, step_log, training_groups
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).resolve().parent / "results" / "learning_curve.json"
+RESULTS = Path(__file__).resolve().parent / "results" / "learning_curve" / "learning_curve.json"
 HELDOUT_SEED = 100000
 DIFFICULTIES = ("warmup", "easy")
 COLUMNS = ("accuracy", "reward", "verification", "format_error_rate", "mean_turns",
