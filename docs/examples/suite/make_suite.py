@@ -164,6 +164,13 @@ def fasta_task(rng: random.Random) -> None:
         seq = _contig(rng, rng.randint(240, 420))
         if "GGATGGATG" not in seq and "CATCCATCC" not in seq:  # no overlapping sites
             seqs.append(seq)
+    # Contigs without a site: records the question never reads, so strength's controls can
+    # drop some (without them a pin on the record count or the headers' digits survived
+    # every control and earned: content_pins in the first audit).
+    while len(seqs) < 20:
+        seq = "".join(rng.choice("ACGT") for _ in range(rng.randint(200, 320)))
+        if "GGATG" not in seq and "CATCC" not in seq:
+            seqs.insert(rng.randrange(len(seqs) + 1), seq)
     text = ""
     for i, seq in enumerate(seqs, 1):
         text += f">contig_{i:02d} len={len(seq)}\n"
@@ -172,18 +179,19 @@ def fasta_task(rng: random.Random) -> None:
     reverse = sum(s.count("CATCC") for s in seqs)
     on_lines = sum(line.count("GGATG") + line.count("CATCC") for line in text.splitlines()
                    if not line.startswith(">"))
-    v = {"R": len(seqs), "B": sum(map(len, seqs)), "F": forward, "C": reverse,
+    v = {"R": len(seqs), "K": sum(1 for s in seqs if "GGATG" in s or "CATCC" in s),
+         "F": forward, "C": reverse,
          "T": forward + reverse, "W": forward + reverse - on_lines}
     join = "awk '/^>/ { if (s != \"\") print s; s = \"\"; next } { s = s $0 } END { print s }' contigs.fa"
     solution = [
         _fill("<command>head -2 contigs.fa\ngrep -c '^>' contigs.fa\n" + join + " > seqs.txt\n"
-              "wc -l < seqs.txt\ntr -d '\\n' < seqs.txt | wc -c</command>\n"
-              "NODE kind=load summary=\"@R@ records, @B@ bases, wrapped at 60: joined one record a "
-              "line, so a site cut by a line break is seen\" artifact=seqs.txt\n"
-              "CHECK conservation \"@R@ records, one line each in seqs.txt\" :: test \"$(grep -c '^>' "
-              "contigs.fa)\" -eq @R@ && test \"$(wc -l < seqs.txt)\" -eq @R@ && echo True || echo False\n"
-              "CHECK conservation \"@B@ bases in the records\" :: test \"$(grep -v '^>' contigs.fa | tr "
-              "-d '\\n' | wc -c)\" -eq @B@ && echo True || echo False", **v),
+              "wc -l < seqs.txt\ngrep -c -e GGATG -e CATCC seqs.txt</command>\n"
+              "NODE kind=load summary=\"@R@ records wrapped at 60, joined one record a line (a site cut "
+              "by a line break is seen); @K@ of them hold a site\" artifact=seqs.txt\n"
+              "CHECK conservation \"seqs.txt holds one line per record\" :: test \"$(wc -l < seqs.txt)\" "
+              "-eq \"$(grep -c '^>' contigs.fa)\" && echo True || echo False\n"
+              "CHECK range \"@K@ joined records hold a site on either strand\" :: test \"$(" + join +
+              " | grep -c -e GGATG -e CATCC)\" -eq @K@ && echo True || echo False", **v),
         _fill("<command>grep -o GGATG seqs.txt | wc -l\ngrep -o CATCC seqs.txt | wc -l\n"
               "grep -v '^>' contigs.fa | grep -o -e GGATG -e CATCC | wc -l</command>\n"
               "NODE kind=transform summary=\"@F@ GGATG on the given strand, @C@ CATCC (GGATG on the other);"
@@ -272,7 +280,7 @@ def vcf_task(rng: random.Random) -> None:
     split = [re.split("[|/]", g) for g in gts]
     het = sum(1 for a, b in split if "." not in (a, b) and a != b)
     phased = sum(1 for g, (a, b) in zip(gts, split, strict=True) if "|" in g and "." not in (a, b) and a != b)
-    v = {"H": het, "P": phased, "U": het - phased, "MISS": sum("." in g for g in gts),
+    v = {"H": het, "P": phased, "U": het - phased,
          "ALT2": sum(1 for a, b in split if "." not in (a, b) and a != b and "2" in (a, b)),
          "SITES": len(gts)}
     gt = "grep -v '^#' calls.vcf | cut -f11 | cut -d: -f1"
@@ -282,16 +290,15 @@ def vcf_task(rng: random.Random) -> None:
               "NODE kind=load summary=\"P02 is column 11; @SITES@ sites\" artifact=col.txt\n"
               "CHECK type \"the column holds P02\" :: test \"$(grep '^#CHROM' calls.vcf | cut "
               "-f\"$(cat col.txt)\")\" = P02 && echo True || echo False\n"
-              "CHECK range \"P02's genotype is missing at @MISS@ sites\" :: test \"$(" + gt + " | grep "
-              "-c '[.]')\" -eq @MISS@ && echo True || echo False", **v),
+              "CHECK range \"P02 has @H@ calls of two different alleles, | or /\" :: test \"$(" + gt +
+              " | awk -F'[|/]' '$1 != \".\" && $2 != \".\" && $1 != $2' | wc -l)\" -eq @H@ && echo True"
+              " || echo False", **v),
         _fill("<command>grep -v '^#' calls.vcf | cut -f\"$(cat col.txt)\" | cut -d: -f1 > gt.txt\n"
               "sort gt.txt | uniq -c</command>\n"
               "NODE kind=transform summary=\"@SITES@ genotypes of P02: @P@ phased (|) and @U@ unphased (/)"
               " heterozygotes, @ALT2@ with the second ALT allele\" artifact=gt.txt parents=n1\n"
               "CHECK range \"@P@ phased heterozygotes\" :: test \"$(" + gt + " | awk -F'|' 'NF == 2 && "
               "$1 != \".\" && $2 != \".\" && $1 != $2' | wc -l)\" -eq @P@ && echo True || echo False\n"
-              "CHECK range \"@U@ unphased heterozygotes\" :: test \"$(" + gt + " | awk -F'/' 'NF == 2 && "
-              "$1 != \".\" && $2 != \".\" && $1 != $2' | wc -l)\" -eq @U@ && echo True || echo False\n"
               "CHECK range \"@ALT2@ heterozygotes carry the second ALT allele\" :: awk -F'[|/]' '$1 != "
               "\".\" && $2 != \".\" && $1 != $2 && ($1 == 2 || $2 == 2) { m++ } END { print (m + 0 == "
               "@ALT2@) ? \"True\" : \"False\" }' gt.txt", **v),
@@ -330,51 +337,54 @@ def vcf_task(rng: random.Random) -> None:
 # permute_values) find a table's columns by a tab or a comma, and a space-aligned .txt is
 # read as prose (a title line added, spaces re-spaced), so nothing would rewrite its values.
 
-_TABLE_REFERENCE = "awk '$1 == \"MYC\" { s += $4 } END { print s + 0 }' counts.tsv"
+_TABLE_REFERENCE = "awk -F'\\t' '$2 == \"MYC\" { s += $4 } END { print s + 0 }' counts.tsv"
 
 
 def table_task(rng: random.Random) -> None:
+    """One amplicon library per gene, condition and replicate: groups of ten libraries that
+    share a gene and a condition, which strength's value-rewriting controls need (a table
+    whose every row is its own group got none, and a hash of its sorted rows earned in the
+    first audit), and a ``library_id`` column they rename."""
     genes = ("ACTB", "BRCA1", "CDK4", "EGFR", "GAPDH", "KRAS", "MYC", "MYCL", "MYCN",
              "PTEN", "RB1", "SOX2", "TP53", "VEGFA")
-    rows = []
-    for s in range(1, 11):
-        condition = "treated" if s > 5 else "control"
-        for gene in genes:
-            rows.append((gene, f"S{s:02d}", condition, rng.randint(20, 4000)))
+    rows = [(gene, condition, rng.randint(20, 4000)) for gene in genes
+            for condition in ("control", "treated") for _ in range(10)]
     rng.shuffle(rows)
-    text = "gene\tsample\tcondition\treads\n"
-    text += "".join(f"{g}\t{s}\t{c}\t{r}\n" for g, s, c, r in rows)
-    myc = [r for r in rows if r[0] == "MYC"]
+    rows = [(f"LIB{i:04d}", *row) for i, row in enumerate(rows, 1)]
+    text = "library_id\tgene\tcondition\treads\n"
+    text += "".join(f"{lib}\t{g}\t{c}\t{r}\n" for lib, g, c, r in rows)
+    myc = [r for r in rows if r[1] == "MYC"]
     v = {"N": len(myc), "S": sum(r[3] for r in myc),
          "CT": sum(r[3] for r in myc if r[2] == "control"),
          "TR": sum(r[3] for r in myc if r[2] == "treated"),
-         "G": sum(1 for r in rows if "MYC" in r[0])}
-    wrong = str(sum(r[3] for r in rows if "MYC" in r[0]))
+         "G": sum(1 for r in rows if "MYC" in r[1])}
+    wrong = str(sum(r[3] for r in rows if "MYC" in r[1]))
     solution = [
-        _fill("<command>head -3 counts.tsv\nawk 'NR > 1 { print $1 }' counts.tsv | sort | uniq -c\n"
-              "awk '$1 == \"MYC\"' counts.tsv > myc.txt\nwc -l < myc.txt</command>\n"
-              "NODE kind=load summary=\"@N@ rows name MYC exactly (grep MYC would also take MYCN and "
-              "MYCL: @G@ rows); reads is column 4\" artifact=myc.txt\n"
-              "CHECK conservation \"@N@ MYC rows, one per sample\" :: test \"$(awk '$1 == \"MYC\" { print "
-              "$2 }' counts.tsv | sort -u | wc -l)\" -eq @N@ && test \"$(wc -l < myc.txt)\" -eq @N@ && "
-              "echo True || echo False", **v),
-        _fill("<command>awk '{ s[$3] += $4; t += $4 } END { for (c in s) print c, s[c]; print "
-              "\"total\", t }' myc.txt | sort > myc_sums.txt\ncat myc_sums.txt</command>\n"
+        _fill("<command>head -3 counts.tsv\ncut -f2 counts.tsv | sort | uniq -c\n"
+              "awk -F'\\t' '$2 == \"MYC\"' counts.tsv > myc.txt\nwc -l < myc.txt</command>\n"
+              "NODE kind=load summary=\"@N@ libraries name MYC exactly (grep MYC would also take MYCN "
+              "and MYCL: @G@ rows); reads is column 4\" artifact=myc.txt\n"
+              "CHECK conservation \"@N@ MYC libraries, each id once\" :: test \"$(awk -F'\\t' '$2 == "
+              "\"MYC\" { print $1 }' counts.tsv | sort -u | wc -l)\" -eq @N@ && test \"$(wc -l < "
+              "myc.txt)\" -eq @N@ && echo True || echo False", **v),
+        _fill("<command>awk -F'\\t' '{ s[$3] += $4; t += $4 } END { for (c in s) print c, s[c]; "
+              "print \"total\", t }' myc.txt | sort > myc_sums.txt\ncat myc_sums.txt</command>\n"
               "NODE kind=test summary=\"MYC reads: @CT@ in control + @TR@ in treated = @S@\" "
               "artifact=myc_sums.txt parents=n1\n"
-              "CHECK conservation \"the control MYC rows sum to @CT@, the treated to @TR@\" :: test "
-              "\"$(awk '$1 == \"MYC\" && $3 == \"control\" { s += $4 } END { print s }' counts.tsv)\" "
-              "-eq @CT@ && test \"$(awk '$1 == \"MYC\" && $3 == \"treated\" { s += $4 } END { print s }'"
-              " counts.tsv)\" -eq @TR@ && echo True || echo False\n"
+              "CHECK conservation \"the control MYC libraries sum to @CT@, the treated to @TR@\" :: test "
+              "\"$(awk -F'\\t' '$2 == \"MYC\" && $3 == \"control\" { s += $4 } END { print s }' "
+              "counts.tsv)\" -eq @CT@ && test \"$(awk -F'\\t' '$2 == \"MYC\" && $3 == \"treated\" { s += "
+              "$4 } END { print s }' counts.tsv)\" -eq @TR@ && echo True || echo False\n"
               "CHECK invariance \"a python recount from counts.tsv agrees: @S@\" :: python3 -c \"r = "
-              "[l.split() for l in open('counts.tsv')]; print(sum(int(x[3]) for x in r if x[0] == "
-              "'MYC') == @S@ == int(dict(l.split() for l in open('myc_sums.txt'))['total']))\"", **v),
+              "[l.rstrip('\\n').split('\\t') for l in open('counts.tsv')]; print(sum(int(x[3]) for x "
+              "in r if x[1] == 'MYC') == @S@ == int(dict(l.split() for l in "
+              "open('myc_sums.txt'))['total']))\"", **v),
         f"FINAL ANSWER: {v['S']}",
     ]
     _write_task("table.myc_reads", {
-        "question": "counts.tsv is a tab-separated table of read counts, one row per gene "
-                    "and sample. What is the total of the reads column for the gene MYC over all "
-                    "samples? Answer with one integer.",
+        "question": "counts.tsv is a tab-separated table of read counts of an amplicon panel, one "
+                    "row per sequencing library. What is the total of the reads column for the "
+                    "gene MYC over all libraries? Answer with one integer.",
         "answer": str(v["S"]),
         "grader": {"kind": "numeric", "abs_tol": 0},
         "tags": ["table", "tsv", "gene-names", "hand-written"],
@@ -391,11 +401,8 @@ def table_task(rng: random.Random) -> None:
 
 
 def main() -> None:
-    rng = random.Random(SEED)
-    csv_task(rng)
-    fasta_task(rng)
-    vcf_task(rng)
-    table_task(rng)
+    for offset, write in enumerate((csv_task, fasta_task, vcf_task, table_task)):
+        write(random.Random(SEED + offset))  # one stream per task: editing one moves no other
 
 
 if __name__ == "__main__":
