@@ -262,7 +262,26 @@ def test_controls_print_exactly_the_answer_and_irrelevant_records_are_asked_of_t
             reference.solve({"t.csv": base + b"98,a,24\n"})  # 15.1
         assert reference.solve({"t.csv": base + b"97,a,100\n"}) == "16.0"  # a mutant
         irrelevant = reference.irrelevant["t.csv"]
-        verdicts = [irrelevant(r.encode()) for r in sampled]
-        assert len(sampled) > 8 and not any(verdicts[8:])  # eight program runs per file
-        assert verdicts[:8] == [r.split(",")[1] == "b" for r in sampled[:8]]
+        verdicts = {r: irrelevant(r.encode()) for r in sampled}
+        chosen = sampled[::-(-len(sampled) // 8)][:8]  # eight program runs, spread
+        assert len(sampled) > 8 and not any(v for r, v in verdicts.items() if r not in chosen)
+        assert [verdicts[r] for r in chosen] == [r.split(",")[1] == "b" for r in chosen]
         assert not any(irrelevant(r.encode()) for r in rows if r not in sampled)
+
+
+def test_irrelevant_records_are_found_in_a_file_sorted_by_group(tmp_path: Path) -> None:
+    """The probes are spread over the file: a table listing the asked group first (as
+    penguins.csv lists its Adelie rows) once spent every probe on that group, so no
+    record was ever dropped as irrelevant and a whole-column sum survived every control."""
+    rows = [f"{i},a,{10 + i % 7}\n" for i in range(150)]
+    rows += [f"{i},b,{i % 5}\n" for i in range(150, 300)]
+    (tmp_path / "t.csv").write_text("id,group,value\n" + "".join(rows))
+    task = Task(id="s", question="Sum of group a's values?", answer="0",
+                grader={"kind": "numeric"}, data_dir=tmp_path,
+                reference={"command": "awk -F, '$2 == \"a\" { s += $3 } END { print s }' t.csv"})
+    with make_sandbox("auto") as box:
+        reference = task.strength_reference(box)
+        assert reference is not None
+        irrelevant = reference.irrelevant["t.csv"]
+        dropped = [r for r in rows if irrelevant(r.encode())]
+        assert dropped and all(r.split(",")[1] == "b" for r in dropped)

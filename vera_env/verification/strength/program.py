@@ -29,9 +29,9 @@ keep its answer: nothing is assumed, everything is classified. ``drop_irrelevant
 to know which records the question never reads (without it a whole-file line count
 survived every control of an exported ``tab.sentinel_mean`` task and earned; the
 family's own reference drops rows of other species). The program is asked: a record of
-a fixed sample (about one in ten, by a checksum; at most ``_PROBES`` per file) is
-irrelevant if the file with that record repeated as many times as the file has records
--- half the file, then -- still makes the program print exactly its answer. Dropping a
+a fixed sample (about one in ten, by a checksum; at most ``_PROBES`` per file, spread
+over it) is irrelevant if the file with that record repeated as many times as the file
+has records -- half the file, then -- still makes the program print exactly its answer. Dropping a
 record whose weight merely rounds away does not pass that: one row of 6,414 in a mean
 printed to two decimals did, and failed the honest checks that count the rows.
 """
@@ -101,7 +101,7 @@ class _Program:
         self._sandbox, self._timeout_s, self._same = sandbox, timeout_s, same
         self._own: str | None = None
         self._verdicts: dict[tuple[str, bytes], bool] = {}
-        self._probed: dict[str, int] = {}
+        self._probed: dict[str, frozenset[bytes]] = {}
         self._decoded: dict[str, tuple[Decoded, bytes]] = {}
         self._written: dict[tuple[str, bytes], Path] = {}
         self._lock = threading.Lock()
@@ -131,15 +131,12 @@ class _Program:
     def irrelevant(self, name: str, record: bytes) -> bool:
         """Whether ``record`` of ``name`` is one the program's answer never reads (see
         the module docstring): asked of a sample only, each record once."""
-        if zlib.crc32(record) % 10:
+        if zlib.crc32(record) % 10 or record not in self._sample(name):
             return False
         key = (name, record)
         with self._lock:
             if key in self._verdicts:
                 return self._verdicts[key]
-            if self._probed.get(name, 0) >= _PROBES:
-                return False
-            self._probed[name] = self._probed.get(name, 0) + 1
         split = split_records(name, self._original_content(name))
         verdict = False
         if split is not None:
@@ -153,6 +150,21 @@ class _Program:
         with self._lock:
             self._verdicts[key] = verdict
         return verdict
+
+    def _sample(self, name: str) -> frozenset[bytes]:
+        """The records of ``name`` that may be probed: at most ``_PROBES`` of the
+        checksum sample, spread evenly over the file. Not the first ones asked about: a
+        file sorted by group (a table's 152 Adelie rows first) spent every probe on the
+        group the question reads, and no record was ever found irrelevant."""
+        with self._lock:
+            if name in self._probed:
+                return self._probed[name]
+        split = split_records(name, self._original_content(name))
+        sampled = [r for r in (split[1] if split else []) if not zlib.crc32(r) % 10]
+        step = max(1, -(-len(sampled) // _PROBES))
+        chosen = frozenset(sampled[::step][:_PROBES])
+        with self._lock:
+            return self._probed.setdefault(name, chosen)
 
     def _original_content(self, name: str) -> bytes:
         with self._lock:
