@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
-from vera_env.sandbox import SandboxLimits, make_sandbox
+from vera_env.sandbox import SandboxLimits
 from vera_env.verification.rewards import RewardConfig
 from vera_env.verification.strength.bank import TargetBank
 from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        box = make_sandbox("auto", LIMITS)
-    yield box
-    box.close()
 
 
 def _bank(sandbox, tmp_path, **config):

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import types
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from vera_env.errors import SandboxError, SandboxStartTimeout
-from vera_env.sandbox import CappedArea, ExecResult, SandboxLimits, make_sandbox
+from vera_env.sandbox import CappedArea, ExecResult, SandboxLimits
 from vera_env.sandbox.disk import MAX_DEPTH
 from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.replay import CommandLog
@@ -28,15 +27,6 @@ from vera_env.verification.strength.variants import build_variants
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
 TABLE = "".join(f"{i}\t{i * 3}\n" for i in range(40))
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        box = make_sandbox("auto", LIMITS)
-    yield box
-    box.close()
 
 
 @pytest.fixture

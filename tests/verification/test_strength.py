@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import threading
-import warnings
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
 from vera_env.errors import SandboxError, SandboxStartTimeout
-from vera_env.sandbox import ExecResult, LocalSandbox, SandboxLimits, make_sandbox
+from vera_env.sandbox import ExecResult, LocalSandbox, SandboxLimits
 from vera_env.verification.checks import CheckResult, fact_of, run_checks
 from vera_env.verification.rewards import RewardConfig
 from vera_env.verification.strength import Reference, StrengthSession
@@ -20,33 +17,9 @@ from vera_env.verification.strength.budget import Budget
 from vera_env.verification.strength.session import _Site
 from vera_env.wire.protocol import CheckSpec
 
-TABLE = "id\tgroup\tdrinks\n1\ta\t3\n2\tb\t5\n3\ta\t7\n4\tb\t-999\n"
-VCF = ("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tS1\n"
-       + "".join(f"chr1\t{i}\t.\tA\tG\t.\t.\t.\tGT\t{'0|1' if i % 3 else '0/0'}\n"
-                 for i in range(1, 121)))
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
 CONFIG = RewardConfig()
 V = " && echo True || echo False"
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        box = make_sandbox("auto", LIMITS)
-    yield box
-    box.close()
-
-
-@pytest.fixture
-def sources(tmp_path_factory) -> dict[str, Path]:
-    data = tmp_path_factory.mktemp("data")
-    data.chmod(0o755)
-    files = {"alcohol.txt": TABLE.encode(), "calls.vcf.gz": gzip.compress(VCF.encode(), 9)}
-    for name, raw in files.items():
-        (data / name).write_bytes(raw)
-        (data / name).chmod(0o444)
-    return {name: data / name for name in files}
 
 
 class Episode:

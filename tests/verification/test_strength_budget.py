@@ -3,14 +3,13 @@ makes the episode unscorable, never a silent 0 (``strength.budget``)."""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import pytest
 
 from vera_env import VeraEnv
 from vera_env.errors import StrengthStarved
-from vera_env.sandbox import ExecResult, SandboxLimits, make_sandbox
+from vera_env.sandbox import ExecResult, SandboxLimits
 from vera_env.tasks.builtin import builtin_source
 from vera_env.verification.checks import run_checks
 from vera_env.verification.rewards import RewardConfig
@@ -115,15 +114,6 @@ def test_budget_refuses_a_backstop_shorter_than_itself():
         Budget(10.0, backstop_s=5.0)
     with pytest.raises(ValueError, match="deadline_s <= max_deadline_s"):
         Budget.for_deadline(30.0, max_deadline_s=20.0)
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        box = make_sandbox("auto", LIMITS)
-    yield box
-    box.close()
 
 
 def test_assess_with_variant_runs_starved_raises_strength_starved(sandbox, tmp_path: Path):

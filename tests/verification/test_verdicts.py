@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
 import random
 import threading
-import warnings
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
-from vera_env.sandbox import ExecResult, SandboxLimits, make_sandbox
+from vera_env.sandbox import ExecResult, SandboxLimits
 from vera_env.verification.checks import CheckResult, run_checks
 from vera_env.verification.rewards import RewardConfig
 from vera_env.verification.strength import StrengthSession
@@ -25,10 +22,6 @@ from vera_env.verification.strength.verdicts import (
 )
 from vera_env.wire.protocol import CheckSpec
 
-TABLE = "id\tgroup\tdrinks\n1\ta\t3\n2\tb\t5\n3\ta\t7\n4\tb\t-999\n"
-VCF = ("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tS1\n"
-       + "".join(f"chr1\t{i}\t.\tA\tG\t.\t.\t.\tGT\t{'0|1' if i % 3 else '0/0'}\n"
-                 for i in range(1, 121)))
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
 V = " && echo True || echo False"
 COIN = "[ $((RANDOM % 2)) = 0 ] && echo True || echo False"
@@ -151,26 +144,6 @@ def test_confirmation_run_never_served_even_when_decided():
 
 
 # ----- against a real sandbox: known attacks, and no reward moves -----
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        box = make_sandbox("auto", LIMITS)
-    yield box
-    box.close()
-
-
-@pytest.fixture
-def sources(tmp_path_factory) -> dict[str, Path]:
-    data = tmp_path_factory.mktemp("data")
-    data.chmod(0o755)
-    files = {"alcohol.txt": TABLE.encode(), "calls.vcf.gz": gzip.compress(VCF.encode(), 9)}
-    for name, raw in files.items():
-        (data / name).write_bytes(raw)
-        (data / name).chmod(0o444)
-    return {name: data / name for name in files}
-
 
 def _episode(sandbox, sources, store: VerdictStore | None, commands: list[str],
              checks: list[str]) -> list[tuple[object, ...]]:
