@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["ADAPTER_STACK", "ALL_LINEAR", "LLAMA_PROJECTIONS", "Args", "LoraOptions",
-           "add_lora", "is_adapter", "main", "merge_adapters", "save_merged", "target_modules",
-           "write_stack"]
+           "add_lora", "is_adapter", "main", "merge_adapters", "prepare", "save_merged",
+           "target_modules", "write_stack"]
 
 LLAMA_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                      "down_proj")
@@ -125,6 +125,15 @@ def add_lora(model: Any, options: LoraOptions, *, checkpointing: bool = False) -
     if checkpointing:
         wrapped.enable_input_require_grads()
     return wrapped
+
+
+def prepare(model: Any, options: LoraOptions, *, checkpointing: bool = False) -> Any:
+    """``model`` as a fine-tuning script trains it: the ``--adapter`` folders merged in,
+    then wrapped in a fresh adapter where ``--lora-rank`` asks for one."""
+    model = merge_adapters(model, options.adapter)
+    if options.lora_rank:
+        model = add_lora(model, options, checkpointing=checkpointing)
+    return model
 
 
 def merge_adapters(model: Any, adapters: Sequence[str | Path]) -> Any:

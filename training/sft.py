@@ -143,13 +143,10 @@ def to_examples(rows: Sequence[dict[str, Any]], fmt: ChatFormat, *, layout: Layo
 def load_model(args: Args) -> tuple[Any, Any]:
     """The model and tokenizer named by ``args`` (a tiny local pair with ``--tiny``),
     ``--adapter`` folders merged in, wrapped in a fresh adapter with ``--lora-rank``."""
-    from vera_env.training.lora import add_lora, merge_adapters  # noqa: PLC0415
+    from vera_env.training.lora import prepare  # noqa: PLC0415
 
     model, tokenizer = _load_base(args)
-    model = merge_adapters(model, args.adapter)
-    if args.lora_rank:
-        model = add_lora(model, args, checkpointing=args.activation_checkpointing)
-    return model, tokenizer
+    return prepare(model, args, checkpointing=args.activation_checkpointing), tokenizer
 
 
 def _load_base(args: Args) -> tuple[Any, Any]:
