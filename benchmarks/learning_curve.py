@@ -10,7 +10,9 @@ moment it ends (command line, seeds, wall time), and copied to ``--results``:
    (warmup, easy) x ``--heldout-seeds`` seeds from 100000 on, never trained on (training
    draws seeds below 1000: ``vera_env.training.collect`` ``range(--sft-episodes)``, GRPO 0-999).
 3. ``collect``: ``vera_env.training.collect --policy analyst`` (compute, re-derive, answer) on training
-   seeds; ``sft``: ``vera_env.training.sft --layout turns`` on them.
+   seeds (``--analyst-evidence P``: the node also checks q.sh's intermediates in share P of
+   them); ``sft``: ``vera_env.training.sft --layout turns`` on them. ``--grpo-steps 0`` stops
+   after ``eval_0`` (the prep of a registered run).
 4. ``eval_0``: the post-SFT baseline on the held-out set.
 5. ``grpo_N`` / ``eval_N``: step-wise ``vera_env.training.grpo --tasks curriculum`` (or ``builtin``:
    ``--grpo-tasks``) on ``--grpo-difficulties`` in chunks of
@@ -169,13 +171,16 @@ def collect_and_sft(model: Path, args: argparse.Namespace, rec: Record) -> Model
         started = time.perf_counter()
         cmd = _run([sys.executable, "-m", "vera_env.training.collect", "--policy", "analyst",
                     "--difficulties", *DIFFICULTIES, "--num-tasks", str(args.sft_episodes),
+                    "--analyst-evidence", str(args.analyst_evidence),
                     *ENV, "--output", str(data), "--seed", "1"], args.out / "collect.log")
         rec.set("collect", {"command": cmd, "episodes": args.sft_episodes,
-                            "training_seeds": f"0..{args.sft_episodes - 1}"}, started)
+                            "training_seeds": f"0..{args.sft_episodes - 1}",
+                            "analyst_evidence": args.analyst_evidence}, started)
     if (sft / "config.json").is_file() or _is_adapter(sft):
         return trained
     started = time.perf_counter()
-    lora = ["--lora-rank", str(args.sft_lora_rank)] if args.sft_lora_rank else []
+    lora = (["--lora-rank", str(args.sft_lora_rank), "--lora-alpha", str(args.sft_lora_alpha)]
+            if args.sft_lora_rank else [])
     # Checkpoints every few steps, so a sitting that ends mid-SFT loses little.
     cmd = _run([sys.executable, "-m", "vera_env.training.sft", "--model", str(model), "--rollouts",
                 str(data), "--select", "either", "--layout", "turns", "--train-steps",
@@ -206,7 +211,8 @@ def grpo_chunk(start: Model, steps: int, args: argparse.Namespace, rec: Record) 
     if adapters:
         extra += ["--adapter", *map(str, adapters)]
     if args.grpo_lora_rank:
-        extra += ["--lora-rank", str(args.grpo_lora_rank)]
+        extra += ["--lora-rank", str(args.grpo_lora_rank), "--lora-alpha",
+                  str(args.grpo_lora_alpha)]
     cmd = _run([sys.executable, "-m", "vera_env.training.grpo", "--model", str(base), "--output-dir",
                 str(folder), "--tasks", args.grpo_tasks, "--difficulties",
                 *args.grpo_difficulties, *ENV,
@@ -444,8 +450,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "verification only; the default reward is logged beside)")
     parser.add_argument("--sft-lora-rank", type=int, default=0,
                         help="SFT trains a LoRA adapter of this rank (0: every weight)")
+    parser.add_argument("--sft-lora-alpha", type=int, default=32,
+                        help="the SFT adapter's scale numerator (update scaled by alpha / rank)")
     parser.add_argument("--grpo-lora-rank", type=int, default=0,
                         help="GRPO trains a LoRA adapter of this rank (0: every weight)")
+    parser.add_argument("--grpo-lora-alpha", type=int, default=32,
+                        help="the GRPO adapter's scale numerator (update scaled by alpha / rank)")
+    parser.add_argument("--analyst-evidence", type=float, default=0.0,
+                        help="share of collected teacher episodes (by task id) whose node also "
+                             "checks q.sh's intermediates (vera_env.training.collect "
+                             "--analyst-evidence); --grpo-steps 0 stops after eval_0 (the prep)")
     parser.add_argument("--from-adapters", type=Path, default=None,
                         help="train nothing: evaluate DIR/sft (an adapter on the base) as "
                              "step 0 and each DIR/grpo_N (an adapter on base + DIR/sft) "

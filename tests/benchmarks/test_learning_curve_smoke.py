@@ -159,3 +159,38 @@ def test_heldout_set_follows_its_difficulties_and_a_run_keeps_its_set(tmp_path):
     with pytest.raises(SystemExit, match="holds out"):
         lc.heldout(lc.parse_args(["--out", str(old), "--heldout-difficulties", "medium"]),
                    lc.Record(old, None))
+
+
+def test_prep_flags_reach_collect_and_sft_and_grpo_steps_0_stops_after_eval_0(tmp_path,
+                                                                             monkeypatch):
+    """``--analyst-evidence`` goes to collect (and into its record), ``--sft-lora-alpha``
+    and ``--grpo-lora-alpha`` beside their ranks; ``--grpo-steps 0`` trains no GRPO."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import learning_curve as lc
+
+    commands: list[list[str]] = []
+
+    def fake_run(cmd, log):
+        commands.append(cmd)
+        return cmd
+
+    monkeypatch.setattr(lc, "_run", fake_run)
+    args = lc.parse_args(["--out", str(tmp_path), "--analyst-evidence", "0.35",
+                          "--sft-lora-rank", "16", "--sft-lora-alpha", "24",
+                          "--grpo-lora-rank", "8", "--grpo-lora-alpha", "16", "--grpo-steps", "0"])
+    rec = lc.Record(tmp_path, None)
+    trained = lc.collect_and_sft(tmp_path / "model", args, rec)
+    collect, sft = commands
+    assert collect[collect.index("--analyst-evidence") + 1] == "0.35"
+    assert rec.data["collect"]["analyst_evidence"] == 0.35
+    assert sft[sft.index("--lora-rank") + 1] == "16" and sft[sft.index("--lora-alpha") + 1] == "24"
+    assert trained == (tmp_path / "model", (tmp_path / "sft",))
+    assert list(range(args.chunk, args.grpo_steps + 1, args.chunk)) == []  # main's GRPO loop
+    monkeypatch.setattr(lc, "training_groups", lambda *a: {})
+    monkeypatch.setattr(lc, "step_log", lambda *a: [])
+    lc.grpo_chunk(trained, 20, args, rec)
+    grpo = commands[-1]
+    assert grpo[grpo.index("--lora-rank") + 1] == "8" and grpo[grpo.index("--lora-alpha") + 1] == "16"
+    assert grpo[grpo.index("--adapter") + 1] == str(tmp_path / "sft")
+    default = lc.parse_args(["--out", str(tmp_path)])
+    assert default.analyst_evidence == 0.0 and default.sft_lora_alpha == 32
