@@ -427,6 +427,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         choices=ALL_DIFFICULTIES)
     parser.add_argument("--grpo-steps", type=int, default=300)
     parser.add_argument("--chunk", type=int, default=20, help="GRPO steps between evaluations")
+    parser.add_argument("--eval-at", nargs="*", type=int, default=None, metavar="STEP",
+                        help="evaluate only after these GRPO chunk ends (default: after every "
+                             "chunk); a chunk still ends, and checkpoints, every --chunk steps")
     parser.add_argument("--group", type=int, default=4)
     parser.add_argument("--learning-rate", type=float, default=5e-6,
                         help="GRPO's constant rate (2e-5 on every layer broke a right program "
@@ -490,7 +493,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         sft = collect_and_sft(model, args, rec)
         evaluate(sft, 0, ids, args, rec)
         for steps in range(args.chunk, args.grpo_steps + 1, args.chunk):
-            evaluate(grpo_chunk(sft, steps, args, rec), steps, ids, args, rec)
+            trained = grpo_chunk(sft, steps, args, rec)
+            if args.eval_at is None or steps in args.eval_at:
+                evaluate(trained, steps, ids, args, rec)
     refresh_columns(rec)
     rec.set("plot", {"png": plot(args, rec)})
     return rec.data

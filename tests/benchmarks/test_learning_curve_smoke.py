@@ -194,3 +194,24 @@ def test_prep_flags_reach_collect_and_sft_and_grpo_steps_0_stops_after_eval_0(tm
     assert grpo[grpo.index("--adapter") + 1] == str(tmp_path / "sft")
     default = lc.parse_args(["--out", str(tmp_path)])
     assert default.analyst_evidence == 0.0 and default.sft_lora_alpha == 32
+
+
+def test_eval_at_evaluates_only_the_chosen_chunk_ends(tmp_path, monkeypatch):
+    """Every chunk trains; only the ``--eval-at`` steps (and eval_0) are evaluated."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import learning_curve as lc
+
+    chunks, evals = [], []
+    monkeypatch.setattr(lc, "checkpoint", lambda args, rec: tmp_path / "model")
+    monkeypatch.setattr(lc, "heldout", lambda args, rec: ["x"])
+    monkeypatch.setattr(lc, "collect_and_sft", lambda model, args, rec: (model, ()))
+    monkeypatch.setattr(lc, "grpo_chunk", lambda start, steps, args, rec: chunks.append(steps))
+    monkeypatch.setattr(lc, "evaluate", lambda trained, step, ids, args, rec: evals.append(step))
+    monkeypatch.setattr(lc, "plot", lambda args, rec: "")
+    base = ["--out", str(tmp_path), "--results", str(tmp_path / "copy.json"),
+            "--grpo-steps", "40", "--chunk", "20"]
+    lc.main([*base, "--eval-at", "40"])
+    assert chunks == [20, 40] and evals == [0, 40]
+    chunks.clear(), evals.clear()
+    lc.main(base)
+    assert chunks == [20, 40] and evals == [0, 20, 40]
