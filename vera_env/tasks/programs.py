@@ -11,9 +11,11 @@ its solver does -- by header and column name, records in any order, any FASTA wi
 gzip undone -- and prints the same answer. The parameters are the solver's own
 (``functools.partial`` keywords), written as Python literals at the top of the script.
 
-A family with no script here is exported without a reference, and the suite says so
-when it is loaded (`vera_env.tasks.unreferenced`). ``tests/tasks/test_programs.py``
-runs every script on its family's files and variants against the Python solver.
+The real-data types' bodies live in `vera_env.tasks.real_programs` (every type but
+h5ad, which needs h5py). A family with no script is exported without a reference, and
+the suite says so when it is loaded (`vera_env.tasks.unreferenced`).
+``tests/tasks/test_programs.py`` runs every script on its family's files and variants
+against the Python solver.
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from vera_env.tasks import real_programs
 from vera_env.tasks.model import Task
 
-__all__ = ["SCRIPTED_FAMILIES", "reference_script"]
+__all__ = ["SCRIPTED_FAMILIES", "SCRIPTED_REAL_TYPES", "reference_script"]
+
+SCRIPTED_REAL_TYPES = real_programs.SCRIPTED_REAL_TYPES
 
 _PRELUDE = '''#!/usr/bin/env python3
 """The reference program of {family}, written by `vera-env tasks export`: it prints the
@@ -152,6 +157,7 @@ _SCRIPTS: dict[str, tuple[str, _Params]] = {
     "vera_env.tasks.builtin.sequences._solve_gc": (_GC_CONTENT, lambda kw: {"NAME": kw["name"]}),
     "vera_env.tasks.builtin.variants._solve": (
         _HET_COUNT, lambda kw: {"SAMPLE": kw["sample"]}),
+    **{solver: (body, real_programs.params) for solver, body in real_programs.REAL_SCRIPTS.items()},
 }
 SCRIPTED_FAMILIES: tuple[str, ...] = ("tab.sentinel_mean", "seq.motif_count", "seq.gc_content",
                                       "vcf.het_count")
@@ -171,5 +177,5 @@ def reference_script(task: Task) -> str | None:
     body, params = entry
     values = params(dict(reference.solve.keywords))
     lines = "\n".join(f"{name} = {value!r}" for name, value in values.items())
-    family = ".".join(task.id.split(".")[:2])
+    family = ".".join(task.id.split(".")[:3 if task.id.startswith("real.") else 2])
     return _PRELUDE.format(family=family, params=lines) + body

@@ -22,6 +22,7 @@ import random
 import struct
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -36,7 +37,7 @@ from vera_env.tasks.real.kinds import (
     recounted,
 )
 from vera_env.tasks.undetermined import with_clause
-from vera_env.verification.strength.reference import Mutator, Reference
+from vera_env.verification.strength.reference import Contents, Mutator, Reference
 
 __all__ = ["Alignment", "duplicates", "marked_duplicates", "parse_bam", "read_bam",
            "unique_reads"]
@@ -252,6 +253,11 @@ def _controls(chrom: str) -> tuple[Mutator, ...]:
     return drop_others, shuffle, comment
 
 
+def _solve(contents: Contents, *, chrom: str) -> str:
+    """The reference's solver (module level: `vera_env.tasks.programs` exports it)."""
+    return str(_answer(parse_bam(content_of(contents, _FILE))[1], chrom))
+
+
 def _reference(chrom: str) -> Reference:
     """BAM is binary: no record-level control transform applies (``recompress`` only, a
     BGZF file being gzip members), so the type brings its own controls (`_controls`).
@@ -289,7 +295,7 @@ def _reference(chrom: str) -> Reference:
         return bytes(out)
 
     return Reference(
-        solve=lambda contents: str(_answer(parse_bam(content_of(contents, _FILE))[1], chrom)),
+        solve=partial(_solve, chrom=chrom),
         preserving={_FILE: ("recompress",)},
         mutators={_FILE: (copy_read, move_duplicate)},
         controls={_FILE: _controls(chrom)})

@@ -15,6 +15,7 @@ import gzip
 import random
 from collections import defaultdict
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from vera_env.tasks.real.kinds import (
     python_check,
 )
 from vera_env.tasks.undetermined import with_clause
-from vera_env.verification.strength.reference import Reference
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["exonic_bp", "gtf_exons", "merged_length"]
 
@@ -161,6 +162,11 @@ def gtf_exons(content: bytes) -> tuple[int, dict[str, list[tuple[int, int]]],
     return records, exons, transcripts
 
 
+def _gtf_solve(contents: Contents, *, gene: str) -> str:
+    """The reference's solver (module level: `vera_env.tasks.programs` exports it)."""
+    return str(merged_length(gtf_exons(content_of(contents, _GTF))[1].get(gene, [])))
+
+
 def _gtf_reference(gene: str) -> Reference:
     """Order-free, comments do not matter, and only the gene's exon lines are read;
     aimed mutants stretch one of its exons past the footprint's end, or drop one that
@@ -199,8 +205,7 @@ def _gtf_reference(gene: str) -> Reference:
         return b"".join(lines)
 
     return Reference(
-        solve=lambda contents: str(merged_length(gtf_exons(content_of(contents, _GTF))[1]
-                                                 .get(gene, []))),
+        solve=partial(_gtf_solve, gene=gene),
         preserving={_GTF: ("recompress", "shuffle_records", "add_comment", "drop_irrelevant")},
         irrelevant={_GTF: irrelevant},
         mutators={_GTF: (widen, drop)})

@@ -16,6 +16,7 @@ import gzip
 import random
 import re
 from collections.abc import Callable, Mapping
+from functools import partial
 
 import numpy as np
 
@@ -32,7 +33,12 @@ from vera_env.tasks.real.kinds import (
     recounted,
 )
 from vera_env.tasks.undetermined import with_clause
-from vera_env.verification.strength.reference import DEFAULT_REWRITES, Mutator, Reference
+from vera_env.verification.strength.reference import (
+    DEFAULT_REWRITES,
+    Contents,
+    Mutator,
+    Reference,
+)
 
 __all__ = ["het_sites", "sample_genotypes"]
 
@@ -156,6 +162,11 @@ def _het(alleles: list[str]) -> bool:
     return a != b and "." not in (a, b)
 
 
+def _solve(contents: Contents, *, sample: str) -> str:
+    """The reference's solver (module level: `vera_env.tasks.programs` exports it)."""
+    return str(sum(map(_het, sample_genotypes(content_of(contents, _FILE), sample)[1])))
+
+
 def _reference(sample: str, col: int) -> Reference:
     """Sites are order-free, meta lines do not matter, and sites where the sample is not
     heterozygous are never read; aimed mutants make one het call homozygous or one
@@ -184,8 +195,7 @@ def _reference(sample: str, col: int) -> Reference:
         return gt(record) == [b"0", b"0"]
 
     return Reference(
-        solve=lambda contents: str(sum(map(_het, sample_genotypes(
-            content_of(contents, _FILE), sample)[1]))),
+        solve=partial(_solve, sample=sample),
         preserving={_FILE: ("recompress", "shuffle_records", "add_comment", "drop_irrelevant")},
         irrelevant={_FILE: not_het},
         mutators={_FILE: (set_gt(b"0|0", het), set_gt(b"1|0", hom_ref))},

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -29,7 +30,7 @@ from vera_env.tasks.real.kinds import (
     recounted,
 )
 from vera_env.tasks.undetermined import with_clause
-from vera_env.verification.strength.reference import Reference
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["GffExons", "exon_count", "gff_attributes", "gff_exons"]
 
@@ -175,6 +176,11 @@ def gff_exons(content: bytes) -> GffExons:
     return GffExons(every, first, mrnas, records, shared)
 
 
+def _gff_solve(contents: Contents, *, mrna: str) -> str:
+    """The reference's solver (module level: `vera_env.tasks.programs` exports it)."""
+    return str(gff_exons(content_of(contents, _GFF)).every[mrna])
+
+
 def _gff_reference(mrna: str) -> Reference:
     """Order-free, comments do not matter, and only FlyBase exons listing the mRNA are
     read; aimed mutants take it out of one exon's Parent list or add it to another's."""
@@ -210,7 +216,7 @@ def _gff_reference(mrna: str) -> Reference:
         return edit
 
     return Reference(
-        solve=lambda contents: str(gff_exons(content_of(contents, _GFF)).every[mrna]),
+        solve=partial(_gff_solve, mrna=mrna),
         preserving={_GFF: ("shuffle_records", "add_comment", "drop_irrelevant")},
         irrelevant={_GFF: irrelevant},
         mutators={_GFF: (field_mutator(mine, b"\t", relist(False)),

@@ -17,6 +17,7 @@ import gzip
 import random
 import re
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 
@@ -31,7 +32,7 @@ from vera_env.tasks.real.kinds import (
     python_check,
 )
 from vera_env.tasks.undetermined import with_clause
-from vera_env.verification.strength.reference import Reference
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["SITES", "count_sites", "site_count"]
 
@@ -121,6 +122,11 @@ def count_sites(content: bytes, site: str) -> int:
     return total
 
 
+def _solve(contents: Contents, *, site: str) -> str:
+    """The reference's solver (module level: `vera_env.tasks.programs` exports it)."""
+    return str(count_sites(content_of(contents, _FILE), site))
+
+
 def _reference(site: str) -> Reference:
     """One record: line wraps and the gzip settings do not matter (``rewrap``,
     ``recompress``); aimed mutants break one site inside a line or write a new one."""
@@ -146,7 +152,7 @@ def _reference(site: str) -> Reference:
         return edit_line(content, rng, is_sequence, put)
 
     return Reference(
-        solve=lambda contents: str(count_sites(content_of(contents, _FILE), site)),
+        solve=partial(_solve, site=site),
         preserving={_FILE: ("recompress", "rewrap")},
         mutators={_FILE: (break_site, write_site)})
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import random
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from vera_env.tasks.real.kinds import (
     content_of,
 )
 from vera_env.tasks.undetermined import with_clause
-from vera_env.verification.strength.reference import ControlTransform, Reference
+from vera_env.verification.strength.reference import Contents, ControlTransform, Reference
 
 __all__ = ["FASTQS", "fastq_records", "parse_fastq", "read_count"]
 
@@ -72,6 +73,11 @@ def _edit_record(content: bytes, rng: random.Random, copy: bool) -> bytes | None
     return b"".join(lines[:at] + (record * 2 if copy else []) + lines[at + 4:])
 
 
+def _solve(contents: Contents, *, name: str) -> str:
+    """The reference's solver (module level: `vera_env.tasks.programs` exports it)."""
+    return str(len(parse_fastq(content_of(contents, name))))
+
+
 def _reference(name: str) -> Reference:
     """Records are order-free and the other three files are never read (every record of
     them is irrelevant); aimed mutants drop one record of the file asked about or repeat
@@ -79,7 +85,7 @@ def _reference(name: str) -> Reference:
     asked: tuple[ControlTransform, ...] = ("recompress", "shuffle_records")
     preserving = {f: asked if f == name else (*asked, "drop_irrelevant") for f in FASTQS}
     return Reference(
-        solve=lambda contents: str(len(parse_fastq(content_of(contents, name)))),
+        solve=partial(_solve, name=name),
         preserving=preserving,
         irrelevant={f: (lambda record: True) for f in FASTQS if f != name},
         mutators={name: (lambda c, rng: _edit_record(c, rng, copy=False),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Mapping
+from functools import partial
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from vera_env.tasks.real.kinds import (
     recounted,
 )
 from vera_env.tasks.undetermined import CANNOT_DETERMINE, with_clause
-from vera_env.verification.strength.reference import Reference
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["lung_group", "lung_median"]
 
@@ -143,6 +144,11 @@ def _answer(content: bytes, ecog: str) -> str:
     return CANNOT_DETERMINE if median is None else str(median)
 
 
+def _solve(contents: Contents, *, ecog: str) -> str:
+    """The reference's solver (module level: `vera_env.tasks.programs` exports it)."""
+    return _answer(content_of(contents, "lung.csv"), ecog)
+
+
 def _reference(ecog: str, median: int) -> Reference:
     """Order-free, and other ECOG groups are never read; aimed mutants turn the death at
     the median into a censoring, or move that patient out of the group (a death earlier
@@ -168,7 +174,7 @@ def _reference(ecog: str, median: int) -> Reference:
         return True
 
     return Reference(
-        solve=lambda contents: _answer(content_of(contents, name), ecog),
+        solve=partial(_solve, ecog=ecog),
         preserving={name: ("shuffle_records", "drop_irrelevant")},
         irrelevant={name: lambda record: is_row(fields(record)) and fields(record)[5] != me},
         mutators={name: (field_mutator(median_death, b",", censor),

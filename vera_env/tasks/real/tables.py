@@ -21,6 +21,7 @@ import csv
 import io
 import math
 from collections.abc import Callable, Mapping
+from functools import partial
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from vera_env.tasks.real.kinds import (
     recounted,
 )
 from vera_env.tasks.undetermined import CANNOT_DETERMINE, with_clause
-from vera_env.verification.strength.reference import Reference
+from vera_env.verification.strength.reference import Contents, Reference
 
 __all__ = ["FEATURES", "cancer_mean", "cancer_values", "penguin_mass", "penguin_masses"]
 
@@ -127,6 +128,11 @@ def _penguin_answer(content: bytes, species: str) -> str:
     return f"{sum(masses) / len(masses):.2f}" if masses else CANNOT_DETERMINE
 
 
+def _penguin_solve(contents: Contents, *, species: str) -> str:
+    """The penguin reference's solver (module level: `vera_env.tasks.programs` exports it)."""
+    return _penguin_answer(content_of(contents, "penguins.csv"), species)
+
+
 def _is_row(fields: list[bytes]) -> bool:
     mass = fields[5] if len(fields) > 5 else b""
     return mass == b"NA" or mass.replace(b".", b"", 1).isdigit()
@@ -155,7 +161,7 @@ def _penguin_reference(species: str) -> Reference:
 
     name = "penguins.csv"
     return Reference(
-        solve=lambda contents: _penguin_answer(content_of(contents, name), species),
+        solve=partial(_penguin_solve, species=species),
         preserving={name: ("shuffle_records", "drop_irrelevant")},
         irrelevant={name: other_species},
         mutators={name: (field_mutator(weighed, b",", heavier),
@@ -308,6 +314,11 @@ def _cancer_answer(content: bytes, feature: int, label: str) -> str:
     return f"{sum(values) / len(values):.6g}" if values else CANNOT_DETERMINE
 
 
+def _cancer_solve(contents: Contents, *, feature: int) -> str:
+    """The cancer reference's solver (module level: `vera_env.tasks.programs` exports it)."""
+    return _cancer_answer(content_of(contents, "breast_cancer.csv"), feature, "malignant")
+
+
 def _cancer_reference(feature: int, malignant: int, benign: int) -> Reference:
     """Order-free, and benign rows are never read; aimed mutants move one malignant
     tumour's value or relabel a benign tumour as malignant."""
@@ -326,7 +337,7 @@ def _cancer_reference(feature: int, malignant: int, benign: int) -> Reference:
         return True
 
     return Reference(
-        solve=lambda contents: _cancer_answer(content_of(contents, name), feature, "malignant"),
+        solve=partial(_cancer_solve, feature=feature),
         preserving={name: ("shuffle_records", "drop_irrelevant")},
         irrelevant={name: coded(benign)},
         mutators={name: (field_mutator(coded(malignant), b",", larger),
