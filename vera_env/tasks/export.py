@@ -12,9 +12,9 @@ travels with the files.
 
 A task's reference travels too, as a ``reference`` program (``vera_env.tasks.programs``
 says why a script and which families have one): a task read from a suite keeps its
-command or gets a copy of its script, and a builtin task whose family has a script gets
-``reference.py``. Without it the exported suite would pay its checks nothing
-(`vera_env.tasks.unreferenced`).
+command or gets a copy of its script, and a builtin or real task whose family has a
+script gets ``reference.py`` (every real type but h5ad's). Without it the exported suite
+would pay its checks nothing (`vera_env.tasks.unreferenced`).
 """
 
 from __future__ import annotations
