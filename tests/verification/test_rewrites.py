@@ -262,3 +262,62 @@ def test_compose_rewrites_applies_every_rewrite_that_applies():
     assert any(b[4].startswith("0") for b in new)  # decimals padded
     assert sorted(float(r[3]) for r in old) != sorted(float(r[3]) for r in new)  # moved
     assert compose_rewrites(("revcomp_records",), "t.csv", TABLE, random.Random(0)) is None
+
+
+def _column(content: bytes, c: int) -> list[str]:
+    return [r[c] for r in _rows(content)]
+
+
+def test_respell_fields_gives_each_value_of_a_column_one_new_spelling_of_its_shape():
+    changed = apply_rewrite("respell_fields", "t.csv", TABLE, random.Random(0),
+                            parts=frozenset({0, 2}))
+    assert changed is not None
+    assert changed.splitlines()[0] == TABLE.splitlines()[0]  # the header stays
+    for c in (1, 3, 4):  # columns not asked for stay
+        assert _column(changed, c) == _column(TABLE, c)
+    for c in (0, 2):
+        before, after = _column(TABLE, c), _column(changed, c)
+        assert sorted(before) != sorted(after)  # a hash of the sorted column dies
+        pairs = set(zip(before, after, strict=True))
+        # one spelling per value, and distinct values stay distinct
+        assert len(pairs) == len(set(before)) == len(set(after))
+        for old, new in pairs:
+            assert len(old) == len(new)
+            assert [ch.isdigit() for ch in old] == [ch.isdigit() for ch in new]
+            assert [ch.isupper() for ch in old] == [ch.isupper() for ch in new]
+
+
+def test_respell_fields_rewrites_other_samples_and_numbers_of_a_vcf_not_its_sites():
+    vcf = VCF.replace(b"\tGT\t", b"\tGT:DP\t").replace(b"\tS1\n", b"\tS1\tS2\n")
+    vcf = b"".join(line.rstrip(b"\n") + (b":%d\t1/1:%d\n" % (i + 10, 30 + i)
+                                          if not line.startswith(b"#") else b"\n")
+                   for i, line in enumerate(vcf.splitlines(keepends=True)))
+    changed = apply_rewrite("respell_fields", "calls.vcf", vcf, random.Random(1),
+                            parts=frozenset({10}))
+    assert changed is not None
+    for old, new in zip(vcf.splitlines(), changed.splitlines(), strict=True):
+        a, b = old.split(b"\t"), new.split(b"\t")
+        assert a[:10] == b[:10]  # the sites and the first sample's calls stay
+        if not old.startswith(b"#"):
+            assert b[10].split(b":")[0] == b"1/1"  # the only call that sample has
+    assert changed != vcf
+
+
+def test_rewrite_kept_respells_every_column_the_answer_does_not_read_by_halving():
+    wide = b"".join(b",".join(b"%s%d" % (chr(97 + c).encode(), (r * 7 + c) % 50)
+                              for c in range(16)) + b"\n" for r in range(40))
+    read = 11
+    asked: list[bytes] = []
+
+    def keeps(content: bytes) -> bool:  # a question that reads column 11
+        asked.append(content)
+        return [line.split(b",")[read] for line in content.splitlines()] == \
+            [line.split(b",")[read] for line in wide.splitlines()]
+    from vera_env.verification.strength.rewrites import rewrite_kept
+
+    out = rewrite_kept("respell_fields", "w.csv", wide, random.Random(0), keeps)
+    columns = list(zip(*(line.split(b",") for line in wide.splitlines()), strict=True))
+    kept = list(zip(*(line.split(b",") for line in out.splitlines()), strict=True))
+    assert kept[read] == columns[read]
+    assert all(kept[c] != columns[c] for c in range(16) if c != read)
+    assert len(asked) <= 9  # 1 + 2 per halving of 16, not one run per column

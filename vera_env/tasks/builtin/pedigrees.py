@@ -45,7 +45,7 @@ from vera_env.tasks.builtin.solvers import aimed, content_of, edit_lines, lines_
 from vera_env.tasks.builtin.variants import genotype_alleles
 from vera_env.tasks.model import Trap
 from vera_env.tasks.undetermined import CANNOT_DETERMINE
-from vera_env.verification.strength.reference import Contents, Reference
+from vera_env.verification.strength.reference import DEFAULT_REWRITES, Contents, Reference
 
 __all__ = ["mendelian_errors", "trio_parentage"]
 
@@ -397,6 +397,10 @@ def _reference(roles: dict[str, str], men: list[str], text: str) -> Reference:
         solve=partial(_solve, mother=mother, child=child, men=tuple(roles[m] for m in men)),
         preserving={"calls.vcf.gz": ("recompress", "shuffle_records", "add_comment",
                                      "drop_irrelevant")},
+        # Not respell_fields: a man's calls redrawn keep the father, but move the
+        # runner-up's Mendelian errors, which an honest analysis checks on its way.
+        rewriting={"calls.vcf.gz": tuple(t for t in DEFAULT_REWRITES
+                                         if t != "respell_fields")},
         irrelevant={"calls.vcf.gz": partial(_parent_uncalled, mother=header.index(mother),
                                             child=header.index(child))},
         mutators={"calls.vcf.gz": aimed(

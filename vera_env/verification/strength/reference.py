@@ -59,11 +59,11 @@ CONTROL_TRANSFORMS: tuple[ControlTransform, ...] = (
   ``%``, GTF/GFF ``#``, SAM ``@CO``), where the format has comments.
 """
 RewriteTransform = Literal["complement_alleles", "transfer_values", "reformat_numbers",
-                          "permute_values", "rename_ids", "reword_text", "revcomp_records",
-                          "swap_homozygous"]
+                          "permute_values", "rename_ids", "respell_fields", "reword_text",
+                          "revcomp_records", "swap_homozygous"]
 REWRITE_TRANSFORMS: tuple[RewriteTransform, ...] = (
     "complement_alleles", "transfer_values", "reformat_numbers", "permute_values",
-    "rename_ids", "reword_text", "revcomp_records", "swap_homozygous")
+    "rename_ids", "respell_fields", "reword_text", "revcomp_records", "swap_homozygous")
 """The rewrites strength can probe (``rewrites``), in the order it tries them (those that
 rewrite the values a question reads first), each kept as a control only where the
 solver confirms the answer:
@@ -76,6 +76,11 @@ solver confirms the answer:
   -> ``038.8``), in CSV/TSV fields and the VCF QUAL; integers unchanged;
 * ``permute_values``: every numeric column of a table permuted within each group;
 * ``rename_ids``: a table's ``id``/``*_id`` column, or the VCF ID column, rewritten;
+* ``respell_fields``: whole columns respelled, column by column, each kept only where
+  the answer holds: every distinct value of a table column given another spelling of
+  the same shape (digits for digits, letters for letters, one spelling per value), a
+  VCF's QUAL, INFO numbers and each sample's calls and numbers; what the question never
+  reads (the other columns, the other samples) changes, equal values stay equal;
 * ``reword_text``: a prose side file (``.txt``, ``.md``, README) titled and re-spaced;
 * ``revcomp_records``: about half the FASTA records reverse-complemented (only where a
   family names it: it moves strands and positions an honest analysis checks);

@@ -46,7 +46,7 @@ from vera_env.verification.strength.inodes import fresh_file
 from vera_env.verification.strength.mutants import Mutant, mutant_candidates, mutant_kinds, window
 from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.reference import FORMAT_TRANSFORMS, Contents, Reference
-from vera_env.verification.strength.rewrites import apply_rewrite, probe_rewrites
+from vera_env.verification.strength.rewrites import probe_rewrites, rewrite_kept
 from vera_env.verification.strength.transforms import apply_control
 
 __all__ = ["Blob", "Classified", "Settings", "Variant", "VariantSet", "build_variants",
@@ -314,19 +314,29 @@ def _disguised(name: str, mutant: Mutant, moved: str | None, reference: Referenc
     two or three drawn once). On the disguised draw every fact about the data that the
     controls keep -- the answer, the counts an honest analysis checks on its way --
     reads as it did on the mutant; the hash does not, so the gate splits the kind.
+
+    Not ``respell_fields``: a mutant that moves a column (two samples' names swapped)
+    leaves an honest check reading the column by the index it found on the task's file,
+    and on the mutant that column is one the answer no longer reads, so respelling it
+    split honest checks of the asked sample (measured: two of ``vcf.het_count``'s nine
+    and one of ``tab.sentinel_mean``'s).
     """
     rng = random.Random(f"{seed}|{name}|disguise")
-    edits: list[Callable[[bytes], bytes | None]] = [
-        *(lambda c, e=e: e(c, rng) for e in reference.controls.get(name, ())),
-        *(lambda c, t=t: apply_rewrite(t, name, c, rng) for t in reference.rewrites_for(name)),
-        *(lambda c, t=t: apply_control(t, name, c, rng, reference.irrelevant.get(name))
-          for t in reference.controls_for(name) if t != "recompress")]
+
+    def keeps(changed: bytes) -> bool:
+        return _agree(moved, answer(changed), same)
     out = mutant.content
-    for edit in edits:
-        changed = edit(out)
-        if changed is None or changed == out:
-            continue
-        if _agree(moved, answer(changed), same):
+    for control in reference.controls.get(name, ()):
+        changed = control(out, rng)
+        if changed is not None and changed != out and keeps(changed):
+            out = changed
+    for transform in reference.rewrites_for(name):
+        if transform != "respell_fields":  # see the docstring
+            out = rewrite_kept(transform, name, out, rng, keeps)
+    for declared in reference.controls_for(name):
+        changed = (apply_control(declared, name, out, rng, reference.irrelevant.get(name))
+                   if declared != "recompress" else None)
+        if changed is not None and changed != out and keeps(changed):
             out = changed
     if out == mutant.content:
         return []
