@@ -281,16 +281,18 @@ def evaluate(trained: Model, step: int, ids: list[str], args: argparse.Namespace
 
 def _evaluate_cli(model: Path, step: int, ids: list[str], args: argparse.Namespace
                   ) -> tuple[Path, list[str]]:
-    """``vera-env eval --policy transformers`` on the held-out suite (``--resume``-able)."""
-    from vera_env.tasks.builtin import make_task
-    from vera_env.tasks.export import write_suite
+    """``vera-env eval --policy transformers`` on the held-out ids (``--resume``-able).
 
-    suite, run_dir = args.out / "heldout_suite", args.out / f"eval_{step}"
-    if not suite.is_dir():
-        write_suite([make_task(i) for i in ids], suite)
+    The builtin source makes each held-out id with its family's reference, as GRPO's and
+    the collect's tasks are made. An exported suite of the same ids (``tasks export``,
+    used here before) keeps a reference for four families only, so the other nine paid
+    their checks nothing: their verification read 0 whatever the node checked.
+    """
+    run_dir = args.out / f"eval_{step}"
     resume = ["--resume"] if (run_dir / "results.jsonl").is_file() else []
     cmd = _run([sys.executable, "-m", "vera_env.cli", "eval", "--policy", "transformers",
-                "--model", str(model), "--tasks", str(suite), "--max-steps", "3", "--reserve",
+                "--model", str(model), "--tasks", "builtin", "--task-ids", ",".join(ids),
+                "--max-steps", "3", "--reserve",
                 "1", "--wrappers", "gate,forced", "--observation-variant", "compact",
                 "--concurrency", str(args.eval_concurrency), "--max-tokens",
                 str(args.turn_tokens), "--temperature", "0", "--out", str(run_dir), *resume],

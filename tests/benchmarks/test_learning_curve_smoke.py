@@ -194,6 +194,12 @@ def test_prep_flags_reach_collect_and_sft_and_grpo_steps_0_stops_after_eval_0(tm
     assert grpo[grpo.index("--adapter") + 1] == str(tmp_path / "sft")
     default = lc.parse_args(["--out", str(tmp_path)])
     assert default.analyst_evidence == 0.0 and default.sft_lora_alpha == 32
+    ids = ["mtx.doublets.easy.s100000", "vcf.titv.easy.s100001"]
+    _, evaluated = lc._evaluate_cli(tmp_path / "merged", 0, ids, args)
+    # The builtin source, which makes each id with its family's reference (an exported
+    # suite kept four families' references, so nine families' checks earned nothing).
+    assert evaluated[evaluated.index("--tasks") + 1] == "builtin"
+    assert evaluated[evaluated.index("--task-ids") + 1] == ",".join(ids)
 
 
 def test_eval_at_evaluates_only_the_chosen_chunk_ends(tmp_path, monkeypatch):

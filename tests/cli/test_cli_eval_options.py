@@ -105,6 +105,19 @@ def test_eval_task_ids_unknown_exits_2_naming_them(tmp_path: Path,
     assert not out.exists()
 
 
+def test_eval_task_ids_takes_an_unlisted_builtin_id_the_source_can_make(
+        tmp_path: Path) -> None:
+    """``--tasks builtin`` lists seed 0 of each type; a held-out seed is made with its
+    family's reference (an exported suite keeps it for four families only)."""
+    held_out = "mtx.doublets.easy.s100000"
+    assert held_out not in BUILTIN_IDS
+    out = tmp_path / "run"
+    assert main(["eval", "--policy", "oracle", "--tasks", "builtin", "--task-ids", held_out,
+                 "--max-steps", "3", "--out", str(out)]) == 0
+    assert [a.task_id for a in RunDir(out).attempts()] == [held_out]
+    assert load_tasks("builtin").get(held_out).reference is not None
+
+
 @pytest.mark.parametrize("tasks", ["real", "canary"])
 def test_eval_preflight_missing_sources_refuses_before_any_episode(
         tasks: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
