@@ -222,7 +222,6 @@ def _cancer_facts(col: int, n: int, malignant: list[list[float]], answer: str
     """The values the cancer checks pin, from the rows coded 0 (``fill`` tokens)."""
     values = [row[col - 1] for row in malignant]
     return {"C": col, "I": col - 1, "N": n, "MAL": len(malignant), "BEN": n - len(malignant),
-            "ALL": repr(round(math.fsum(x for row in malignant for x in row[:30]), 6)),
             "SUM": repr(round(math.fsum(values), 6)), "LO": repr(min(values)),
             "HI": repr(max(values)), "ANS": answer}
 
@@ -231,8 +230,10 @@ def _cancer_solution(col: int, n: int, malignant: list[list[float]], answer: str
                      ) -> tuple[str, ...]:
     """Read the class coding off the header, keep the rows coded 0, average one column.
 
-    The checks recount what the mean is built from: the rows coded 0 and every value
-    they hold, the feature's values (count, sum, range), the mean and its denominator.
+    The checks recount what the mean is built from: the rows coded 0 and their values of
+    the feature (count, sum, range), the mean and its denominator. Not every value those
+    rows hold: a sum of their 30 columns is a fingerprint of what the question never
+    reads, and died on the control that respells the other columns.
     """
     v = _cancer_facts(col, n, malignant, answer)
     py = python_check(_TUMOURS, v)
@@ -247,10 +248,11 @@ def _cancer_solution(col: int, n: int, malignant: list[list[float]], answer: str
                      "test \"$(head -1 breast_cancer.csv | cut -d, -f3)\" = malignant && test "
                      "\"$(wc -l < malignant.csv)\" -eq @MAL@ && test \"$(awk -F, 'NR > 1 && $31 == "
                      "0' breast_cancer.csv | wc -l)\" -eq @MAL@", **v))),
-                 check("conservation", fill("every value of the @MAL@ rows kept", **v), py(
-                     "round(math.fsum(float(x) for l in open('malignant.csv') for x in l.split("
-                     "',')[:30]), 6) == round(math.fsum(x for r in m for x in r[:30]), 6) == "
-                     "@ALL@"))]),
+                 check("conservation", fill("the @MAL@ rows kept are those coded 0, with "
+                                            "their column @C@", **v), py(
+                     "round(math.fsum(float(l.split(',')[@I@]) for l in open('malignant.csv')"
+                     "), 6) == round(math.fsum(v), 6) == @SUM@ and all(l.rstrip().endswith(',0'"
+                     ") for l in open('malignant.csv'))"))]),
         turn(fill("cut -d, -f@C@ malignant.csv > values.txt\nwc -l < values.txt\nsort -g "
                   "values.txt | sed -n '1p;$p'", **v),
              node("transform", fill("@MAL@ values of column @C@, from @LO@ to @HI@", **v),
