@@ -293,14 +293,19 @@ def test_respell_fields_rewrites_other_samples_and_numbers_of_a_vcf_not_its_site
                                           if not line.startswith(b"#") else b"\n")
                    for i, line in enumerate(vcf.splitlines(keepends=True)))
     changed = apply_rewrite("respell_fields", "calls.vcf", vcf, random.Random(1),
-                            parts=frozenset({10}))
+                            parts=frozenset({20, 21, 19}))  # S2's call and depth, S1's depth
     assert changed is not None
     for old, new in zip(vcf.splitlines(), changed.splitlines(), strict=True):
         a, b = old.split(b"\t"), new.split(b"\t")
-        assert a[:10] == b[:10]  # the sites and the first sample's calls stay
+        assert a[:9] == b[:9]  # the sites stay
         if not old.startswith(b"#"):
-            assert b[10].split(b":")[0] == b"1/1"  # the only call that sample has
+            assert b[9].split(b":")[0] == a[9].split(b":")[0]  # S1's call stays
+            assert b[10].split(b":")[0] == b"1/1"  # the only call S2 has
     assert changed != vcf
+    depths = [line.split(b"\t")[9].split(b":")[1] for line in changed.splitlines()
+              if not line.startswith(b"#")]
+    assert depths != [line.split(b"\t")[9].split(b":")[1] for line in vcf.splitlines()
+                      if not line.startswith(b"#")]
 
 
 def test_rewrite_kept_respells_every_column_the_answer_does_not_read_by_halving():
@@ -321,3 +326,27 @@ def test_rewrite_kept_respells_every_column_the_answer_does_not_read_by_halving(
     assert kept[read] == columns[read]
     assert all(kept[c] != columns[c] for c in range(16) if c != read)
     assert len(asked) <= 9  # 1 + 2 per halving of 16, not one run per column
+
+
+def test_repeat_irrelevant_repeats_only_unread_records_by_a_drawn_amount():
+    from vera_env.verification.strength.transforms import apply_control
+
+    def gentoo(record: bytes) -> bool:
+        return b",Gentoo," in record
+    counts = set()
+    for seed in range(6):
+        changed = apply_control("repeat_irrelevant", "t.csv", TABLE, random.Random(seed), gentoo)
+        assert changed is not None
+        before, after = TABLE.decode().splitlines(), changed.decode().splitlines()
+        assert after[0] == before[0]
+        assert sorted(set(after)) == sorted(set(before))  # nothing new, nothing lost
+        assert [r for r in after if "Gentoo" not in r] == [r for r in before
+                                                           if "Gentoo" not in r]
+        counts.add(len(after) - len(before))
+    assert min(counts) >= 1 and len(counts) > 1  # the record count moves, by varying amounts
+    assert apply_control("repeat_irrelevant", "t.csv", TABLE, random.Random(0), None) is None
+
+
+def test_reference_declaring_repeat_irrelevant_needs_a_predicate():
+    with pytest.raises(ValueError, match="repeat_irrelevant"):
+        Reference(solve=lambda c: "1", preserving={"t.csv": ("repeat_irrelevant",)})

@@ -50,7 +50,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vera_env.verification.strength.encoding import Decoded, decode
-from vera_env.verification.strength.reference import Contents, ControlTransform, Reference
+from vera_env.verification.strength.reference import (
+    Contents,
+    ControlTransform,
+    Reference,
+    RewriteTransform,
+)
 from vera_env.verification.strength.transforms import join_records, split_records
 
 if TYPE_CHECKING:
@@ -59,7 +64,8 @@ if TYPE_CHECKING:
 __all__ = ["PROGRAM_CONTROLS", "program_reference"]
 
 PROGRAM_CONTROLS: tuple[ControlTransform, ...] = (
-    "recompress", "shuffle_records", "drop_irrelevant", "rewrap", "add_comment")
+    "recompress", "shuffle_records", "drop_irrelevant", "repeat_irrelevant", "rewrap",
+    "add_comment")
 """The control transforms tried on every file of a task whose reference is a program."""
 
 _DECODE_BUDGET_S = 60.0
@@ -68,7 +74,9 @@ _DECODE_MAX_BYTES = 1 << 34
 
 
 def program_reference(command: str, sources: Mapping[str, Path], sandbox: Sandbox, *,
-                      same: Callable[[str, str], bool], timeout_s: float = 60.0) -> Reference:
+                      same: Callable[[str, str], bool], timeout_s: float = 60.0,
+                      rewriting: Mapping[str, tuple[RewriteTransform, ...]] | None = None
+                      ) -> Reference:
     """A `Reference` whose ``solve`` runs ``command`` in ``sandbox`` on the variant's files.
 
     Args:
@@ -77,10 +85,14 @@ def program_reference(command: str, sources: Mapping[str, Path], sandbox: Sandbo
         sandbox: Where it runs (the episode's: the same isolation as checks).
         same: Whether two answers agree under the task's grader.
         timeout_s: Wall-clock bound on one run.
+        rewriting: File name -> the rewrites to probe for it (``Reference.rewriting``;
+            the task file's ``reference.rewrites``); a file not named gets the default.
     """
     program = _Program(command, dict(sources), sandbox, timeout_s, same)
     return Reference(solve=program.solve, preserving={name: PROGRAM_CONTROLS for name in sources},
-                     irrelevant={name: partial(program.irrelevant, name) for name in sources})
+                     irrelevant={name: partial(program.irrelevant, name) for name in sources},
+                     rewriting={name: tuple(r) for name, r in (rewriting or {}).items()
+                                if name in sources})
 
 
 class _Program:

@@ -44,9 +44,10 @@ __all__ = ["CONTROL_TRANSFORMS", "DEFAULT_REWRITES", "FORMAT_TRANSFORMS", "REWRI
            "ControlTransform", "Contents", "Mutator", "Reference", "RewriteTransform", "Solver"]
 
 ControlTransform = Literal["recompress", "shuffle_records", "drop_irrelevant", "rewrap",
-                           "add_comment"]
+                           "add_comment", "repeat_irrelevant"]
 CONTROL_TRANSFORMS: tuple[ControlTransform, ...] = (
-    "recompress", "shuffle_records", "drop_irrelevant", "rewrap", "add_comment")
+    "recompress", "shuffle_records", "drop_irrelevant", "rewrap", "add_comment",
+    "repeat_irrelevant")
 """The answer-preserving transformations strength can build (``transforms``):
 
 * ``recompress``: the same content, encoded with other settings (gzip level, block
@@ -56,7 +57,11 @@ CONTROL_TRANSFORMS: tuple[ControlTransform, ...] = (
   ``irrelevant`` predicate picks, removed;
 * ``rewrap``: FASTA sequence lines wrapped at another width;
 * ``add_comment``: a comment or meta line added to the header (VCF ``##``, MatrixMarket
-  ``%``, GTF/GFF ``#``, SAM ``@CO``), where the format has comments.
+  ``%``, GTF/GFF ``#``, SAM ``@CO``), where the format has comments;
+* ``repeat_irrelevant``: a few records the ``irrelevant`` predicate picks repeated one
+  to four more times at random places: a record count moves by a drawn amount, so a
+  count pin gated on a hash of what it counts meets two different mismatches (a
+  dropped record and repeated ones), not one.
 """
 RewriteTransform = Literal["complement_alleles", "transfer_values", "reformat_numbers",
                           "permute_values", "rename_ids", "respell_fields", "reword_text",
@@ -144,9 +149,10 @@ class Reference:
             if unknown:
                 raise ValueError(f"Reference.preserving[{name!r}]: unknown transforms "
                                  f"{sorted(unknown)}; expected some of {CONTROL_TRANSFORMS}")
-            if "drop_irrelevant" in transforms and name not in self.irrelevant:
-                raise ValueError(f"Reference.preserving[{name!r}] declares drop_irrelevant "
-                                 "but irrelevant has no predicate for that file")
+            for needs in ("drop_irrelevant", "repeat_irrelevant"):
+                if needs in transforms and name not in self.irrelevant:
+                    raise ValueError(f"Reference.preserving[{name!r}] declares {needs} "
+                                     "but irrelevant has no predicate for that file")
         for name, rewrites in self.rewriting.items():
             strange = set(rewrites) - set(REWRITE_TRANSFORMS)
             if strange:

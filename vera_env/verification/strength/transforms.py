@@ -171,6 +171,26 @@ def _drop_irrelevant(name: str, header: bytes, records: list[bytes], rng: random
     return join_records(header, [r for i, r in enumerate(records) if i not in drop])
 
 
+def _repeat_irrelevant(name: str, header: bytes, records: list[bytes], rng: random.Random,
+                       irrelevant: Callable[[bytes], bool] | None) -> bytes | None:
+    """Records the question never reads, repeated: a few of them, each one to four more
+    times, at random places. The line count moves by a drawn amount, so two such
+    controls disagree with each other, not only with the file."""
+    if irrelevant is None:
+        return None
+    candidates = [i for i, record in enumerate(records) if irrelevant(record)]
+    if not candidates:
+        return None
+    k = min(len(candidates), max(1, round(_SHARE * len(candidates))))
+    out = records[:]
+    open_end = not records[-1].endswith(b"\n")  # a missing final newline stays last
+    for i in rng.sample(candidates, k):
+        record = records[i] if records[i].endswith(b"\n") else records[i] + b"\n"
+        for _ in range(rng.randint(1, 4)):
+            out.insert(rng.randint(0, len(out) - open_end), record)
+    return join_records(header, out)
+
+
 def _rewrap(name: str, header: bytes, records: list[bytes], rng: random.Random,
             irrelevant: Callable[[bytes], bool] | None) -> bytes | None:
     if file_format(name) != "fasta" or not records:
@@ -218,6 +238,7 @@ _TRANSFORMS: dict[str, Callable[[str, bytes, list[bytes], random.Random,
                                  Callable[[bytes], bool] | None], bytes | None]] = {
     "shuffle_records": _shuffle,
     "drop_irrelevant": _drop_irrelevant,
+    "repeat_irrelevant": _repeat_irrelevant,
     "rewrap": _rewrap,
     "add_comment": _add_comment,
 }
