@@ -39,3 +39,49 @@ def test_export_of_real_and_canary_tasks_names_each_source_and_its_licence(tmp_p
 @pytest.mark.parametrize("tid", ["seq.motif_count.easy.s0", "real.nope.x.s0", "realistic"])
 def test_data_source_is_none_for_tasks_without_real_data(tid):
     assert data_source(tid) is None
+
+
+def test_export_carries_a_familys_narrowed_rewrites_and_they_reach_strength(tmp_path):
+    import json
+
+    from vera_env.sandbox import make_sandbox
+
+    real = make_real_task("real.csv.lung_median.s0")
+    assert real.reference is not None and real.reference.rewriting
+    write_suite([real], tmp_path / "s")
+    body = json.loads((tmp_path / "s" / real.id / "task.json").read_text(encoding="utf-8"))
+    declared = {k: list(v) for k, v in real.reference.rewriting.items()}
+    assert body["reference"] == {"script": "reference.py", "rewrites": declared}
+    back = load_folder(tmp_path / "s").get(real.id)
+    assert task_json(back) == task_json(real)
+    with make_sandbox("auto") as box:
+        reference = back.strength_reference(box)
+        assert reference is not None
+        assert {k: list(v) for k, v in reference.rewriting.items()} == declared
+
+
+def test_a_reference_naming_an_unknown_rewrite_is_refused_naming_the_field(tmp_path):
+    import json
+
+    folder = tmp_path / "s" / "t1"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "x.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    (folder / "task.json").write_text(json.dumps({
+        "id": "t1", "question": "q?", "answer": "1", "grader": {"kind": "exact"},
+        "reference": {"command": "echo 1", "rewrites": {"x.csv": ["shuffle_columns"]}}}),
+        encoding="utf-8")
+    with pytest.raises(Exception, match=r"rewrites"):
+        load_folder(tmp_path / "s")
+
+
+def test_types_strength_cannot_vary_are_exported_without_a_reference(tmp_path):
+    import json
+
+    from vera_env.tasks.real_programs import UNVARIED_REAL_TYPES
+
+    tasks = [make_real_task(f"real.{t}.s0") for t in (*UNVARIED_REAL_TYPES, "csv.penguin_mass")]
+    write_suite(tasks, tmp_path / "s")
+    for task in tasks:
+        body = json.loads((tmp_path / "s" / task.id / "task.json").read_text(encoding="utf-8"))
+        scripted = (tmp_path / "s" / task.id / "reference.py").is_file()
+        assert ("reference" in body) == scripted == task.id.startswith("real.csv."), task.id

@@ -13,7 +13,8 @@ travels with the files.
 A task's reference travels too, as a ``reference`` program (``vera_env.tasks.programs``
 says why a script and which families have one): a task read from a suite keeps its
 command or gets a copy of its script, and a builtin or real task whose family has a
-script gets ``reference.py`` (every real type but h5ad's). Without it the exported suite
+script gets ``reference.py`` (six of the ten real types: not h5ad's, and not
+the three of `UNVARIED_REAL_TYPES`). Without it the exported suite
 would pay its checks nothing (`vera_env.tasks.unreferenced`).
 """
 
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from vera_env.tasks.model import Task
 from vera_env.tasks.programs import reference_script
+from vera_env.tasks.real_programs import UNVARIED_REAL_TYPES
 
 if TYPE_CHECKING:
     from vera_env.tasks.real.sources import Source
@@ -43,12 +45,30 @@ def task_json(task: Task) -> dict[str, object]:
                            exclude_defaults=True)
     body["grader"] = task.grader.model_dump(mode="json", exclude_none=True)
     program = task.reference_program
+    reference: dict[str, object] = {}
     if program is not None:
-        body["reference"] = ({"command": program.command} if program.command is not None
-                             else {"script": program.script.name if program.script else ""})
-    elif reference_script(task) is not None:
-        body["reference"] = {"script": _SCRIPT}
+        reference = ({"command": program.command} if program.command is not None
+                     else {"script": program.script.name if program.script else ""})
+        if program.rewrites is not None:
+            reference["rewrites"] = {k: list(v) for k, v in program.rewrites.items()}
+    elif _exported_script(task) is not None:
+        reference = {"script": _SCRIPT}
+        # The family's own narrowing of the rewrites travels with its script: a rewrite
+        # that keeps the answer but moves a fact the reference checks on its way (a
+        # survival table's time and status pairs) would cost the exported task checks.
+        if task.reference is not None and task.reference.rewriting:
+            reference["rewrites"] = {k: list(v) for k, v in task.reference.rewriting.items()}
+    if reference:
+        body["reference"] = reference
     return {"id": task.id, **{k: v for k, v in body.items() if k != "id"}}
+
+
+def _exported_script(task: Task) -> str | None:
+    """The reference script an exported task carries: its family's, but none for a type
+    strength cannot vary without the family (`UNVARIED_REAL_TYPES`)."""
+    if any(task.id.startswith(f"real.{t}.") for t in UNVARIED_REAL_TYPES):
+        return None
+    return reference_script(task)
 
 
 def write_suite(tasks: Iterable[Task], folder: str | Path) -> list[Path]:
@@ -90,7 +110,7 @@ def _write_reference(task: Task, target: Path) -> None:
     program = task.reference_program
     if program is not None and program.script is not None:
         shutil.copyfile(program.script, target / program.script.name)
-    elif program is None and (script := reference_script(task)) is not None:
+    elif program is None and (script := _exported_script(task)) is not None:
         (target / _SCRIPT).write_text(script, encoding="utf-8")
 
 

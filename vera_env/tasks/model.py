@@ -35,7 +35,7 @@ from pydantic import (
 from vera_env.errors import GraderError
 from vera_env.verification.grading import GraderSpec, grade_against
 from vera_env.verification.strength.program import program_reference
-from vera_env.verification.strength.reference import Reference
+from vera_env.verification.strength.reference import Reference, RewriteTransform
 
 if TYPE_CHECKING:
     from vera_env.sandbox import Sandbox
@@ -75,12 +75,19 @@ class ReferenceProgram(BaseModel):
         script: A file beside ``task.json`` (a folder suite) or the ``.jsonl`` file; it
             is run by its ``#!`` line, by bash if it has none, in the files' folder.
             Checked at load (it must exist, at most 64 KiB), read when strength runs it.
+        rewrites: Optional, file name -> the rewrites strength probes for that file
+            (`vera_env.verification.strength.reference.REWRITE_TRANSFORMS`; ``[]``:
+            none; a file not named gets the default ones). Name fewer where a rewrite
+            keeps the program's answer but moves a fact an honest analysis checks on
+            its way (a survival table's time and status pairs). `vera-env tasks export`
+            writes a family's own.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     command: str | None = None
     script: Path | None = None
+    rewrites: dict[str, tuple[RewriteTransform, ...]] | None = None
 
     @field_validator("command")
     @classmethod
@@ -196,8 +203,9 @@ class Task(BaseModel):
                 return grade_against(self.grader, truth, other).correct is True
             except GraderError:
                 return False
-        return program_reference(self.reference_program.shell_command(), self.data_files(),
-                                 sandbox, same=same, timeout_s=timeout_s)
+        program = self.reference_program
+        return program_reference(program.shell_command(), self.data_files(), sandbox,
+                                 same=same, timeout_s=timeout_s, rewriting=program.rewrites)
 
     @field_validator("id")
     @classmethod
