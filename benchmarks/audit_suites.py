@@ -11,9 +11,9 @@ source.
 
 Usage::
 
-    python benchmarks/audit_suites.py --commit SHA \\
-        hand_first=/tmp/audit_hand_v1 hand=/tmp/audit_hand exported=/tmp/audit_export2 \\
-        builtin=/tmp/audit_builtin real=/tmp/audit_real
+    python benchmarks/audit_suites.py --commit SHA --out benchmarks/results/X.json \\
+        hand=/tmp/audit_hand exported_builtin=/tmp/audit_exp_b \\
+        exported_real=/tmp/audit_exp_r builtin=/tmp/audit_builtin real=/tmp/audit_real
 """
 
 from __future__ import annotations
@@ -26,18 +26,19 @@ from typing import Any
 
 OUT = Path(__file__).resolve().parent / "results" / "audit_suites.json"
 COMMANDS = {
-    "hand_first": "vera-env tasks audit docs/examples/suite --jobs 1 --out /tmp/audit_hand_v1 "
-                  "(the suite as first committed, before the FASTA and table data changed)",
-    "hand": "vera-env tasks audit docs/examples/suite --jobs 1 --out /tmp/audit_hand",
-    "exported": "vera-env tasks export builtin /tmp/exp_b --types tab.sentinel_mean,seq.gc_content,"
-                "vcf.het_count --difficulties easy; vera-env tasks export real /tmp/exp_r --types "
-                "csv.penguin_mass; both copied into /tmp/exported_suite, the real task given a "
-                "reference.py by hand (export writes none for real families); vera-env tasks audit "
-                "/tmp/exported_suite --jobs 2 --out /tmp/audit_export2",
-    "builtin": "vera-env tasks audit builtin --types tab.sentinel_mean,seq.gc_content,"
-               "vcf.het_count --difficulties easy --jobs 1 --out /tmp/audit_builtin",
-    "real": "vera-env tasks audit real --types csv.penguin_mass --jobs 1 --out /tmp/audit_real",
+    "hand": "vera-env tasks audit docs/examples/suite --jobs 2 --out /tmp/audit_hand",
+    "exported_builtin": "vera-env tasks export builtin /tmp/exp/b --types tab.sentinel_mean,"
+                        "vcf.het_count --difficulties easy; vera-env tasks audit /tmp/exp/b "
+                        "--jobs 2 --out /tmp/audit_exp_b",
+    "exported_real": "vera-env tasks export real /tmp/exp/r --types csv.lung_median,"
+                     "vcf.het_sites; vera-env tasks audit /tmp/exp/r --jobs 2 --out "
+                     "/tmp/audit_exp_r",
+    "builtin": "vera-env tasks audit builtin --types tab.sentinel_mean,vcf.het_count "
+               "--difficulties easy --jobs 2 --out /tmp/audit_builtin",
+    "real": "vera-env tasks audit real --types csv.lung_median,vcf.het_sites --jobs 2 "
+            "--out /tmp/audit_real",
 }
+"""The commands of the latest record; an earlier record keeps its own in its file."""
 
 
 def task_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
@@ -57,7 +58,8 @@ def pairs(suites: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return [{"task": row["task"], "exported": row["verdict"],
              "original": original[row["task"]]["verdict"],
              "same": row["verdict"] == original[row["task"]]["verdict"]}
-            for row in suites.get("exported", []) if row["task"] in original]
+            for name, rows in suites.items() if name.startswith("exported")
+            for row in rows if row["task"] in original]
 
 
 def main() -> None:
@@ -65,6 +67,7 @@ def main() -> None:
     parser.add_argument("audits", nargs="+", help="NAME=FOLDER holding audit.json")
     parser.add_argument("--commit", required=True, help="the commit the audits ran at")
     parser.add_argument("--note", default="", help="how and where they ran")
+    parser.add_argument("--out", type=Path, default=OUT, help="the record to write")
     args = parser.parse_args()
     suites: dict[str, list[dict[str, Any]]] = {}
     settings: dict[str, Any] = {}
@@ -77,8 +80,8 @@ def main() -> None:
     result = {"date": date.today().isoformat(), "commit": args.commit, "note": args.note,
               "settings": settings, "commands": {k: COMMANDS[k] for k in suites},
               "suites": suites, "pairs": pairs(suites)}
-    OUT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {OUT}")
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
