@@ -181,7 +181,8 @@ def _reference(ecog: str, median: int) -> Reference:
                          field_mutator(median_death, b",", regroup))},
         # not transfer_values: the reference checks its whole Kaplan-Meier table, the
         # last times included, against the data
-        rewriting={name: ("reformat_numbers", "permute_values", "rename_ids")})
+        rewriting={name: ("reformat_numbers", "permute_values", "rename_ids",
+                          "respell_fields")})
 
 
 def lung_median(files: Mapping[str, bytes], rng: np.random.Generator) -> RealInstance:

@@ -36,8 +36,9 @@ control has to rewrite the read records themselves and keep the answer:
   where the reference still gives the answer: every distinct value of a table column
   gets another spelling of the same shape (``P017`` -> ``K842``, ``38.8`` -> ``71.3``;
   one spelling per value, so equal values stay equal and distinct ones distinct), a
-  VCF's QUAL, its INFO numbers, and each sample's calls (redrawn among the calls it
-  has) and numbers. The columns a question never reads -- another sample's calls, a
+  VCF's REF and ALT bases re-cased (a set of ALT alleles has no other spelling), its
+  QUAL, its INFO numbers, and each sample's calls (redrawn among the calls it has) and
+  numbers. The columns a question never reads -- another sample's calls, a
   CSV's other measurements -- are what it rewrites: a hash of any of them died on no
   control before (measured on a hand-written suite: md5 pins of the other samples'
   FORMAT fields earned as much as the reference, 0.073). Tried a column at a time by
@@ -395,7 +396,8 @@ def _rename_ids(name: str, header: bytes, records: list[bytes], rng: random.Rand
 
 _VCF_FIXED = 9
 """A VCF's fixed columns: CHROM POS ID REF ALT QUAL FILTER INFO FORMAT."""
-_VCF_QUAL, _VCF_INFO = 5, 7
+_VCF_REF, _VCF_ALT, _VCF_QUAL, _VCF_INFO = 3, 4, 5, 7
+_BASE_LETTERS = frozenset(b"ACGTNacgtn")
 _MAX_PARTS = 64
 _DIGITS_OR_POINT = frozenset(bytes([c]) for c in b"0123456789.")
 
@@ -414,7 +416,7 @@ def _columns(name: str, content: bytes) -> list[int] | None:
     if file_format(name) == "vcf":
         width = len(records[0].rstrip(b"\r\n").split(b"\t"))
         samples = [part for c in range(_VCF_FIXED, width) for part in (2 * c, 2 * c + 1)]
-        return [2 * _VCF_QUAL, 2 * _VCF_INFO, *samples][:_MAX_PARTS]
+        return [2 * _VCF_ALT, 2 * _VCF_QUAL, 2 * _VCF_INFO, *samples][:_MAX_PARTS]
     table = _table(name, header, records)
     return None if table is None else list(range(len(table[1])))[:_MAX_PARTS]
 
@@ -444,11 +446,13 @@ def _respell(name: str, header: bytes, records: list[bytes], rng: random.Random,
     return join_records(header, _rows_back(records, sep, rows, changed)) if changed else None
 
 
-def _fresh(value: bytes, taken: set[bytes], rng: random.Random) -> bytes:
-    """Another spelling of ``value`` no value of its column has (``value`` itself when
-    none is found: a one-letter code in a column of all 26)."""
-    for _ in range(16):
-        new = _spelled(value, rng)
+def _fresh(value: bytes, taken: set[bytes], rng: random.Random, letters: bool = True) -> bytes:
+    """Another spelling of ``value`` no value of its column has: of its shape, or, where
+    the column holds nearly every spelling of that shape (depths 10 to 99), one digit
+    or letter longer; ``value`` itself only when it has no digit or letter to vary."""
+    for attempt in range(24):
+        longer = attempt >= 16 and value and value[-1:].isalnum()
+        new = _spelled(value + value[-1:] if longer else value, rng, letters)
         if new not in taken:
             taken.add(new)
             return new
@@ -479,37 +483,74 @@ def _respell_vcf(header: bytes, records: list[bytes], rng: random.Random,
                  parts: frozenset[int] | None) -> bytes | None:
     rows = [r.rstrip(b"\r\n").split(b"\t") for r in records]
     width = len(rows[0])
-    calls = {c: sorted({row[c].partition(b":")[0] for row in rows if len(row) == width}
-                       - {b".", b"./.", b".|."})
-             for c in range(_VCF_FIXED, width)}
+    sites = [i for i, row in enumerate(rows)
+             if len(row) == width and row[0] and not row[0].startswith(b"#")]
+    spell = _Speller(rng, [rows[i] for i in sites])
     out = records[:]
-    for i, row in enumerate(rows):
-        if len(row) != width or not row[0] or row[0].startswith(b"#"):
-            continue
-        new = [_respell_vcf_field(c, f, calls.get(c, []), rng, parts)
-               for c, f in enumerate(row)]
+    for i in sites:
+        row = rows[i]
+        new = [_respell_vcf_field(c, f, spell, parts) for c, f in enumerate(row)]
         if new != row:
             out[i] = b"\t".join(new) + records[i][len(records[i].rstrip(b"\r\n")):]
     return join_records(header, out)
 
 
-def _respell_vcf_field(column: int, field: bytes, calls: list[bytes], rng: random.Random,
+class _Speller:
+    """One new spelling per value of a VCF column's part, none an old value of that part
+    (as a table's columns are respelled): so the smallest and largest value of a part
+    change too, where a spelling drawn afresh per site gave the smallest depth,
+    ``DP=10``, back again (measured: its sorted first line earned as a slice)."""
+
+    def __init__(self, rng: random.Random, rows: list[list[bytes]]) -> None:
+        self.rng = rng
+        self._taken: dict[tuple[int, bool], set[bytes]] = defaultdict(set)
+        self._spelled: dict[tuple[int, bool], dict[bytes, bytes]] = defaultdict(dict)
+        self.calls: dict[int, list[bytes]] = {}
+        for row in rows:
+            for c, field in enumerate(row):
+                gt, _, rest = field.partition(b":")
+                self._taken[c, False].add(field if c < _VCF_FIXED else gt)
+                self._taken[c, True].add(rest)
+        for c in range(_VCF_FIXED, len(rows[0]) if rows else 0):
+            self.calls[c] = sorted({row[c].partition(b":")[0] for row in rows}
+                                   - {b".", b"./.", b".|."})
+
+    def __call__(self, column: int, value: bytes, numbers: bool, letters: bool) -> bytes:
+        key = (column, numbers)
+        memo = self._spelled[key]
+        if value not in memo:
+            memo[value] = _fresh(value, self._taken[key], self.rng, letters)
+        return memo[value]
+
+
+def _respell_vcf_field(column: int, field: bytes, spell: _Speller,
                        parts: frozenset[int] | None) -> bytes:
-    """A VCF field with its parts in ``parts`` respelled (see ``_columns``): QUAL's
-    digits, INFO's numbers (its keys kept), a sample's call (redrawn among the calls
-    that sample has; a missing one stays missing), the numbers after it."""
+    """A VCF field with its parts in ``parts`` respelled (see ``_columns``): the case of
+    REF's and ALT's bases (``A`` and ``a`` are one base), QUAL's digits, INFO's numbers
+    (its keys kept), a sample's call (redrawn among the calls that sample has; a
+    missing one stays missing), the numbers after it."""
     value, numbers = (parts is None or 2 * column in parts,
                       parts is None or 2 * column + 1 in parts)
+    if column in (_VCF_REF, _VCF_ALT):
+        alleles = parts is None or 2 * _VCF_ALT in parts
+        return _recased(field, spell.rng) if alleles else field
     if column == _VCF_QUAL:
-        return _spelled(field, rng) if value and field != b"." else field
+        return spell(column, field, False, True) if value and field != b"." else field
     if column == _VCF_INFO:
-        return _spelled(field, rng, letters=False) if value else field
+        return spell(column, field, False, False) if value else field
     if column < _VCF_FIXED:
         return field
     gt, colon, rest = field.partition(b":")
+    calls = spell.calls.get(column, [])
     if value and calls and gt not in (b".", b"./.", b".|."):
-        gt = rng.choice(calls)
-    return gt + colon + (_spelled(rest, rng, letters=False) if numbers else rest)
+        gt = spell.rng.choice(calls)
+    return gt + colon + (spell(column, rest, True, False) if numbers and rest else rest)
+
+
+def _recased(alleles: bytes, rng: random.Random) -> bytes:
+    """Each base of ``alleles`` in the other case at even odds (``.`` and ``,`` kept)."""
+    return bytes(ch ^ 32 if ch in _BASE_LETTERS and rng.random() < 0.5 else ch
+                 for ch in alleles)
 
 
 # ----- VCF, FASTA, prose -----
