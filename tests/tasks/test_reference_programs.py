@@ -77,7 +77,7 @@ def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     ({"command": ""}, "reference.command", "the reference command is empty"),
     ({}, "reference", "exactly one of the two"),
     ({"command": "echo 1", "script": "mean.sh"}, "reference", "exactly one of the two"),
-    ({"cmd": "echo 1"}, "reference.cmd", "unknown key; expected one of ['command', 'script']"),
+    ({"cmd": "echo 1"}, "reference.cmd", "unknown key; expected one of ['command', 'rewrites', 'script']"),
 ])
 def test_broken_reference_names_file_and_field(tmp_path: Path, reference: dict[str, str],
                                                field: str, message: str) -> None:
