@@ -36,9 +36,8 @@ control has to rewrite the read records themselves and keep the answer:
   where the reference still gives the answer: every distinct value of a table column
   gets another spelling of the same shape (``P017`` -> ``K842``, ``38.8`` -> ``71.3``;
   one spelling per value, so equal values stay equal and distinct ones distinct), a
-  VCF's REF and ALT bases re-cased (a set of ALT alleles has no other spelling), its
-  QUAL, its INFO numbers, and each sample's calls (redrawn among the calls it has) and
-  numbers. The columns a question never reads -- another sample's calls, a
+  VCF's QUAL, its INFO numbers, and each sample's calls (redrawn among the calls it
+  has) and numbers. The columns a question never reads -- another sample's calls, a
   CSV's other measurements -- are what it rewrites: a hash of any of them died on no
   control before (measured on a hand-written suite: md5 pins of the other samples'
   FORMAT fields earned as much as the reference, 0.073). Tried a column at a time by
@@ -396,8 +395,7 @@ def _rename_ids(name: str, header: bytes, records: list[bytes], rng: random.Rand
 
 _VCF_FIXED = 9
 """A VCF's fixed columns: CHROM POS ID REF ALT QUAL FILTER INFO FORMAT."""
-_VCF_REF, _VCF_ALT, _VCF_QUAL, _VCF_INFO = 3, 4, 5, 7
-_BASE_LETTERS = frozenset(b"ACGTNacgtn")
+_VCF_QUAL, _VCF_INFO = 5, 7
 _MAX_PARTS = 64
 _DIGITS_OR_POINT = frozenset(bytes([c]) for c in b"0123456789.")
 
@@ -416,7 +414,7 @@ def _columns(name: str, content: bytes) -> list[int] | None:
     if file_format(name) == "vcf":
         width = len(records[0].rstrip(b"\r\n").split(b"\t"))
         samples = [part for c in range(_VCF_FIXED, width) for part in (2 * c, 2 * c + 1)]
-        return [2 * _VCF_ALT, 2 * _VCF_QUAL, 2 * _VCF_INFO, *samples][:_MAX_PARTS]
+        return [2 * _VCF_QUAL, 2 * _VCF_INFO, *samples][:_MAX_PARTS]
     table = _table(name, header, records)
     return None if table is None else list(range(len(table[1])))[:_MAX_PARTS]
 
@@ -525,15 +523,13 @@ class _Speller:
 
 def _respell_vcf_field(column: int, field: bytes, spell: _Speller,
                        parts: frozenset[int] | None) -> bytes:
-    """A VCF field with its parts in ``parts`` respelled (see ``_columns``): the case of
-    REF's and ALT's bases (``A`` and ``a`` are one base), QUAL's digits, INFO's numbers
-    (its keys kept), a sample's call (redrawn among the calls that sample has; a
-    missing one stays missing), the numbers after it."""
+    """A VCF field with its parts in ``parts`` respelled (see ``_columns``): QUAL's
+    digits, INFO's numbers (its keys kept), a sample's call (redrawn among the calls
+    that sample has; a missing one stays missing), the numbers after it. Not REF and
+    ALT: re-cased bases keep a solver's answer, but an honest ``$4 ~ /^[ACGT]$/`` then
+    drops them (measured: the analyst teacher's Ts/Tv checks died on that control)."""
     value, numbers = (parts is None or 2 * column in parts,
                       parts is None or 2 * column + 1 in parts)
-    if column in (_VCF_REF, _VCF_ALT):
-        alleles = parts is None or 2 * _VCF_ALT in parts
-        return _recased(field, spell.rng) if alleles else field
     if column == _VCF_QUAL:
         return spell(column, field, False, True) if value and field != b"." else field
     if column == _VCF_INFO:
@@ -545,12 +541,6 @@ def _respell_vcf_field(column: int, field: bytes, spell: _Speller,
     if value and calls and gt not in (b".", b"./.", b".|."):
         gt = spell.rng.choice(calls)
     return gt + colon + (spell(column, rest, True, False) if numbers and rest else rest)
-
-
-def _recased(alleles: bytes, rng: random.Random) -> bytes:
-    """Each base of ``alleles`` in the other case at even odds (``.`` and ``,`` kept)."""
-    return bytes(ch ^ 32 if ch in _BASE_LETTERS and rng.random() < 0.5 else ch
-                 for ch in alleles)
 
 
 # ----- VCF, FASTA, prose -----
