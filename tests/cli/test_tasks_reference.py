@@ -68,8 +68,9 @@ def test_export_writes_reference_programs_that_load_back(
                  "tab.sentinel_mean,tab.survival_median", "--difficulties", "easy"]) == 0
     assert "wrote 2 tasks" in capsys.readouterr().out
     mean = out_dir / "tab.sentinel_mean.easy.s0"
-    assert json.loads((mean / "task.json").read_text())["reference"] == {
-        "script": "reference.py"}
+    reference = json.loads((mean / "task.json").read_text())["reference"]
+    assert reference["script"] == "reference.py"
+    assert set(reference) == {"script", "mutants", "controls"}  # the family's, as files
     assert (mean / "reference.py").read_text().startswith("#!/usr/bin/env python3")
     loaded = load_tasks(out_dir)
     assert unref.unreferenced(loaded) == [loaded.get("tab.survival_median.easy.s0")]
@@ -82,8 +83,7 @@ def test_export_writes_reference_programs_that_load_back(
     assert main(["tasks", "export", str(out_dir), str(again)]) == 0
     assert (again / mean.name / "reference.py").read_bytes() == (
         mean / "reference.py").read_bytes()
-    assert json.loads((again / mean.name / "task.json").read_text())["reference"] == {
-        "script": "reference.py"}
+    assert json.loads((again / mean.name / "task.json").read_text())["reference"] == reference
 
 
 def test_eval_announces_a_suite_without_references(tmp_path: Path) -> None:

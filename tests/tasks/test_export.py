@@ -51,7 +51,8 @@ def test_export_carries_a_familys_narrowed_rewrites_and_they_reach_strength(tmp_
     write_suite([real], tmp_path / "s")
     body = json.loads((tmp_path / "s" / real.id / "task.json").read_text(encoding="utf-8"))
     declared = {k: list(v) for k, v in real.reference.rewriting.items()}
-    assert body["reference"] == {"script": "reference.py", "rewrites": declared}
+    assert body["reference"]["script"] == "reference.py"
+    assert body["reference"]["rewrites"] == declared
     back = load_folder(tmp_path / "s").get(real.id)
     assert task_json(back) == task_json(real)
     with make_sandbox("auto") as box:
@@ -74,14 +75,70 @@ def test_a_reference_naming_an_unknown_rewrite_is_refused_naming_the_field(tmp_p
         load_folder(tmp_path / "s")
 
 
-def test_types_strength_cannot_vary_are_exported_without_a_reference(tmp_path):
+def test_types_generic_mutations_miss_are_exported_with_their_familys_mutants(tmp_path):
+    """A BAM (binary), a FASTQ (a line edit breaks a record) and a GFF (a tenth of its
+    lines seldom touches the asked exons) get no generic mutant the script can grade:
+    their family's declared mutants are what makes the exported task classifiable."""
     import json
 
-    from vera_env.tasks.real_programs import UNVARIED_REAL_TYPES
+    from vera_env.sandbox import make_sandbox
+    from vera_env.verification.grading import grade_against
+    from vera_env.verification.rewards import RewardConfig
+    from vera_env.verification.strength.variants import Settings, census, clear_cache
 
-    tasks = [make_real_task(f"real.{t}.s0") for t in (*UNVARIED_REAL_TYPES, "csv.penguin_mass")]
-    write_suite(tasks, tmp_path / "s")
-    for task in tasks:
-        body = json.loads((tmp_path / "s" / task.id / "task.json").read_text(encoding="utf-8"))
-        scripted = (tmp_path / "s" / task.id / "reference.py").is_file()
-        assert ("reference" in body) == scripted == task.id.startswith("real.csv."), task.id
+    ids = ["real.bam.duplicates.s0", "real.fastq.read_count.s0", "real.gff.exon_count.s0"]
+    write_suite([make_real_task(t) for t in ids], tmp_path / "s")
+    suite = load_folder(tmp_path / "s")
+    config = RewardConfig()
+    settings = Settings(config.strength_mutants, config.strength_controls,
+                        config.strength_seed, config.strength_max_mb * 2**20)
+    clear_cache()
+    with make_sandbox("auto") as box:
+        for tid in ids:
+            body = json.loads((tmp_path / "s" / tid / "task.json").read_text(encoding="utf-8"))
+            assert body["reference"]["script"] == "reference.py" and body["reference"]["mutants"]
+            task = suite.get(tid)
+            files = census(task.data_files(), settings, reference=task.strength_reference(box),
+                           same=lambda a, b, t=task: grade_against(t.grader, a, b).correct is True)
+            assert all(f.classified for f in files), tid
+            assert any(":aimed" in m.label for f in files for m in f.mutants), tid
+
+
+def test_export_writes_a_familys_aimed_variants_and_strength_tries_them(tmp_path):
+    """The family's mutators and controls are Python: export draws them as files beside
+    task.json (never under data/), and the exported program classifies them first."""
+    import gzip
+    import json
+
+    from vera_env.sandbox import make_sandbox
+    from vera_env.verification.grading import grade_against
+    from vera_env.verification.rewards import RewardConfig
+    from vera_env.verification.strength.variants import Settings, census, clear_cache
+
+    task = make_task("tab.sentinel_mean.easy.s0")
+    write_suite([task], tmp_path / "s")
+    folder = tmp_path / "s" / task.id
+    body = json.loads((folder / "task.json").read_text(encoding="utf-8"))
+    kinds = body["reference"]["mutants"]["penguins.csv"]
+    assert len(kinds) >= 2 and len(kinds[0]) == 2  # a single-outcome kind: one draw
+    assert body["reference"]["controls"]["penguins.csv"]
+    assert not (folder / "data" / "variants").exists()
+    first = gzip.decompress((folder / kinds[0][0]).read_bytes())
+    own = (folder / "data" / "penguins.csv").read_bytes()
+    assert first != own and first.split(b"\n", 1)[0] == own.split(b"\n", 1)[0]
+    back = load_folder(tmp_path / "s").get(task.id)
+    assert task_json(back) == task_json(task)
+    write_suite([back], tmp_path / "again")  # a loaded suite exports its files the same
+    assert json.loads((tmp_path / "again" / task.id / "task.json").read_text()) == body
+    assert (tmp_path / "again" / task.id / kinds[0][0]).read_bytes() == \
+        (folder / kinds[0][0]).read_bytes()
+    config = RewardConfig()
+    settings = Settings(config.strength_mutants, config.strength_controls,
+                        config.strength_seed, config.strength_max_mb * 2**20)
+    clear_cache()
+    with make_sandbox("auto") as box:
+        files = census(back.data_files(), settings, reference=back.strength_reference(box),
+                       same=lambda a, b: grade_against(back.grader, a, b).correct is True)
+    penguins = next(f for f in files if f.name == "penguins.csv")
+    assert any(":aimed0#" in m.label for m in penguins.mutants)
+    assert any(":control0#" in c.label for c in penguins.controls)

@@ -77,7 +77,12 @@ def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     ({"command": ""}, "reference.command", "the reference command is empty"),
     ({}, "reference", "exactly one of the two"),
     ({"command": "echo 1", "script": "mean.sh"}, "reference", "exactly one of the two"),
-    ({"cmd": "echo 1"}, "reference.cmd", "unknown key; expected one of ['command', 'rewrites', 'script']"),
+    ({"cmd": "echo 1"}, "reference.cmd",
+     "unknown key; expected one of ['command', 'controls', 'mutants', 'rewrites', 'script']"),
+    ({"command": "echo 1", "mutants": {"penguins.csv": ["gone.csv"]}}, "reference.mutants",
+     "'penguins.csv': variant file"),
+    ({"command": "echo 1", "controls": {"penguins.csv": ["gone.csv"]}}, "reference.controls",
+     "is not an existing file"),
 ])
 def test_broken_reference_names_file_and_field(tmp_path: Path, reference: dict[str, str],
                                                field: str, message: str) -> None:
@@ -159,6 +164,44 @@ def test_reference_solution_earns_and_an_md5_pin_does_not(tmp_path: Path) -> Non
     [pin] = pinned.steps[0].checks
     assert pin.passed and pin.discriminating is False and "control" in pin.detail
     assert pinned.correct and pinned.verification_reward == 0
+
+
+def test_declared_mutants_and_controls_are_tried_first_and_classified_by_the_program(
+        tmp_path: Path) -> None:
+    """A suite's own variants as files: a kind's draws in order (the same change by a
+    growing amount), a lone file as a kind of one draw, gzipped or not; each kept only as
+    the program classifies it (a "mutant" that keeps the mean is neither)."""
+    root = _suite(tmp_path, {"command": MEAN})
+    folder = root / "adelie"
+    rows = PENGUINS.splitlines(keepends=True)
+    (folder / "less1.csv").write_text("".join(r for r in rows if not r.startswith("6,")))
+    (folder / "less2.csv.gz").write_bytes(gzip.compress("".join(  # 3600.0, then 3500.0
+        r for r in rows if not r.startswith(("6,", "1,"))).encode()))
+    (folder / "same.csv").write_text(PENGUINS.replace("3700", "3600").replace("3900", "4000"))
+    (folder / "renamed.csv").write_text(PENGUINS.replace("\n1,", "\nP1,"))
+    body = json.loads((folder / "task.json").read_text())
+    body["reference"] = {"command": MEAN,
+                         "mutants": {"penguins.csv": [["less1.csv", "less2.csv.gz"],
+                                                      "same.csv"]},
+                         "controls": {"penguins.csv": ["renamed.csv"]}}
+    (folder / "task.json").write_text(json.dumps(body))
+    task = load_tasks(root).get("adelie")
+    assert task.reference_program is not None and task.reference_program.mutants == {
+        "penguins.csv": ((folder / "less1.csv", folder / "less2.csv.gz"), (folder / "same.csv",))}
+    config = RewardConfig()
+    settings = Settings(config.strength_mutants, config.strength_controls,
+                        config.strength_seed, config.strength_max_mb * 2**20)
+    with make_sandbox("auto") as box:
+        [penguins, _] = census(task.data_files(), settings, reference=task.strength_reference(box),
+                               same=lambda a, b: grade_against(task.grader, a, b).correct is True)
+    assert penguins.name == "penguins.csv" and penguins.classified
+    aimed = [m for m in penguins.mutants if ":aimed" in m.label]
+    assert [m.label for m in aimed] == ["penguins.csv:aimed0#0", "penguins.csv:aimed0#1"]
+    assert [m.data for m in aimed] == [(folder / "less1.csv").read_bytes(),
+                                       gzip.decompress((folder / "less2.csv.gz").read_bytes())]
+    assert not any(m.data == (folder / "same.csv").read_bytes() for m in penguins.mutants)
+    assert penguins.controls[0].label == "penguins.csv:control0#0"
+    assert penguins.controls[0].data == (folder / "renamed.csv").read_bytes()
 
 
 # ----- the rule for a task without one -----

@@ -13,22 +13,31 @@ travels with the files.
 A task's reference travels too, as a ``reference`` program (``vera_env.tasks.programs``
 says why a script and which families have one): a task read from a suite keeps its
 command or gets a copy of its script, and a builtin or real task whose family has a
-script gets ``reference.py`` (six of the ten real types: not h5ad's, and not
-the three of `UNVARIED_REAL_TYPES`). Without it the exported suite
-would pay its checks nothing (`vera_env.tasks.unreferenced`).
+script gets ``reference.py`` (nine of the ten real types: not h5ad's). Without it the
+exported suite would pay its checks nothing (`vera_env.tasks.unreferenced`). The family's
+aimed mutants and controls travel as files its ``reference`` declares
+(`vera_env.tasks.declared_variants`): without them three real types (a binary BAM, a
+FASTQ whose line edits break records, a GFF whose asked exons a tenth of 50,000 lines
+seldom touches) got no mutant at all, and were exported without a reference.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from vera_env.tasks.declared_variants import (
+    Drawn,
+    copy_declared,
+    declared_names,
+    draw_family_variants,
+    write_drawn,
+)
 from vera_env.tasks.model import Task
 from vera_env.tasks.programs import reference_script
-from vera_env.tasks.real_programs import UNVARIED_REAL_TYPES
 
 if TYPE_CHECKING:
     from vera_env.tasks.real.sources import Source
@@ -51,24 +60,39 @@ def task_json(task: Task) -> dict[str, object]:
                      else {"script": program.script.name if program.script else ""})
         if program.rewrites is not None:
             reference["rewrites"] = {k: list(v) for k, v in program.rewrites.items()}
-    elif _exported_script(task) is not None:
+        reference.update(_declared(program.mutants or {}, program.controls or {}))
+    elif reference_script(task) is not None:
         reference = {"script": _SCRIPT}
         # The family's own narrowing of the rewrites travels with its script: a rewrite
         # that keeps the answer but moves a fact the reference checks on its way (a
         # survival table's time and status pairs) would cost the exported task checks.
         if task.reference is not None and task.reference.rewriting:
             reference["rewrites"] = {k: list(v) for k, v in task.reference.rewriting.items()}
+        drawn = _drawn(task)
+        reference.update(_declared(drawn.mutants, drawn.controls))
     if reference:
         body["reference"] = reference
     return {"id": task.id, **{k: v for k, v in body.items() if k != "id"}}
 
 
-def _exported_script(task: Task) -> str | None:
-    """The reference script an exported task carries: its family's, but none for a type
-    strength cannot vary without the family (`UNVARIED_REAL_TYPES`)."""
-    if any(task.id.startswith(f"real.{t}.") for t in UNVARIED_REAL_TYPES):
-        return None
-    return reference_script(task)
+def _declared(mutants: Mapping[str, tuple[tuple[Any, ...], ...]],
+              controls: Mapping[str, tuple[Any, ...]]) -> dict[str, object]:
+    """``reference.mutants`` / ``reference.controls`` of ``task.json``, where any."""
+    mutant_names, control_names = declared_names(mutants, controls)
+    return {**({"mutants": mutant_names} if mutant_names else {}),
+            **({"controls": control_names} if control_names else {})}
+
+
+_DRAWN: dict[tuple[str, str], Drawn] = {}
+
+
+def _drawn(task: Task) -> Drawn:
+    """The family's variants of ``task`` (drawn once per task: ``task_json`` and
+    ``write_suite`` both need them)."""
+    key = (task.id, str(task.data_dir))
+    if key not in _DRAWN:
+        _DRAWN[key] = draw_family_variants(task)
+    return _DRAWN[key]
 
 
 def write_suite(tasks: Iterable[Task], folder: str | Path) -> list[Path]:
@@ -106,12 +130,16 @@ def write_suite(tasks: Iterable[Task], folder: str | Path) -> list[Path]:
 
 
 def _write_reference(task: Task, target: Path) -> None:
-    """The task's reference script beside its ``task.json``, if it has one."""
+    """The task's reference script beside its ``task.json``, if it has one, and the
+    files of its declared variants (`vera_env.tasks.declared_variants`)."""
     program = task.reference_program
-    if program is not None and program.script is not None:
-        shutil.copyfile(program.script, target / program.script.name)
-    elif program is None and (script := _exported_script(task)) is not None:
+    if program is not None:
+        if program.script is not None:
+            shutil.copyfile(program.script, target / program.script.name)
+        copy_declared(program.mutants or {}, program.controls or {}, target)
+    elif (script := reference_script(task)) is not None:
         (target / _SCRIPT).write_text(script, encoding="utf-8")
+        write_drawn(_drawn(task), target)
 
 
 def _write_sources(root: Path, task_ids: list[str]) -> None:

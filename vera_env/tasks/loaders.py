@@ -87,13 +87,29 @@ def _build(data: Any, file: str, defaults: dict[str, Any], where: str = "") -> T
                             + (f"; also {also}" if also else "")) from None
 
 
-def _anchor_script(data: Any, base: Path) -> Any:
-    """A ``reference.script`` relative to ``base`` (the task's folder, the JSONL's)."""
-    if isinstance(data, dict) and isinstance(data.get("reference"), dict) \
-            and isinstance(data["reference"].get("script"), str):
-        return {**data, "reference": {**data["reference"],
-                                      "script": base / data["reference"]["script"]}}
-    return data
+def _anchor_reference(data: Any, base: Path) -> Any:
+    """A ``reference``'s script and variant files relative to ``base`` (the task's
+    folder, the JSONL's)."""
+    if not (isinstance(data, dict) and isinstance(data.get("reference"), dict)):
+        return data
+    reference = dict(data["reference"])
+    if isinstance(reference.get("script"), str):
+        reference["script"] = base / reference["script"]
+    for key in ("mutants", "controls"):
+        if isinstance(reference.get(key), dict):
+            reference[key] = {name: _anchored(entries, base)
+                              for name, entries in reference[key].items()}
+    return {**data, "reference": reference}
+
+
+def _anchored(entries: Any, base: Path) -> Any:
+    """Strings in a (nested) list as paths under ``base``; anything else as written (the
+    model's validation names it)."""
+    if isinstance(entries, str):
+        return base / entries
+    if isinstance(entries, list):
+        return [_anchored(e, base) for e in entries]
+    return entries
 
 
 def _parse_json(text: str, file: str) -> Any:
@@ -128,7 +144,7 @@ def load_folder(folder: str | Path) -> TaskSource:
         if not data_dir.is_dir():
             raise TaskFileError(str(file), "data_dir", f"missing data folder {data_dir} "
                                 "(create it, empty if the task needs no files)")
-        task = _build(_anchor_script(data, file.parent), str(file),
+        task = _build(_anchor_reference(data, file.parent), str(file),
                       {"id": file.parent.name, "data_dir": data_dir})
         if task.id in seen:
             raise TaskFileError(str(file), "id", f"duplicate id {task.id!r} (also {seen[task.id]})")
@@ -157,7 +173,7 @@ def load_jsonl(path: str | Path) -> TaskSource:
         if isinstance(data, dict) and isinstance(data.get("data_dir"), str):
             data = {**data, "data_dir": path.parent / data["data_dir"]}
         label = f" (task {data.get('id')!r})" if isinstance(data, dict) and "id" in data else ""
-        task = _build(_anchor_script(data, path.parent), where, {}, label)
+        task = _build(_anchor_reference(data, path.parent), where, {}, label)
         if task.id in seen:
             raise TaskFileError(where, "id",
                                 f"duplicate id {task.id!r} (also line {seen[task.id]})")

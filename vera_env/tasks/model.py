@@ -81,6 +81,18 @@ class ReferenceProgram(BaseModel):
             keeps the program's answer but moves a fact an honest analysis checks on
             its way (a survival table's time and status pairs). `vera-env tasks export`
             writes a family's own.
+        mutants: Optional, file name -> kinds of mutation aimed at what the question
+            reads, each a list of files: the same change made by growing amounts (a
+            case row dropped, then two), or one file where only one outcome exists.
+            Each file holds the task file's whole content so changed (a ``.gz`` name is
+            gunzipped first). Tried before the generic mutations and classified by the
+            program like them: kept only where its answer moves. Without them a suite
+            gets the generic mutations only, which a question about a few records
+            rarely notices (`vera-env tasks export` writes a family's own).
+        controls: Optional, file name -> files holding the task file's content changed
+            so the answer is kept (identifiers the question does not name renamed, a
+            README reworded); tried before the generic controls and kept only where
+            the program prints its answer again.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -88,6 +100,28 @@ class ReferenceProgram(BaseModel):
     command: str | None = None
     script: Path | None = None
     rewrites: dict[str, tuple[RewriteTransform, ...]] | None = None
+    mutants: dict[str, tuple[tuple[Path, ...], ...]] | None = None
+    controls: dict[str, tuple[Path, ...]] | None = None
+
+    @field_validator("mutants", mode="before")
+    @classmethod
+    def _kinds_of_one(cls, value: object) -> object:
+        # A kind with one file may be written as the file's name alone.
+        if isinstance(value, dict):
+            return {k: [[f] if isinstance(f, str | Path) else f for f in v]
+                    if isinstance(v, list | tuple) else v for k, v in value.items()}
+        return value
+
+    @field_validator("mutants", "controls")
+    @classmethod
+    def _variant_files_exist(cls, value: dict[str, object] | None) -> object:
+        for name, entries in (value or {}).items():
+            for entry in entries:  # type: ignore[attr-defined]
+                for path in entry if isinstance(entry, tuple) else (entry,):
+                    if not Path(path).is_file():
+                        raise ValueError(f"{name!r}: variant file {str(path)!r} is not an "
+                                         "existing file")
+        return value
 
     @field_validator("command")
     @classmethod
@@ -205,7 +239,8 @@ class Task(BaseModel):
                 return False
         program = self.reference_program
         return program_reference(program.shell_command(), self.data_files(), sandbox,
-                                 same=same, timeout_s=timeout_s, rewriting=program.rewrites)
+                                 same=same, timeout_s=timeout_s, rewriting=program.rewrites,
+                                 mutants=program.mutants, controls=program.controls)
 
     @field_validator("id")
     @classmethod

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["REAL_SCRIPTS", "SCRIPTED_REAL_TYPES", "UNVARIED_REAL_TYPES", "params"]
+__all__ = ["REAL_SCRIPTS", "SCRIPTED_REAL_TYPES", "params"]
 
 _PENGUIN_MASS = '''import csv
 import io
@@ -210,14 +210,6 @@ SCRIPTED_REAL_TYPES: tuple[str, ...] = (
     "gtf.exonic_bp", "gff.exon_count", "fasta.site_count", "fastq.read_count",
     "bam.duplicates")
 """The real types with a reference program (every one but ``h5ad.detected_cells``)."""
-UNVARIED_REAL_TYPES: tuple[str, ...] = ("gff.exon_count", "fastq.read_count", "bam.duplicates")
-"""Real types whose script matches its solver but whose exported task strength cannot vary
-yet: without the family's aimed mutators its generic mutations give no mutant the script
-can read and grade (a BAM is binary; a line dropped from a FASTQ breaks a four-line
-record; a tenth of 50,000 GFF lines seldom touches the asked mRNA's exons). Measured on
-`vera-env tasks validate` of the exported suite: 0 mutants each, so the task failed its
-own reference. `vera-env tasks export` writes them without a reference, announced as
-such, until generic mutations reach their records."""
 
 
 def params(keywords: dict[str, Any]) -> dict[str, Any]:

@@ -34,10 +34,19 @@ over it) is irrelevant if the file with that record repeated as many times as th
 has records -- half the file, then -- still makes the program print exactly its answer. Dropping a
 record whose weight merely rounds away does not pass that: one row of 6,414 in a mean
 printed to two decimals did, and failed the honest checks that count the rows.
+
+What a suite can add. Generic mutations rarely move an answer about a few records
+(a sentinel's mean, one sample's het count), so a program with only those classified
+few mutants and its honest checks earned a third of what the family's own reference
+earns on the same task. A task file may declare mutants and controls of its own as
+files (``reference.mutants``, ``reference.controls``): tried first, classified by the
+program like every candidate. `vera-env tasks export` writes a builtin or real family's
+aimed mutants and controls this way.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import shutil
 import tempfile
@@ -75,7 +84,9 @@ _DECODE_MAX_BYTES = 1 << 34
 
 def program_reference(command: str, sources: Mapping[str, Path], sandbox: Sandbox, *,
                       same: Callable[[str, str], bool], timeout_s: float = 60.0,
-                      rewriting: Mapping[str, tuple[RewriteTransform, ...]] | None = None
+                      rewriting: Mapping[str, tuple[RewriteTransform, ...]] | None = None,
+                      mutants: Mapping[str, tuple[tuple[Path, ...], ...]] | None = None,
+                      controls: Mapping[str, tuple[Path, ...]] | None = None
                       ) -> Reference:
     """A `Reference` whose ``solve`` runs ``command`` in ``sandbox`` on the variant's files.
 
@@ -87,12 +98,46 @@ def program_reference(command: str, sources: Mapping[str, Path], sandbox: Sandbo
         timeout_s: Wall-clock bound on one run.
         rewriting: File name -> the rewrites to probe for it (``Reference.rewriting``;
             the task file's ``reference.rewrites``); a file not named gets the default.
+        mutants: File name -> kinds of declared mutation, each its draws as files (the
+            task file's ``reference.mutants``): ``Reference.mutators``.
+        controls: File name -> declared controls as files (``reference.controls``):
+            ``Reference.controls``.
     """
     program = _Program(command, dict(sources), sandbox, timeout_s, same)
     return Reference(solve=program.solve, preserving={name: PROGRAM_CONTROLS for name in sources},
                      irrelevant={name: partial(program.irrelevant, name) for name in sources},
                      rewriting={name: tuple(r) for name, r in (rewriting or {}).items()
-                                if name in sources})
+                                if name in sources},
+                     mutators={name: tuple(_Declared(kind) for kind in kinds)
+                               for name, kinds in (mutants or {}).items() if name in sources},
+                     controls={name: tuple(_Declared((path,)) for path in paths)
+                               for name, paths in (controls or {}).items() if name in sources})
+
+
+class _Declared:
+    """A declared variant as a `Mutator`: its draws are files, so the random draw is not
+    used. Called on the task file's content it gives the first draw; on a draw, the next
+    one (strength draws a kind by applying it again to the draw before: the same change
+    by a growing amount), and None after the last. Files are read when first asked
+    (a ``.gz`` one gunzipped), and kept."""
+
+    def __init__(self, paths: tuple[Path, ...]) -> None:
+        self._paths = paths
+        self._contents: tuple[bytes, ...] | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, content: bytes, rng: object) -> bytes | None:
+        draws = self._draws()
+        at = next((i for i, draw in enumerate(draws) if draw == content), -1)
+        return draws[at + 1] if at + 1 < len(draws) else None
+
+    def _draws(self) -> tuple[bytes, ...]:
+        with self._lock:
+            if self._contents is None:
+                self._contents = tuple(
+                    gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
+                    for p in self._paths)
+            return self._contents
 
 
 class _Program:
