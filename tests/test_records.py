@@ -226,7 +226,7 @@ def _full_check(i: int) -> CheckRecord:
 
 def _full_step() -> StepRecord:
     node = NodeRecord(id="n1", kind="qc", summary="12 cells", artifact="a.txt",
-                      parents=("n0", "nX"), command="wc -l a", step=3, rho=0.5,
+                      parents=("n0", "nX"), command="wc -l a", step=3,
                       checks=(_full_check(0), _full_check(1)))
     return StepRecord(action="act", reward=0.75, terminated=True, truncated=True, step=3,
                       error="err", nudge="nudge", command_output="out", node=node,

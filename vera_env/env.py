@@ -36,15 +36,16 @@ from vera_env.observation.prompts import (
     render_step_prompt,
 )
 from vera_env.observation.spaces import FreeText
-from vera_env.observation.state import AnalysisState, Node
+from vera_env.observation.state import AnalysisState, normalise
 from vera_env.phase import Event, Phase, advance
+from vera_env.records import NodeRecord, RewardPartsRecord
 from vera_env.sandbox import Backend, Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
 from vera_env.sandbox.reaper import RootLease
 from vera_env.tasks import OutcomeListener, Task, TaskSource, load_tasks
 from vera_env.tasks.unreferenced import announce_unreferenced, classifiable, without_reference
 from vera_env.verification.checks import CheckResult, run_checks
 from vera_env.verification.grading import Judge, grade, grade_against
-from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts
+from vera_env.verification.rewards import RewardConfig, RewardLedger
 from vera_env.verification.strength import StrengthSession
 from vera_env.verification.strength.verdicts import process_store
 from vera_env.wire.answers import ANSWER_PREFIX, answer_is_usable, extract_answer, strip_markup
@@ -265,7 +266,7 @@ class VeraEnv(gym.Env[str, str]):
                 same=_same_answer(task), task_key=task.id,
                 verdicts=process_store() if self.reward_config.strength_share_verdicts
                 else None)
-        return self.observe(), self._info(RewardParts())
+        return self.observe(), self._info(RewardPartsRecord())
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Take one turn of raw model text, played as the episode's phase allows.
@@ -372,7 +373,7 @@ class VeraEnv(gym.Env[str, str]):
         results = self._assess_strength(ep, results, emission.artifact)
         turn.checks = results
         malformed = [r for r in results if r.malformed]
-        key = " ".join(emission.summary.lower().split()) or emission.kind
+        key = normalise(emission.summary) or emission.kind
         if malformed and key not in ep.rewrite_asked:
             ep.rewrite_asked.add(key)
             bad = malformed[0]
@@ -380,11 +381,11 @@ class VeraEnv(gym.Env[str, str]):
                               f"not a verdict ({bad.detail}). Rewrite it as a comparison "
                               f"ending in True or False, then declare the node again")
             return
-        node = Node(id=ep.state.next_id(), kind=emission.kind,
-                    summary=emission.summary or "(no summary given)",
-                    artifact=emission.artifact,
-                    parents=tuple(p for p in emission.parents if p in ep.state),
-                    command=emission.command, checks=results, step=ep.steps)
+        node = NodeRecord(id=ep.state.next_id(), kind=emission.kind,
+                          summary=emission.summary or "(no summary given)",
+                          artifact=emission.artifact,
+                          parents=tuple(p for p in emission.parents if p in ep.state),
+                          command=emission.command, step=ep.steps, checks=results)
         ep.state.add(node)
         turn.node = node
         turn.verification = ep.ledger.node(node)
@@ -423,7 +424,7 @@ class VeraEnv(gym.Env[str, str]):
                 and not ep.state.leaf_verified())
 
     def _release(self, ep: Episode, answer: str, turn: Turn) -> None:
-        ep.answer, ep.answer_phase = answer, turn.phase.value
+        ep.answer, ep.answer_phase = answer, turn.phase
         turn.answer_forced = turn.phase is Phase.EXTRA
         try:
             verdict = grade(ep.task, answer, self.judge)
@@ -454,7 +455,7 @@ class VeraEnv(gym.Env[str, str]):
         truncated = ep.phase.ended and not terminated
         return self.observe(), parts.total, terminated, truncated, self._info(parts, turn)
 
-    def _info(self, parts: RewardParts, turn: Turn | None = None) -> dict[str, Any]:
+    def _info(self, parts: RewardPartsRecord, turn: Turn | None = None) -> dict[str, Any]:
         ep = self._require()
         turn = turn or Turn()
         info: dict[str, Any] = safe_json({  # valid UTF-8 whatever a file or output holds
@@ -465,7 +466,7 @@ class VeraEnv(gym.Env[str, str]):
             keys.CHECKS: [c.to_dict() for c in turn.checks], keys.ANSWER: ep.answer,
             keys.ANSWER_FORCED: turn.answer_forced, keys.CORRECT: ep.correct,
             keys.GRADE_DETAIL: turn.grade_detail, keys.REWARD_PARTS: parts.to_dict(),
-            keys.ANSWER_PHASE: ep.answer_phase,
+            keys.ANSWER_PHASE: "" if ep.answer_phase is None else ep.answer_phase.value,
             keys.VERIFICATION_TOTAL: ep.ledger.verification_total,
             keys.UNSCORABLE: ep.unscorable, keys.FORCING: False, keys.PREFILL: "",
             keys.GATED: ep.gated,

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vera_env.observation.state import AnalysisState, Node
+from vera_env.observation.state import AnalysisState
 from vera_env.phase import Phase
+from vera_env.records import NodeRecord
 from vera_env.sandbox import Workspace
 from vera_env.tasks import Task
 from vera_env.verification.checks import CheckResult
@@ -38,7 +39,7 @@ class Episode:
     rewrite_asked: set[str] = field(default_factory=set)
     gated: int = 0  # answers withheld by the emission gate (``VeraEnv.require_verified_leaf``)
     answer: str = ""
-    answer_phase: str = ""  # the phase whose turn released the answer ("" none yet)
+    answer_phase: Phase | None = None  # the phase whose turn released the answer
     correct: bool | None = None
     unscorable: bool = False
     strength: StrengthSession | None = None  # command log + shadows; closed with the episode
@@ -52,7 +53,7 @@ class Turn:
     error: str = ""
     output: str = ""
     notes: list[str] = field(default_factory=list)
-    node: Node | None = None
+    node: NodeRecord | None = None
     checks: tuple[CheckResult, ...] = ()
     verification: float = 0.0
     correctness: float | None = None

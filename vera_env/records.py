@@ -12,6 +12,11 @@ once, into frozen records, and every reader uses their fields:
   these records existed reads the same: a missing key takes its default);
 * ``to_dict`` writes the JSON that runs have always held, key for key.
 
+The harness builds these records itself: a check's verdict is a ``CheckRecord``
+(``CheckResult``), the graph's node a ``NodeRecord``, a step's reward a
+``RewardPartsRecord``. Kept as a runtime class beside a record class, each concept had
+two copies of its fields and of what it counts, free to drift apart.
+
 ``CheckRecord.earns`` is the one definition of a check that earns verification reward
 (``vera_env.verification.rewards``): it passed, and strength did not show it to pass on
 data with a different answer. With strength off ``discriminating`` is None for every
@@ -131,9 +136,21 @@ class CheckRecord:
 
 @dataclass(frozen=True, slots=True)
 class NodeRecord:
-    """One recorded node with its checks (``vera_env.observation.state.Node``).
+    """One finding the model declared, with the harness's verdicts on its checks.
 
-    ``rho`` is the pass fraction as the environment computed it, kept as recorded.
+    The graph (``vera_env.observation.state.AnalysisState``) holds these and the step
+    carries the same record: kept as two classes, the runtime node and the record of it
+    each had their own copy of the fields and of what counts (``n_passed``).
+
+    Attributes:
+        id: ``n1``, ``n2``, ... in declaration order.
+        kind: The node kind (load, qc, transform, test, interpret, answer).
+        summary: The finding in the model's words.
+        artifact: The file the finding produced or concerns, if named.
+        parents: Ids of existing nodes this builds on (unknown ids were dropped).
+        command: The command run in the same turn.
+        step: The environment step that declared it.
+        checks: The executed checks.
     """
 
     id: str
@@ -143,13 +160,26 @@ class NodeRecord:
     parents: tuple[str, ...] = ()
     command: str = ""
     step: int = 0
-    rho: float = 0.0
     checks: tuple[CheckRecord, ...] = ()
+
+    @property
+    def rho(self) -> float:
+        """Pass fraction of the checks (0.0 without any), for the record (``to_dict``, a
+        run's ``mean_rho``). The emission gate does not read it: a passing check that
+        does not discriminate counts here, and the gate asks for a check that earns
+        (``AnalysisState.leaf_verified``). Derived, not stored: every record the env
+        wrote holds exactly this value, so ``from_dict`` reads it back unchanged."""
+        return self.n_passed / len(self.checks) if self.checks else 0.0
 
     @property
     def n_passed(self) -> int:
         """Checks that passed."""
         return sum(c.passed for c in self.checks)
+
+    @property
+    def n_weak(self) -> int:
+        """Checks that passed but were shown not to discriminate (they verify nothing)."""
+        return sum(c.passed and c.discriminating is False for c in self.checks)
 
     @property
     def n_earning(self) -> int:
@@ -158,16 +188,15 @@ class NodeRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NodeRecord:
-        """Parse a node dict (``Node.to_dict``)."""
+        """Parse a node dict (``to_dict``; its ``rho`` is derived again)."""
         return cls(id=_str(data.get("id")), kind=_str(data.get("kind")),
                    summary=_str(data.get("summary")), artifact=_str(data.get("artifact")),
                    parents=tuple(_str(p) for p in data.get("parents") or ()),
                    command=_str(data.get("command")), step=int(data.get("step") or 0),
-                   rho=float(data.get("rho") or 0.0),
                    checks=tuple(CheckRecord.from_dict(c) for c in data.get("checks") or ()))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, the keys of ``Node.to_dict``."""
+        """JSON-ready: every field, ``rho`` between ``step`` and ``checks``."""
         return {"id": self.id, "kind": self.kind, "summary": self.summary,
                 "artifact": self.artifact, "parents": list(self.parents),
                 "command": self.command, "step": self.step, "rho": self.rho,
@@ -176,15 +205,26 @@ class NodeRecord:
 
 @dataclass(frozen=True, slots=True)
 class RewardPartsRecord:
-    """A step's reward by source (``vera_env.verification.rewards.RewardParts``)."""
+    """A step's reward by source: what ``RewardLedger.step`` returns and the step keeps.
+
+    Attributes:
+        verification: Reward from this step's new node.
+        correctness: Reward from grading, None when not graded (or unscorable).
+        penalty: Format penalty (non-negative; subtracted).
+    """
 
     verification: float = 0.0
     correctness: float | None = None
     penalty: float = 0.0
 
+    @property
+    def total(self) -> float:
+        """The scalar the environment returns as the step's reward."""
+        return self.verification + (self.correctness or 0.0) - self.penalty
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> RewardPartsRecord:
-        """Parse ``RewardParts.to_dict``; None or empty: no reward."""
+        """Parse ``to_dict``; None or empty: no reward."""
         data = data or {}
         correctness = data.get("correctness")
         return cls(verification=float(data.get("verification") or 0.0),
@@ -192,7 +232,7 @@ class RewardPartsRecord:
                    penalty=float(data.get("penalty") or 0.0))
 
     def to_dict(self) -> dict[str, float | None]:
-        """JSON-ready, the keys of ``RewardParts.to_dict``."""
+        """JSON-ready: every field."""
         return {"verification": self.verification, "correctness": self.correctness,
                 "penalty": self.penalty}
 

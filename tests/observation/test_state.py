@@ -5,7 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vera_env.observation.budget import count_tokens
-from vera_env.observation.state import AnalysisState, Node
+from vera_env.observation.state import AnalysisState, render_full, render_short
+from vera_env.records import NodeRecord
 from vera_env.verification.checks import CheckResult
 
 
@@ -14,8 +15,8 @@ def _check(passed=True, name="c", command="test 1 -eq 1 && echo True"):
 
 
 def _node(i, parents=(), summary=None, checks=None):
-    return Node(id=f"n{i}", kind="qc", summary=summary or f"finding number {i} about cells",
-                parents=parents, checks=checks if checks is not None else (_check(),), step=i)
+    return NodeRecord(id=f"n{i}", kind="qc", summary=summary or f"finding number {i} about cells",
+                      parents=parents, checks=checks if checks is not None else (_check(),), step=i)
 
 
 def test_add_and_leaves_follow_parents():
@@ -50,7 +51,7 @@ def test_duplicate_of_matches_summary_or_same_checks():
 def test_node_rho_and_failing_checks_rendered():
     node = _node(1, checks=(_check(), _check(False, name="genes kept")))
     assert node.rho == 0.5
-    text = node.render_full()
+    text = render_full(node)
     assert "FAILED range 'genes kept'" in text
     assert "checks 1/2 passed" in text
 
@@ -102,10 +103,10 @@ def test_checks_that_passed_without_discriminating_are_rendered_as_such():
     weak = tuple(replace(c, discriminating=False) for c in weak)
     node = _node(1, checks=weak + (replace(_check(name="mean"), discriminating=True),))
     assert node.n_weak == 2
-    text = node.render_full()
+    text = render_full(node)
     assert "(checks 3/3 passed, 1 discriminating)" in text
     assert "NOT DISCRIMINATING range 'echo'" in text and "verifies nothing" in text
-    assert "1 discriminating" in node.render_short()
+    assert "1 discriminating" in render_short(node)
     state = AnalysisState()
     state.add(node)
     assert "3/3 checks passed (2 of them not discriminating)" in state.render(500)
@@ -113,5 +114,5 @@ def test_checks_that_passed_without_discriminating_are_rendered_as_such():
 
 def test_render_unchanged_when_strength_was_not_tested():
     node = _node(1, checks=(_check(), _check()))
-    assert "(checks 2/2 passed)" in node.render_full()
-    assert "DISCRIMINATING" not in node.render_full()
+    assert "(checks 2/2 passed)" in render_full(node)
+    assert "DISCRIMINATING" not in render_full(node)

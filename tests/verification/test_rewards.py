@@ -3,18 +3,18 @@ import dataclasses
 import pytest
 from pydantic import ValidationError
 
-from vera_env.observation.state import Node
+from vera_env.records import NodeRecord, RewardPartsRecord
 from vera_env.sandbox import SandboxLimits
 from vera_env.spec import EnvSpec
 from vera_env.verification.checks import MAX_CHECKS_PER_NODE, CheckResult
-from vera_env.verification.rewards import RewardConfig, RewardLedger, RewardParts, node_verification, step_bound_s
+from vera_env.verification.rewards import RewardConfig, RewardLedger, node_verification, step_bound_s
 
 
 def _node(n_pass, n_fail=0, discriminating=None):
     checks = tuple(CheckResult(f"p{i}", "range", f"cmd{i}", True, discriminating=discriminating)
                    for i in range(n_pass))
     checks += tuple(CheckResult(f"f{i}", "range", f"bad{i}", False) for i in range(n_fail))
-    return Node(id="n1", kind="qc", summary="s", checks=checks)
+    return NodeRecord(id="n1", kind="qc", summary="s", checks=checks)
 
 
 def test_node_value_counts_passing_checks_up_to_cap():
@@ -38,9 +38,9 @@ def test_episode_bound_holds_for_many_nodes():
 
 
 def test_reward_parts_total_and_dict():
-    parts = RewardParts(verification=0.1, correctness=1.0, penalty=0.02)
+    parts = RewardPartsRecord(verification=0.1, correctness=1.0, penalty=0.02)
     assert parts.total == pytest.approx(1.08)
-    assert RewardParts(correctness=None).total == 0.0
+    assert RewardPartsRecord(correctness=None).total == 0.0
     assert parts.to_dict() == {"verification": 0.1, "correctness": 1.0, "penalty": 0.02}
 
 
@@ -57,8 +57,8 @@ def test_reward_config_is_validated_and_frozen():
 def test_ledger_counts_rewarded_nodes_and_totals_verification():
     cfg = RewardConfig(max_rewarded_nodes=2)
     ledger = RewardLedger(cfg)
-    values = [ledger.node(Node(f"n{i}", "qc", "s",
-                               checks=(CheckResult("a", "range", f"x{i}", True),)))
+    values = [ledger.node(NodeRecord(f"n{i}", "qc", "s",
+                                     checks=(CheckResult("a", "range", f"x{i}", True),)))
               for i in range(3)]
     assert values[2] == 0.0 and values[0] == values[1] > 0
     assert ledger.rewarded_nodes == 2
@@ -69,16 +69,16 @@ def test_ledger_counts_rewarded_nodes_and_totals_verification():
 
 def test_ledger_node_with_a_tested_check_that_earns_nothing_still_takes_a_slot():
     ledger = RewardLedger(RewardConfig(max_rewarded_nodes=2))
-    missed = Node("n1", "qc", "s", checks=(CheckResult("a", "range", "x", True,
-                                                      discriminating=False),))
-    earning = Node("n2", "qc", "s", checks=(CheckResult("b", "range", "y", True),))
+    missed = NodeRecord("n1", "qc", "s", checks=(CheckResult("a", "range", "x", True,
+                                                            discriminating=False),))
+    earning = NodeRecord("n2", "qc", "s", checks=(CheckResult("b", "range", "y", True),))
     assert ledger.node(missed) == 0.0 and ledger.node(missed) == 0.0
     assert ledger.rewarded_nodes == 2 and ledger.node(earning) == 0.0
 
 
 def test_ledger_node_whose_checks_all_failed_takes_no_slot():
     ledger = RewardLedger(RewardConfig(max_rewarded_nodes=1))
-    failed = Node("n1", "qc", "s", checks=(CheckResult("a", "range", "x", False),))
+    failed = NodeRecord("n1", "qc", "s", checks=(CheckResult("a", "range", "x", False),))
     assert ledger.node(failed) == 0.0 and ledger.rewarded_nodes == 0
 
 
@@ -86,8 +86,8 @@ def test_node_verification_counts_repeated_evidence_once():
     cfg = RewardConfig()
     same = CheckResult("a", "range", "x", True, discriminating=True, evidence="d.tsv:FFFF")
     other = CheckResult("b", "range", "y", True, discriminating=True, evidence="e.tsv:FFFF")
-    one = node_verification(Node("n1", "qc", "s", checks=(same, same, same)), 0, cfg)
-    two = node_verification(Node("n1", "qc", "s", checks=(same, other, same)), 0, cfg)
+    one = node_verification(NodeRecord("n1", "qc", "s", checks=(same, same, same)), 0, cfg)
+    two = node_verification(NodeRecord("n1", "qc", "s", checks=(same, other, same)), 0, cfg)
     assert one == pytest.approx(0.5 / 4 / 3) and two == pytest.approx(2 * one)
 
 
@@ -96,10 +96,10 @@ def test_passing_mutants_on_purpose_only_lowers_what_a_check_earns():
     full = CheckResult("a", "range", "x", True, discriminating=True, evidence="d.tsv:FFFF")
     gated = [CheckResult(f"g{i}", "range", f"x{i}", True, discriminating=True,
                          evidence=f"d.tsv:{v}") for i, v in enumerate(("FFTT", "TTFF"))]
-    whole = node_verification(Node("n1", "qc", "s", checks=(full,)), 0, cfg)
-    halves = node_verification(Node("n1", "qc", "s", checks=tuple(gated)), 0, cfg)
+    whole = node_verification(NodeRecord("n1", "qc", "s", checks=(full,)), 0, cfg)
+    halves = node_verification(NodeRecord("n1", "qc", "s", checks=tuple(gated)), 0, cfg)
     assert halves == pytest.approx(whole)  # two halves of one pin: one check's worth
-    assert node_verification(Node("n1", "qc", "s", checks=(gated[0],)), 0, cfg) \
+    assert node_verification(NodeRecord("n1", "qc", "s", checks=(gated[0],)), 0, cfg) \
         == pytest.approx(whole / 2)
 
 
@@ -108,8 +108,8 @@ def test_a_fact_earns_once_per_episode_however_it_is_split_over_nodes():
     pin = CheckResult("a", "range", "x", True, discriminating=True, evidence="d.tsv:FFFF")
     reworded = CheckResult("b", "range", "y z", True, discriminating=True,
                            evidence="d.tsv:FFFF")
-    first = ledger.node(Node("n1", "qc", "s", checks=(pin,)))
-    again = ledger.node(Node("n2", "qc", "s", checks=(reworded, reworded)))
+    first = ledger.node(NodeRecord("n1", "qc", "s", checks=(pin,)))
+    again = ledger.node(NodeRecord("n2", "qc", "s", checks=(reworded, reworded)))
     assert first == pytest.approx(0.5 / 4 / 3) and again == 0.0
     assert ledger.rewarded_nodes == 2  # a tested node takes its slot, earning or not
 

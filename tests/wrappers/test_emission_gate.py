@@ -85,13 +85,14 @@ def test_leaf_whose_checks_pass_but_do_not_discriminate_does_not_open_the_gate(e
 
 
 def test_leaf_verified_reads_discrimination_not_only_the_verdict():
-    from vera_env.observation.state import AnalysisState, Node
+    from vera_env.observation.state import AnalysisState
+    from vera_env.records import NodeRecord
     from vera_env.verification.checks import CheckResult
 
     def state_with(discriminating):
         state = AnalysisState()
         check = CheckResult("c", "range", "cmd", True, discriminating=discriminating)
-        state.add(Node(id="n1", kind="test", summary="s", checks=(check,)))
+        state.add(NodeRecord(id="n1", kind="test", summary="s", checks=(check,)))
         return state
 
     assert state_with(True).leaf_verified() and state_with(None).leaf_verified()
@@ -99,15 +100,16 @@ def test_leaf_verified_reads_discrimination_not_only_the_verdict():
 
 
 def test_leaf_verified_reads_leaves_not_the_nodes_built_on():
-    from vera_env.observation.state import AnalysisState, Node
+    from vera_env.observation.state import AnalysisState
+    from vera_env.records import NodeRecord
     from vera_env.verification.checks import CheckResult
 
     state = AnalysisState()
-    state.add(Node(id="n1", kind="test", summary="s",
-                   checks=(CheckResult("c", "range", "cmd", True),)))
+    state.add(NodeRecord(id="n1", kind="test", summary="s",
+                         checks=(CheckResult("c", "range", "cmd", True),)))
     assert state.leaf_verified()
-    state.add(Node(id="n2", kind="test", summary="t", parents=("n1",),
-                   checks=(CheckResult("c", "range", "cmd", False),)))
+    state.add(NodeRecord(id="n2", kind="test", summary="t", parents=("n1",),
+                         checks=(CheckResult("c", "range", "cmd", False),)))
     assert not state.leaf_verified()
 
 

@@ -22,106 +22,61 @@ are counted apart and named (``NOT DISCRIMINATING``) with the fix.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from vera_env.observation.budget import count_tokens, fit_tokens
-from vera_env.verification.checks import CheckResult, rho
+from vera_env.records import NodeRecord
 from vera_env.wire.text import safe_text
 
-__all__ = ["AnalysisState", "Node"]
+__all__ = ["AnalysisState", "normalise", "render_full", "render_short"]
 
 _SHORT_SUMMARY_CHARS = 80
 _WEAK = "passed on mutated data too, so it verifies nothing; check a value the data determines"
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
-    """One finding the model declared, with the harness's verdicts on its checks.
-
-    Attributes:
-        id: ``n1``, ``n2``, ... in declaration order.
-        kind: The node kind (load, qc, transform, test, interpret, answer).
-        summary: The finding in the model's words.
-        artifact: The file the finding produced or concerns, if named.
-        parents: Ids of existing nodes this builds on (unknown ids were dropped).
-        command: The command run in the same turn.
-        checks: The executed checks.
-        step: The environment step that declared it.
-    """
-
-    id: str
-    kind: str
-    summary: str
-    artifact: str = ""
-    parents: tuple[str, ...] = ()
-    command: str = ""
-    checks: tuple[CheckResult, ...] = ()
-    step: int = 0
-
-    @property
-    def rho(self) -> float:
-        """Pass fraction of this node's checks, for the record (``to_dict``, a run's
-        ``mean_rho``). The emission gate does not read it: a passing check that does not
-        discriminate counts here, and the gate asks for a check that earns
-        (``AnalysisState.leaf_verified``)."""
-        return rho(self.checks)
-
-    @property
-    def n_passed(self) -> int:
-        """Number of checks that passed."""
-        return sum(c.passed for c in self.checks)
-
-    @property
-    def n_weak(self) -> int:
-        """Checks that passed but were shown not to discriminate (they verify nothing)."""
-        return sum(c.passed and c.discriminating is False for c in self.checks)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {"id": self.id, "kind": self.kind, "summary": self.summary,
-                "artifact": self.artifact, "parents": list(self.parents),
-                "command": self.command, "step": self.step, "rho": self.rho,
-                "checks": [c.to_dict() for c in self.checks]}
-
-    def render_full(self) -> str:
-        """The node as the model sees it when there is room."""
-        head = self._head(self.summary)
-        lines = [head]
-        for c in self.checks:
-            if not c.passed:
-                lines.append(f"    FAILED {c.kind} {c.name!r}: {c.detail}")
-            elif c.discriminating is False:
-                lines.append(f"    NOT DISCRIMINATING {c.kind} {c.name!r}: {_WEAK}")
-        return "\n".join(lines)
-
-    def render_short(self) -> str:
-        """The node in one line with a shortened summary."""
-        summary = self.summary
-        if len(summary) > _SHORT_SUMMARY_CHARS:
-            summary = summary[: _SHORT_SUMMARY_CHARS - 3] + "..."
-        return self._head(summary)
-
-    def _head(self, summary: str) -> str:
-        parents = f" <- {','.join(self.parents)}" if self.parents else ""
-        artifact = f" [{self.artifact}]" if self.artifact else ""
-        weak = self.n_weak
-        tail = f", {self.n_passed - weak} discriminating" if weak else ""
-        return (f"{self.id} {self.kind}{parents}: {summary}{artifact} "
-                f"(checks {self.n_passed}/{len(self.checks)} passed{tail})")
+def render_full(node: NodeRecord) -> str:
+    """The node as the model sees it when there is room: its failing and
+    non-discriminating checks named, each on its own line."""
+    lines = [_head(node, node.summary)]
+    for c in node.checks:
+        if not c.passed:
+            lines.append(f"    FAILED {c.kind} {c.name!r}: {c.detail}")
+        elif c.discriminating is False:
+            lines.append(f"    NOT DISCRIMINATING {c.kind} {c.name!r}: {_WEAK}")
+    return "\n".join(lines)
 
 
-def _normal(text: str) -> str:
-    return re.sub(r"\s+", " ", text.strip().lower())
+def render_short(node: NodeRecord) -> str:
+    """The node in one line with a shortened summary."""
+    summary = node.summary
+    if len(summary) > _SHORT_SUMMARY_CHARS:
+        summary = summary[: _SHORT_SUMMARY_CHARS - 3] + "..."
+    return _head(node, summary)
+
+
+def _head(node: NodeRecord, summary: str) -> str:
+    parents = f" <- {','.join(node.parents)}" if node.parents else ""
+    artifact = f" [{node.artifact}]" if node.artifact else ""
+    weak = node.n_weak
+    tail = f", {node.n_passed - weak} discriminating" if weak else ""
+    return (f"{node.id} {node.kind}{parents}: {summary}{artifact} "
+            f"(checks {node.n_passed}/{len(node.checks)} passed{tail})")
+
+
+def normalise(text: str) -> str:
+    """``text`` lower-cased with its whitespace runs made one space and its ends
+    stripped: the one spelling under which two summaries (or check commands) are the
+    same finding, for the graph's duplicates and the env's one rewrite per node."""
+    return " ".join(text.lower().split())
 
 
 @dataclass
 class AnalysisState:
     """The growing graph of nodes of one episode."""
 
-    _nodes: dict[str, Node] = field(default_factory=dict)
+    _nodes: dict[str, NodeRecord] = field(default_factory=dict)
     _rendered: dict[str, tuple[str, int, str, int]] = field(default_factory=dict, repr=False)
     _fingerprints: dict[str, tuple[str, frozenset[str]]] = field(default_factory=dict,
                                                                   repr=False)
@@ -132,14 +87,14 @@ class AnalysisState:
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._nodes
 
-    def __iter__(self) -> Iterator[Node]:
+    def __iter__(self) -> Iterator[NodeRecord]:
         return iter(self._nodes.values())
 
     def __bool__(self) -> bool:
         return bool(self._nodes)
 
     @property
-    def nodes(self) -> tuple[Node, ...]:
+    def nodes(self) -> tuple[NodeRecord, ...]:
         """All nodes in declaration order."""
         return tuple(self._nodes.values())
 
@@ -147,7 +102,7 @@ class AnalysisState:
         """The id the next node will get."""
         return f"n{len(self._nodes) + 1}"
 
-    def add(self, node: Node) -> None:
+    def add(self, node: NodeRecord) -> None:
         """Record ``node``.
 
         Raises:
@@ -164,12 +119,12 @@ class AnalysisState:
         # not every step (re-rendering was 97% of the per-step overhead at 50 nodes).
         # Escaped once here, so every rendering of the graph is valid UTF-8 (a check's
         # detail can quote an undecodable file name).
-        short, full = safe_text(node.render_short()), safe_text(node.render_full())
+        short, full = safe_text(render_short(node)), safe_text(render_full(node))
         self._rendered[node.id] = (short, count_tokens(short), full, count_tokens(full))
-        self._fingerprints[node.id] = (_normal(node.summary),
-                                       frozenset(_normal(c.command) for c in node.checks))
+        self._fingerprints[node.id] = (normalise(node.summary),
+                                       frozenset(normalise(c.command) for c in node.checks))
 
-    def leaves(self) -> tuple[Node, ...]:
+    def leaves(self) -> tuple[NodeRecord, ...]:
         """Nodes that no other node names as a parent (the analysis frontier)."""
         cited = {p for n in self._nodes.values() for p in n.parents}
         return tuple(n for n in self._nodes.values() if n.id not in cited)
@@ -193,8 +148,8 @@ class AnalysisState:
         findings earn nothing, so that declaring one result many times cannot farm
         the verification reward.
         """
-        want_summary = _normal(summary)
-        want_checks = frozenset(_normal(c) for c in check_commands)
+        want_summary = normalise(summary)
+        want_checks = frozenset(normalise(c) for c in check_commands)
         for node_id, (have_summary, have_checks) in self._fingerprints.items():
             if want_summary and have_summary == want_summary:
                 return node_id
@@ -243,7 +198,7 @@ class AnalysisState:
             lines.append(_omitted_line(omitted))
         return fit_tokens("\n".join(lines), budget_tokens)
 
-    def _choose(self, nodes: tuple[Node, ...], budget: int) -> dict[str, str]:
+    def _choose(self, nodes: tuple[NodeRecord, ...], budget: int) -> dict[str, str]:
         """Pick a rendering per node: short lines by priority first, then upgrade the
         highest-priority ones to full while room is left."""
         leaf_ids = {n.id for n in self.leaves()}

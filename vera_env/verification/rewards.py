@@ -54,13 +54,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from vera_env.records import RewardPartsRecord
 from vera_env.verification.checks import MAX_CHECKS_PER_NODE, CheckResult, evidence_units, fact_of
 
 if TYPE_CHECKING:
     from vera_env.sandbox import SandboxLimits
 
 __all__ = ["STRENGTH_BACKSTOP_FACTOR", "HasChecks", "RewardConfig", "RewardLedger",
-           "RewardParts", "node_verification", "step_bound_s"]
+           "node_verification", "step_bound_s"]
 
 STRENGTH_BACKSTOP_FACTOR = 4.0
 """A node's strength work is budgeted in its runs' own time, which load cannot raise;
@@ -71,9 +72,8 @@ by runs starved of CPU (``vera_env.verification.strength.budget``)."""
 class HasChecks(Protocol):
     """What the reward reads of a node: its checks' verdicts, nothing else.
 
-    The graph's ``Node`` (``vera_env.observation.state``) is one; it is named by this
-    shape rather than imported because observation sits above verification, and the
-    layers hold for annotations too.
+    The graph's node (``vera_env.records.NodeRecord``) is one; naming the shape keeps
+    what the reward may read of a node to its checks.
     """
 
     @property
@@ -193,31 +193,6 @@ def step_bound_s(limits: SandboxLimits, config: RewardConfig,
     return limits.timeout_s + scan + checks * limits.check_timeout_s + strength
 
 
-@dataclass(frozen=True, slots=True)
-class RewardParts:
-    """One step's reward, by source.
-
-    Attributes:
-        verification: Reward from this step's new node.
-        correctness: Reward from grading, None when not graded (or unscorable).
-        penalty: Format penalty (non-negative; subtracted).
-    """
-
-    verification: float = 0.0
-    correctness: float | None = None
-    penalty: float = 0.0
-
-    @property
-    def total(self) -> float:
-        """The scalar the environment returns as the step's reward."""
-        return self.verification + (self.correctness or 0.0) - self.penalty
-
-    def to_dict(self) -> dict[str, float | None]:
-        """JSON-ready form."""
-        return {"verification": self.verification, "correctness": self.correctness,
-                "penalty": self.penalty}
-
-
 def node_verification(node: HasChecks, rewarded_so_far: int, config: RewardConfig,
                       seen: Collection[str] = ()) -> float:
     """Verification reward of a newly recorded node.
@@ -277,7 +252,7 @@ class RewardLedger:
 
     def step(self, *, verification: float = 0.0, correctness: float | None = None,
              rejected: bool = False, penalised: bool = True,
-             unscorable: bool = False) -> RewardParts:
+             unscorable: bool = False) -> RewardPartsRecord:
         """The reward of one step, added to the episode's verification total.
 
         Args:
@@ -290,5 +265,5 @@ class RewardLedger:
         self.verification_total += verification
         penalty = self.config.format_penalty if rejected and penalised and not unscorable \
             else 0.0
-        return RewardParts(verification=verification, correctness=correctness,
-                           penalty=penalty)
+        return RewardPartsRecord(verification=verification, correctness=correctness,
+                                 penalty=penalty)
