@@ -46,11 +46,12 @@ def contexts(tokenizer: Any, group: int, variant: str) -> list[list[int]]:
     """Token ids of the first observation of ``group`` warmup tasks, as a model sees them."""
     from vera_env.policies.chat import prompt_ids
     from vera_env.tasks import load_tasks
-    from vera_env.training.envs import make_env
+    from vera_env.training.envs import EnvOptions, make_env
     from vera_env.verification.rewards import RewardConfig
 
-    env = make_env(load_tasks("builtin"), max_steps=6, reward=RewardConfig(strength=False),
-                   observation_variant=variant)
+    env = make_env(load_tasks("builtin"),
+                   EnvOptions(env_max_steps=6, wrappers=("forced",), observation_variant=variant),
+                   reward=RewardConfig(strength=False))
     out = []
     try:
         for i in range(group):

@@ -5,7 +5,7 @@ Why. ``vera-env eval --policy transformers`` plays each episode on its own, one
 row does (a GPU; on two CPU cores a 135M model generated three times as many tokens per
 second in a batch of eight as alone, ``/work/shared/notes/REAL_MODEL.md``). Here the
 episodes of a batch advance together: every round one left-padded greedy ``generate``
-samples the next turn of every live episode (``vera_env.training.stepwise.play_lockstep``, the
+samples the next turn of every live episode (``vera_env.training.lockstep.play_lockstep``, the
 loop step-wise GRPO samples with), and the prompts are the ones ``TransformersPolicy``
 builds (``vera_env.policies.chat.prompt_ids`` through ``vera_env.training.packing.TurnPacking``), so the
 records are those ``vera-env eval`` would write.
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class GreedySampler:
-    """``vera_env.training.episodes.Sampler`` over a plain model: one batched greedy generate."""
+    """``vera_env.training.lockstep.Sampler`` over a plain model: one batched greedy generate."""
 
     def __init__(self, model: Any, pad_id: int, eos_ids: set[int]) -> None:
         self.model, self.pad_id, self.eos_ids = model, pad_id, eos_ids
@@ -73,10 +73,11 @@ def play_heldout(model_dir: Path, ids: list[str], *, batch: int = 16, max_new_to
 
     from vera_env.tasks.builtin import make_task
     from vera_env.tasks.source import TaskSource
-    from vera_env.training.envs import make_env
-    from vera_env.training.episodes import ChatFormat, Start
+    from vera_env.training.envs import EnvOptions, make_env
+    from vera_env.training.lockstep import play_lockstep
     from vera_env.training.packing import TurnPacking
-    from vera_env.training.stepwise import play_lockstep
+    from vera_env.training.starts import Start
+    from vera_env.training.transcripts import ChatFormat
 
     torch.set_num_threads(threads)
     gpu = torch.cuda.is_available()
@@ -93,8 +94,9 @@ def play_heldout(model_dir: Path, ids: list[str], *, batch: int = 16, max_new_to
     with ThreadPoolExecutor(4) as pool:
         for first in range(0, len(ids), batch):
             chunk = ids[first:first + batch]
-            envs = [make_env(source, max_steps=max_steps, wrappers=("gate", "forced"),
-                             reserve=reserve, observation_variant="compact") for _ in chunk]
+            envs = [make_env(source, EnvOptions(
+                env_max_steps=max_steps, wrappers=("gate", "forced"), reserve=reserve,
+                observation_variant="compact")) for _ in chunk]
             try:
                 episodes = play_lockstep(envs, [Start(t, 0) for t in chunk], sampler, packing,
                                          tokenizer, pool=pool, timings=timings)

@@ -87,7 +87,7 @@ def variants(model: Path, args: argparse.Namespace, rec: Record) -> None:
         return
     from vera_env.policies import TransformersPolicy
     from vera_env.tasks.builtin import builtin_source, task_id
-    from vera_env.training.envs import make_env
+    from vera_env.training.envs import EnvOptions, make_env
 
     started = time.perf_counter()
     policy = TransformersPolicy.from_pretrained(str(model), max_new_tokens=args.turn_tokens)
@@ -96,8 +96,8 @@ def variants(model: Path, args: argparse.Namespace, rec: Record) -> None:
     for variant in ("full", "compact"):
         tokens, errors, samples = [], 0, []
         for kind in TYPES[: args.probe_tasks]:
-            env = make_env(tasks, max_steps=3, wrappers=("forced",), reserve=1,
-                           observation_variant=variant)
+            env = make_env(tasks, EnvOptions(env_max_steps=3, wrappers=("forced",), reserve=1,
+                                            observation_variant=variant))
             obs, info = env.reset(seed=0, options={"task_id": task_id(kind, "easy", 2000)})
             action = policy.act(obs, info)
             tokens.append(policy.last_usage()[0])

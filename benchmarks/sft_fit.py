@@ -37,7 +37,7 @@ def score_model(model: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> dict[
     """Teacher-forced fit of ``model`` on every turn of ``rows``, by turn index."""
     import torch
 
-    from vera_env.training.episodes import IGNORE, ChatFormat, tokenize_transcript
+    from vera_env.training.transcripts import IGNORE, ChatFormat, tokenize_transcript
 
     fmt = ChatFormat(tokenizer)
     # Per turn index: (argmax hits, label tokens, log p of the turn), one per turn.
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=None, help="write the table as JSON")
     args = parser.parse_args(argv)
 
-    from vera_env.training.sft import load_rollouts, select_rows
+    from vera_env.training.sft_data import load_rollouts, select_rows
 
     rows = select_rows(load_rollouts([args.rollouts]), "correct")
     rows = rows[:args.limit] if args.limit else rows

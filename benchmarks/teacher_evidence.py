@@ -37,7 +37,7 @@ from vera_env.rollout import Attempt, run_episode
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin import TASK_TYPES, make_task
 from vera_env.training.analyst import INTERMEDIATES, AnalystTeacher
-from vera_env.training.envs import make_env
+from vera_env.training.envs import EnvOptions, make_env
 from vera_env.verification.checks import evidence_share, fact_of
 from vera_env.verification.rewards import RewardConfig
 
@@ -85,8 +85,8 @@ def _outcomes(attempt: Attempt) -> tuple[CheckOutcome, ...]:
 def play(task_ids: list[str], evidence: float) -> list[Episode]:
     """Play the teacher on ``task_ids``, one episode at a time, strength on."""
     tasks = TaskSource([make_task(i) for i in task_ids])
-    env = make_env(tasks, max_steps=3, wrappers=("gate", "forced"), reserve=1,
-                   observation_variant="compact", reward=RewardConfig())
+    env = make_env(tasks, EnvOptions(env_max_steps=3, wrappers=("gate", "forced"), reserve=1,
+                                    observation_variant="compact"), reward=RewardConfig())
     teacher = AnalystTeacher(tasks, evidence=evidence)
     episodes: list[Episode] = []
     try:

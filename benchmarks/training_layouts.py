@@ -4,8 +4,8 @@ Both layouts are built by the training code itself from one played 30-turn episo
 (the scripted exploration of ``observation_size.py`` on ``tab.sentinel_mean.easy.s0``,
 a node every fifth turn): step-wise, the sample of turn ``t`` is
 ``vera_env.policies.chat.prompt_ids`` of that turn's observation plus the turn
-(``vera_env.training.stepwise``); concatenated, it is the whole sequence up to turn ``t``
-(``vera_env.training.episodes.ChatFormat``: first observation, then every turn and observation).
+(``vera_env.training.lockstep``); concatenated, it is the whole sequence up to turn ``t``
+(``vera_env.training.transcripts.ChatFormat``: first observation, then every turn and observation).
 The memory of a training pass grows with its longest sequence, so "the longest
 episode a layout can train under the same memory" is read off as the last turn whose
 sample fits a per-sequence budget (``--budget``, default 8192 tokens, the README's GPU
@@ -34,11 +34,13 @@ def play(turns: int, variant: str) -> tuple[list[str], list[str], list[str]]:
     from observation_size import TASK, turn
 
     from vera_env.tasks import load_tasks
-    from vera_env.training.envs import make_env
+    from vera_env.training.envs import EnvOptions, make_env
     from vera_env.verification.rewards import RewardConfig
 
-    env = make_env(load_tasks("builtin"), max_steps=turns, wrappers=("forced",), reserve=1,
-                   reward=RewardConfig(strength=False), observation_variant=variant)
+    env = make_env(load_tasks("builtin"),
+                   EnvOptions(env_max_steps=turns, wrappers=("forced",), reserve=1,
+                              observation_variant=variant),
+                   reward=RewardConfig(strength=False))
     obs, info = env.reset(options={"task_id": TASK})
     observations, prefills, actions = [], [], []
     for step in range(turns):
@@ -57,7 +59,7 @@ def play(turns: int, variant: str) -> tuple[list[str], list[str], list[str]]:
 def sizes(tokenizer: object, observations: list[str], prefills: list[str],
           actions: list[str]) -> list[dict[str, int]]:
     from vera_env.policies.chat import prompt_ids
-    from vera_env.training.episodes import ChatFormat
+    from vera_env.training.transcripts import ChatFormat
 
     fmt = ChatFormat(tokenizer)
     rows, total = [], 0

@@ -9,7 +9,7 @@ as the one user message) and, for a local tokenizer, the exact prompt text and i
 chat template with its generation prompt, then the prefill that a forced answer starts
 with, as vLLM's ``continue_final_message`` continues it) are built here and nowhere
 else: ``OpenAIChatPolicy`` sends ``chat_messages``, ``TransformersPolicy`` generates
-from ``prompt_ids``, and step-wise training (``vera_env.training.stepwise``) trains on
+from ``prompt_ids``, and step-wise training (``vera_env.training.lockstep``) trains on
 ``prompt_ids`` — byte for byte what the evaluation policy sees.
 
 Tokenizing the rendered text (never the messages' ids plus the prefill's ids) is

@@ -1,10 +1,25 @@
 """Training on the verification reward with TRL (needs the ``training`` extra).
 
-* ``vera_env.training.grpo`` — GRPO through the environment (``GRPOTrainer(rollout_func=...)``);
-* ``vera_env.training.collect`` — rollouts of any policy to a datasets-loadable JSONL/Parquet file;
-* ``vera_env.training.sft`` — expert iteration: ``SFTTrainer`` on filtered collected rollouts;
-* ``vera_env.training.episodes`` — episodes as token ids with an observation mask (no torch);
-* ``vera_env.training.tiny`` — a tiny random model and a locally trained tokenizer (offline runs).
+The scripts (``python -m vera_env.training.NAME`` or ``vera-env train NAME``), each read
+top to bottom: its ``Args``, its setup, its one run:
+
+* ``grpo`` — GRPO through the environment, the trainer's own model playing the episodes;
+* ``collect`` — rollouts of any policy to a datasets-loadable JSONL/Parquet file;
+* ``sft`` — expert iteration: ``SFTTrainer`` on filtered collected rollouts;
+* ``checkpoint``, ``lora``, ``throughput`` — a GGUF to a checkpoint, adapters merged
+  into a model, seconds per GRPO step.
+
+The library they drive (training/README.md lists every module):
+
+* ``grpo_trainer`` — ``MultiTurnGRPOTrainer``: TRL's GRPO over multi-turn episodes;
+* ``lockstep`` — the one rollout loop (``play_lockstep``, ``LockstepRollout``), both layouts;
+* ``packing`` — the two layouts: how a played episode becomes samples;
+* ``starts`` — task starts, the rows of GRPO's dataset (no torch);
+* ``transcripts`` — ``ChatFormat`` and ``tokenize_transcript``: transcripts as token ids (no torch);
+* ``collection``, ``sft_data`` — the library halves of ``collect`` and ``sft``;
+* ``envs`` — ``EnvOptions``, the environment flags every script shares, defaulting to
+  the package's ``EnvSpec``;
+* ``tiny`` — a tiny random model and a locally trained tokenizer (offline runs).
 
 ``vera_env`` never imports this package: the environment does not depend on torch.
 """

@@ -9,8 +9,8 @@ One row per episode: the task, the policy's turns and the observations it answer
 the reward of each step, the env's verdicts (correct, verification reward, unscorable)
 and the full ``Attempt`` as JSON (``vera_env.rollout.Attempt.from_json`` reads it back).
 ``learn`` flags each turn worth imitating: False on a teacher's deliberate mistake (a
-policy with ``deliberate_mistake(action, info)``, e.g. ``--analyst-repair``), which
-``vera_env.training.sft`` keeps as context only.
+policy that ``vera_env.training.collection.MarksMistakes``, e.g. ``--analyst-repair``),
+which ``vera_env.training.sft`` keeps as context only.
 With ``--tokenizer``, also ``input_ids`` and ``labels``: the episode as one sequence in
 the chat template, exactly as ``vera_env.training.grpo`` lays it out, with ``-100`` on every
 prompt and observation token — ready for ``SFTTrainer``. Load with
@@ -18,28 +18,30 @@ prompt and observation token — ready for ``SFTTrainer``. Load with
 
 Episodes run through ``vera_env.rollout.run_episode``, so a provider or sandbox fault is
 a row with its status (``provider``, ``sandbox``) rather than a crash; ``vera_env.training.sft``
-leaves such rows out.
+leaves such rows out. This file is the script (its flags, the policy they name, progress
+lines); playing and recording the episodes is ``vera_env.training.collection``.
+
+The environment flags are ``vera_env.training.envs.EnvOptions``, whose defaults are the
+package's: until 2026-12-07 this script declared its own, a 20-step budget and the
+``forced`` wrapper alone, where it now plays 50 steps behind ``gate`` then ``forced``
+(pass ``--env-max-steps 20 --wrappers forced`` for the old environment).
 """
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from vera_env import info as keys
-from vera_env.observation.prompts import ObservationVariant
-from vera_env.rollout import Attempt, map_episodes, run_episode
-from vera_env.spec import SandboxName
+from vera_env.policy import Policy
+from vera_env.rollout import Attempt
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin.instance import Difficulty
+from vera_env.training.collection import collect, write_rows
 from vera_env.training.envs import EnvOptions, task_source
-from vera_env.training.episodes import ChatFormat, Start, draw_starts, tokenize_transcript
 from vera_env.training.phase_log import PhaseLog
-from vera_env.wrappers import WrapperName
+from vera_env.training.starts import Start, draw_starts
+from vera_env.training.transcripts import ChatFormat
 
 PROGRESS_LINE_S = 10.0
 """Least seconds between two progress lines while episodes are played: an oracle
@@ -80,20 +82,8 @@ class Args(EnvOptions):
     """Distinct task starts to play."""
     attempts: int = 1
     """Episodes per task start."""
-    env_max_steps: int = 20
-    """Step budget of one episode."""
-    wrappers: tuple[WrapperName, ...] = ("forced",)
-    """Env wrappers, innermost first: forced, gate."""
-    reserve: int = 3
-    """Final steps of the budget in which the forced wrapper demands an answer."""
-    observation_variant: ObservationVariant = "full"
-    """How observations tell the rules: full, or compact (short, no placeholders)."""
-    state_budget: int = 4000
-    """Tokens of the analysis graph in an observation (as vera_env.training.grpo's)."""
     system_prompt: str = ""
     """System message of model policies (and of the input_ids written with --tokenizer)."""
-    sandbox: SandboxName = "auto"
-    """Sandbox backend: auto, bwrap, bwrap-server or local."""
     concurrency: int = 4
     """Episodes in flight at once."""
     tokenizer: str = ""
@@ -104,102 +94,7 @@ class Args(EnvOptions):
     """Seed of the task draw."""
 
 
-class _Recording:
-    """Wraps a policy for one episode, keeping each observation it answered."""
-
-    def __init__(self, policy: Any) -> None:
-        self._policy = policy
-        self.observations: list[str] = []
-        self.actions: list[str] = []
-        self.prefills: list[str] = []
-        self.learn: list[bool] = []
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        action: str = self._policy.act(observation, info)
-        self.observations.append(observation)
-        self.actions.append(action)
-        self.prefills.append(str(info.get(keys.PREFILL) or ""))
-        deliberate = getattr(self._policy, "deliberate_mistake", None)
-        self.learn.append(not (deliberate is not None and deliberate(action, info)))
-        return action
-
-    def __getattr__(self, name: str) -> Any:  # begin_episode, last_usage, ... if present
-        return getattr(self._policy, name)
-
-
-def episode_row(attempt: Attempt, recording: _Recording, question: str, policy: str,
-                fmt: ChatFormat | None) -> dict[str, Any]:
-    """One output row (see the module docstring)."""
-    row: dict[str, Any] = {
-        "task_id": attempt.task_id, "seed": attempt.seed, "attempt_index": attempt.attempt_index,
-        "policy": policy, "question": question, "status": attempt.status,
-        "correct": attempt.correct, "unscorable": attempt.unscorable, "score": attempt.score,
-        "verification_reward": attempt.verification_reward, "answer": attempt.answer,
-        "n_steps": attempt.n_steps, "actions": recording.actions,
-        "observations": recording.observations, "prefills": recording.prefills,
-        "learn": recording.learn,
-        "rewards": [step.reward for step in attempt.steps],
-        "attempt": attempt.to_json(),
-    }
-    if fmt is not None and recording.actions:
-        ((ids, labels),) = tokenize_transcript(fmt, recording.observations, recording.actions,
-                                               learn=recording.learn)
-        row["input_ids"], row["labels"] = ids, labels
-    elif fmt is not None:
-        row["input_ids"], row["labels"] = [], []
-    return row
-
-
-def collect(tasks: TaskSource, policy: Any, starts: Sequence[Start], *, attempts: int = 1,
-            make_env_fn: Callable[[], Any], concurrency: int = 4, policy_name: str = "",
-            fmt: ChatFormat | None = None,
-            on_row: Callable[[dict[str, Any]], None] | None = None,
-            on_step: Callable[[Attempt], None] | None = None) -> list[dict[str, Any]]:
-    """Play ``attempts`` episodes per start, ``concurrency`` at a time; one row each.
-
-    Args:
-        tasks: The source the starts' task ids come from.
-        policy: Anything with ``act(observation, info)``; shared by all episodes.
-        starts: Task ids and reset seeds.
-        attempts: Episodes per start.
-        make_env_fn: Builds an env (one per worker thread).
-        concurrency: Episodes in flight.
-        policy_name: Recorded in each row.
-        fmt: When given, rows get ``input_ids`` and ``labels``.
-        on_row: Called with each row as its episode ends (in a worker thread, serialised).
-        on_step: Called with an episode's attempt after each of its steps (in a worker
-            thread, serialised with ``on_row``).
-
-    Returns:
-        The rows, in the order of (start, attempt).
-    """
-    if attempts < 1:
-        raise ValueError(f"attempts must be >= 1, got {attempts}")
-    lock = threading.Lock()
-    jobs = [(start, k) for start in starts for k in range(attempts)]
-
-    def stepped(attempt: Attempt) -> None:
-        if on_step is not None:
-            with lock:
-                on_step(attempt)
-
-    def play(env: Any, job: tuple[Start, int]) -> dict[str, Any]:
-        start, k = job
-        recording = _Recording(policy)
-        attempt = run_episode(env, recording, seed=start.seed + k, task_id=start.task_id,
-                              on_step=stepped)
-        attempt.attempt_index = k
-        row = episode_row(attempt, recording, tasks.get(start.task_id).question, policy_name,
-                          fmt)
-        if on_row is not None:
-            with lock:
-                on_row(row)
-        return row
-
-    return map_episodes(make_env_fn, jobs, play, concurrency=concurrency)
-
-
-def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Any:
+def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Policy:
     """The policy named by ``args.policy``."""
     if args.adapter and args.policy != "transformers":
         raise SystemExit(f"--adapter needs --policy transformers, got --policy {args.policy}")
@@ -244,27 +139,6 @@ def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Any:
     model = merge_adapters(base.model, args.adapter)
     return TransformersPolicy(model.to("cuda" if torch.cuda.is_available() else "cpu"),
                               base.tokenizer, **options)
-
-
-def write_rows(rows: list[dict[str, Any]], path: str | Path) -> Path:
-    """Write rows as JSONL (one JSON object a line) or Parquet, by the file's suffix.
-
-    Raises:
-        ValueError: The suffix is neither ``.jsonl`` nor ``.parquet``.
-    """
-    path = Path(path)
-    if path.suffix not in (".jsonl", ".parquet"):
-        raise ValueError(f"output must end in .jsonl or .parquet, got {path.name!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".jsonl":
-        with path.open("w", encoding="utf-8") as out:
-            for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-    else:
-        from datasets import Dataset  # noqa: PLC0415
-
-        Dataset.from_list(rows).to_parquet(str(path))
-    return path
 
 
 class _Tally:

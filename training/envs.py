@@ -13,7 +13,7 @@ steps every episode of a batch at once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 import gymnasium as gym
 
@@ -25,37 +25,16 @@ from vera_env.tasks.named import SOURCE_NAMES, named_source
 from vera_env.verification.rewards import RewardConfig
 from vera_env.wrappers import WrapperName
 
-__all__ = ["EnvOptions", "LockstepEnvs", "env_spec", "make_env", "task_source"]
+__all__ = ["EnvOptions", "LockstepEnvs", "make_env", "task_source"]
+
+_PACKAGE = EnvSpec()
+"""The package's defaults, which ``EnvOptions`` takes as its own."""
 
 
-def env_spec(*, max_steps: int, wrappers: Sequence[WrapperName] = ("forced",), reserve: int = 3,
-             sandbox: SandboxName = "auto", reward: RewardConfig | None = None,
-             observation_variant: ObservationVariant = "full",
-             state_budget: int = 4000) -> EnvSpec:
-    """The ``EnvSpec`` of a training environment (``reserve`` is clipped to ``max_steps``).
-
-    Clipping keeps a short debugging budget (``--env-max-steps 2``) valid with the
-    default reserve instead of failing validation.
-
-    Raises:
-        pydantic.ValidationError: A bad bound, or an unknown wrapper, sandbox or variant
-            from a caller the type checker does not see (a test, a config file).
-    """
-    return EnvSpec(max_steps=max_steps, wrappers=tuple(wrappers),
-                   reserve=min(reserve, max_steps), sandbox=sandbox,
-                   reward=reward or RewardConfig(), observation_variant=observation_variant,
-                   state_budget=state_budget)
-
-
-def make_env(tasks: TaskSource, *, max_steps: int,
-             wrappers: Sequence[WrapperName] = ("forced",), reserve: int = 3,
-             sandbox: SandboxName = "auto", reward: RewardConfig | None = None,
-             observation_variant: ObservationVariant = "full",
-             state_budget: int = 4000) -> gym.Env[str, str]:
-    """A new environment on ``tasks`` (keywords as ``env_spec``), for tests and benchmarks."""
-    return env_spec(max_steps=max_steps, wrappers=wrappers, reserve=reserve, sandbox=sandbox,
-                    reward=reward, observation_variant=observation_variant,
-                    state_budget=state_budget).build(tasks=tasks)
+def make_env(tasks: TaskSource, options: EnvOptions, *,
+             reward: RewardConfig | None = None) -> gym.Env[str, str]:
+    """A new environment on ``tasks`` as ``options`` say, for tests and benchmarks."""
+    return options.env_spec(reward).build(tasks=tasks)
 
 
 def task_source(spec: str, difficulties: Sequence[str], num_prompts: int,
@@ -75,27 +54,48 @@ def task_source(spec: str, difficulties: Sequence[str], num_prompts: int,
                         start=start)
 
 
+@dataclass
 class EnvOptions:
-    """The environment knobs shared by the training scripts' ``Args`` (a mixin).
+    """The environment knobs of the training scripts, declared once (a dataclass base).
 
-    ``vera_env.training.grpo.Args`` and ``vera_env.training.collect.Args`` both declare these fields, so
-    one ``env_spec()`` turns either into the same ``EnvSpec``: a collection and a
-    training run given the same flags play the same environment.
+    ``vera_env.training.grpo.Args`` and ``vera_env.training.collect.Args`` both inherit
+    these fields, so a collection and a training run given the same flags play the same
+    environment. The defaults are ``EnvSpec``'s own (``_PACKAGE``), the environment every
+    other entry point builds: declared per script they had drifted apart (a 6-step budget
+    for ``grpo``, 20 for ``collect``, 50 for the package; ``forced`` alone for training,
+    ``gate`` then ``forced`` everywhere else).
     """
 
-    env_max_steps: int
-    wrappers: tuple[WrapperName, ...]
-    reserve: int
-    sandbox: SandboxName
-    observation_variant: ObservationVariant
-    state_budget: int
+    env_max_steps: int = _PACKAGE.max_steps
+    """Step budget of one episode (turns the model may take)."""
+    wrappers: tuple[WrapperName, ...] = _PACKAGE.wrappers
+    """Env wrappers, innermost first: 'gate' (EmissionGate), 'forced' (ForcedAnswer)."""
+    reserve: int = _PACKAGE.reserve
+    """Final steps of the budget in which 'forced' demands an answer (clipped to the budget)."""
+    observation_variant: ObservationVariant = _PACKAGE.observation_variant
+    """How observations tell the rules: full, or compact (short, no placeholders: small models)."""
+    state_budget: int = _PACKAGE.state_budget
+    """Tokens of the analysis graph in an observation. Step-wise GRPO: this and the env's
+    command window (12,000 characters; 3,000 compact) bound every sample's prompt,
+    whatever the turn, and the prompt is fitted to the model's window besides."""
+    sandbox: SandboxName = _PACKAGE.sandbox
+    """Sandbox backend: auto, bwrap, bwrap-server or local (local is not isolation)."""
 
-    def env_spec(self) -> EnvSpec:
-        """The ``EnvSpec`` these options name (see ``env_spec``)."""
-        return env_spec(max_steps=self.env_max_steps, wrappers=self.wrappers,
-                        reserve=self.reserve, sandbox=self.sandbox,
-                        observation_variant=self.observation_variant,
-                        state_budget=self.state_budget)
+    def env_spec(self, reward: RewardConfig | None = None) -> EnvSpec:
+        """The ``EnvSpec`` these options name, ``reserve`` clipped to the budget.
+
+        Clipping keeps a short debugging budget (``--env-max-steps 2``) valid with the
+        default reserve instead of failing validation.
+
+        Raises:
+            pydantic.ValidationError: A bad bound, or an unknown wrapper, sandbox or variant
+                from a caller the type checker does not see (a test, a config file).
+        """
+        return EnvSpec(max_steps=self.env_max_steps, wrappers=tuple(self.wrappers),
+                       reserve=min(self.reserve, self.env_max_steps), sandbox=self.sandbox,
+                       reward=reward or RewardConfig(),
+                       observation_variant=self.observation_variant,
+                       state_budget=self.state_budget)
 
 
 class LockstepEnvs:
@@ -111,14 +111,14 @@ class LockstepEnvs:
     def __init__(self, spec: EnvSpec, tasks: TaskSource) -> None:
         self.spec, self.tasks = spec, tasks
         self._pool = EnvPool(lambda: spec.build(tasks=tasks))
-        self._envs: list[Any] = [self._pool.acquire()]
+        self._envs: list[gym.Env[str, str]] = [self._pool.acquire()]
 
     @property
     def held(self) -> int:
         """Environments built so far (a batch larger than this builds more first)."""
         return len(self._envs)
 
-    def take(self, n: int) -> list[Any]:
+    def take(self, n: int) -> list[gym.Env[str, str]]:
         """``n`` environments (the first ``n`` held, more leased when missing)."""
         while len(self._envs) < n:
             self._envs.append(self._pool.acquire())

@@ -1,11 +1,19 @@
 """GRPO on the verification reward: the trainer's own model plays VeraEnv episodes.
 
 Run (CPU, no hub — a random tiny model, to check the plumbing; each phase is announced
-on stderr as ``[grpo +Ns] ...``). Measured 2026-12-06 on the shared 2-core machine:
-2 min 14 s at load average 6.2 (start) to 4.7 (end); another run that day took
-4 min 06 s at 2.5 to 4.8, and an earlier one 471 s, so expect 2 to 8 minutes:
+on stderr as ``[grpo +Ns] ...``). Measured 2026-12-06 on the shared 2-core machine, with
+the 6-step budget that was then the default: 2 min 14 s at load average 6.2 (start) to
+4.7 (end); another run that day took 4 min 06 s at 2.5 to 4.8, and an earlier one
+471 s, so expect 2 to 8 minutes:
 
-    python -m vera_env.training.grpo --tiny
+    python -m vera_env.training.grpo --tiny --env-max-steps 6
+
+The environment flags are ``vera_env.training.envs.EnvOptions``, whose defaults are the
+package's: until 2026-12-07 this script declared its own, a 6-step budget and the
+``forced`` wrapper alone, where it now plays 50 steps behind ``gate`` then ``forced``
+(``--env-max-steps 6 --wrappers forced`` gives the old environment). Without
+``--env-max-steps 6`` a ``--tiny`` run plays up to 50 turns an episode, about eight
+times as long.
 
 A real run (see training/README.md for the GPU recipe):
 
@@ -18,8 +26,10 @@ Verification alone (correctness weighed 0: a guard, not a target), with a LoRA a
     python -m vera_env.training.grpo --model BASE --adapter runs/sft --lora-rank 8 \
         --reward-weights 1 0 1 --output-dir runs/grpo
 
-Episodes are played by one lockstep loop (``vera_env.training.stepwise``), each recorded as an
-``Attempt``, and trained by ``vera_env.training.stepwise_trainer.StepwiseGRPOTrainer``. Two
+This file is the script, read top to bottom: its ``Args``, then loading the model, the
+trainer's config and the trainer, then ``main``. The library it drives: episodes are
+played by one lockstep loop (``vera_env.training.lockstep``), each recorded as an
+``Attempt``, and trained by ``vera_env.training.grpo_trainer.MultiTurnGRPOTrainer``. Two
 layouts (``--layout``) pack the same loop's turns differently (``vera_env.training.packing``):
 
 * ``stepwise`` (the default): every model turn is one sample whose prompt is exactly
@@ -34,7 +44,8 @@ layouts (``--layout``) pack the same loop's turns differently (``vera_env.traini
   one sample with the env's tokens masked. The context grows by an observation per
   turn and differs from what evaluation shows; kept to compare the two.
 
-The dataset is task starts (``{"task_id": ..., "seed": ...}``); TRL repeats each
+The dataset is task starts (``{"task_id": ..., "seed": ...}``,
+``vera_env.training.starts.build_dataset``); TRL repeats each
 ``num_generations`` times, so a group plays one task instance. Rewards are the env's
 (``vera_env.training.rewards``), never read from the text; ``--reward-weights`` weighs
 their three parts, and every logged step keeps the env's own reward (the parts summed)
@@ -47,21 +58,17 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from vera_env.observation.prompts import ObservationVariant
-from vera_env.spec import SandboxName
-from vera_env.tasks import Curriculum, TaskSource
+from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin.instance import Difficulty
 from vera_env.training.envs import EnvOptions, task_source
-from vera_env.training.episodes import deferred_starts, draw_starts, format_start
 from vera_env.training.lora import LoraOptions
 from vera_env.training.packing import LayoutName
 from vera_env.training.phase_log import PhaseLog, main_process, trainer_callback
 from vera_env.training.resume import RunOptions, fit, resume_point
 from vera_env.training.rewards import DEFAULT_WEIGHTS, REWARD_FUNCS, check_reward_weights
-from vera_env.wrappers import WrapperName
+from vera_env.training.starts import build_dataset
 
-__all__ = ["REWARD_FUNCS", "Args", "build_dataset", "build_trainer",
-           "grpo_config", "load_model", "main"]
+__all__ = ["REWARD_FUNCS", "Args", "build_trainer", "grpo_config", "load_model", "main"]
 
 
 @dataclass
@@ -94,22 +101,8 @@ class Args(EnvOptions, RunOptions, LoraOptions):
     num_prompts: int = 256
     """Task starts in the dataset; a named source gets that many seeds per type (builtin
     seeds never repeat a task; real types have fewer distinct subjects than seeds)."""
-    env_max_steps: int = 6
-    """Step budget of one episode (turns the model may take)."""
-    wrappers: tuple[WrapperName, ...] = ("forced",)
-    """Env wrappers, innermost first: 'forced' (ForcedAnswer), 'gate' (EmissionGate)."""
-    reserve: int = 3
-    """Final steps of the budget in which 'forced' demands an answer (clipped to the budget)."""
-    observation_variant: ObservationVariant = "full"
-    """How observations tell the rules: full, or compact (short, no placeholders: small models)."""
-    state_budget: int = 4000
-    """Tokens of the analysis graph in an observation. Step-wise, this and the env's
-    command window (12,000 characters; 3,000 compact) bound every sample's prompt,
-    whatever the turn, and the prompt is fitted to the model's window besides."""
     system_prompt: str = ""
     """System message before the (first) observation; give evaluation the same."""
-    sandbox: SandboxName = "auto"
-    """Sandbox backend: auto, bwrap, bwrap-server or local (local is not isolation)."""
     env_workers: int = 8
     """Threads stepping envs (sandbox commands run as subprocesses)."""
     num_generations: int = 4
@@ -180,28 +173,6 @@ class Args(EnvOptions, RunOptions, LoraOptions):
                              "give one")
 
 
-# ----- the dataset: task starts -----
-
-def build_dataset(tasks: TaskSource, num_prompts: int, *, seed: int = 0) -> Any:
-    """A ``datasets.Dataset`` of task starts: columns ``prompt``, ``task_id``, ``seed``.
-
-    Draws without replacement while the source lasts, then cycles through reshuffles
-    (``vera_env.training.episodes.draw_starts``). Pass
-    ``vera_env.tasks.builtin.builtin_source(seeds=range(n))`` for ``n`` fresh builtin
-    instances of every type. A ``Curriculum``'s starts are drawn when they are played
-    (``vera_env.training.episodes.deferred_starts``), from the pass rates seen so far.
-    """
-    from datasets import Dataset  # noqa: PLC0415
-
-    starts = (deferred_starts(num_prompts, seed=seed) if isinstance(tasks, Curriculum)
-              else draw_starts(list(tasks.ids()), num_prompts, seed=seed))
-    return Dataset.from_dict({"prompt": [format_start(s) for s in starts],
-                              "task_id": [s.task_id for s in starts],
-                              "seed": [s.seed for s in starts]})
-
-
-# ----- the script -----
-
 def load_model(args: Args) -> tuple[Any, Any]:
     """The model and tokenizer named by ``args`` (a tiny local pair with ``--tiny``),
     ``--adapter`` folders merged in, wrapped in a fresh adapter with ``--lora-rank``."""
@@ -265,8 +236,8 @@ def build_trainer(args: Args, tasks: TaskSource, model: Any, tokenizer: Any, *,
     ``log``: where the rollout and the trainer say what they are doing (None: silent).
     """
     from vera_env.training.dump import RolloutDump  # noqa: PLC0415
-    from vera_env.training.stepwise import LockstepRollout  # noqa: PLC0415
-    from vera_env.training.stepwise_trainer import StepwiseGRPOTrainer  # noqa: PLC0415
+    from vera_env.training.grpo_trainer import MultiTurnGRPOTrainer  # noqa: PLC0415
+    from vera_env.training.lockstep import LockstepRollout  # noqa: PLC0415
 
     _, step = resume_point(args.output_dir, args.resume)
     dump = RolloutDump(args.dump_rollouts, resume_from=step) if args.dump_rollouts else None
@@ -277,10 +248,10 @@ def build_trainer(args: Args, tasks: TaskSource, model: Any, tokenizer: Any, *,
                               env_workers=args.env_workers, system_prompt=args.system_prompt,
                               log=log)
     try:
-        trainer = StepwiseGRPOTrainer(
+        trainer = MultiTurnGRPOTrainer(
             model=model, reward_funcs=REWARD_FUNCS, args=grpo_config(args),
             train_dataset=build_dataset(tasks, args.num_prompts, seed=args.seed),
-            processing_class=tokenizer, step_rollout=rollout, advantage=args.advantage,
+            processing_class=tokenizer, rollout=rollout, advantage=args.advantage,
             print_samples=args.print_samples, dump=dump, redraws=args.redraw_uninformative,
             log=log)
     except BaseException:

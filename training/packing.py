@@ -1,6 +1,6 @@
 """How the turns of a lockstep episode become a model's contexts and TRL's samples.
 
-There is one rollout loop (``vera_env.training.stepwise.play_lockstep``): it samples every live
+There is one rollout loop (``vera_env.training.lockstep.play_lockstep``): it samples every live
 episode's next turn in one call, steps every env, records each episode with one
 ``Attempt``. What differs between the two GRPO layouts is only the *packing* — what
 the model is conditioned on at a turn, and how an episode's turns become samples:
@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol
 
 from vera_env.policies.chat import prompt_ids
 from vera_env.records import RewardPartsRecord
-from vera_env.training.episodes import ChatFormat
+from vera_env.training.transcripts import ChatFormat
 
 __all__ = ["EpisodePacking", "LayoutName", "Packing", "Sample", "TurnPacking", "TurnSample",
            "make_packing"]

@@ -1,7 +1,7 @@
 """Samplers over a GRPOTrainer's own model: transformers ``generate`` or TRL's vLLM.
 
 A sampler takes token-id contexts and returns one sampled turn per context (see
-``vera_env.training.episodes.Sampler``). Both read the trainer's generation settings
+``vera_env.training.lockstep.Sampler``). Both read the trainer's generation settings
 (temperature, top_p, top_k, ...) so the rollout samples as ``GRPOConfig`` says.
 
 vLLM goes through ``trainer.vllm_generation`` — server and colocate alike; TRL already

@@ -15,24 +15,24 @@ and step-wise ``vera_env.training.grpo`` give the model (``vera_env.policies.cha
 observation, a forced answer's prefill) — or ``episode`` — the whole transcript as one
 sequence, the context of ``vera_env.training.grpo --layout episode``. Either way
 the loss is on the model's turns only: prompt and observation tokens are labelled -100
-(``vera_env.training.episodes.tokenize_transcript``), and ``SFTTrainer`` takes the
+(``vera_env.training.transcripts.tokenize_transcript``), and ``SFTTrainer`` takes the
 pre-tokenized ``input_ids`` and ``labels`` as they are.
+
+This file is the script, read top to bottom (``Args``, the model, the trainer's config,
+``main``); loading, selecting and tokenizing the rows is ``vera_env.training.sft_data``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from vera_env.training.episodes import ChatFormat, Layout, tokenize_transcript
 from vera_env.training.lora import LoraOptions
 from vera_env.training.phase_log import PhaseLog, main_process, trainer_callback
 from vera_env.training.resume import RunOptions, fit
-
-Selection = Literal["correct", "verified", "either"]
+from vera_env.training.sft_data import Selection, load_rollouts, select_rows, to_examples
+from vera_env.training.transcripts import ChatFormat, Layout
 
 
 @dataclass
@@ -78,66 +78,6 @@ class Args(RunOptions, LoraOptions):
         if self.lora_rank and self.trainable_layers:
             raise ValueError("--lora-rank and --trainable-layers both choose what trains; "
                              "give one")
-
-
-def load_rollouts(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
-    """Rows of collected rollout files (JSONL or Parquet), in file order.
-
-    Raises:
-        FileNotFoundError: A file is missing.
-        ValueError: A file is neither .jsonl nor .parquet.
-    """
-    from datasets import load_dataset  # noqa: PLC0415
-
-    rows: list[dict[str, Any]] = []
-    for path in map(Path, paths):
-        if not path.is_file():
-            raise FileNotFoundError(f"no rollout file {path}")
-        kinds = {".jsonl": "json", ".parquet": "parquet"}
-        if path.suffix not in kinds:
-            raise ValueError(f"rollout files are .jsonl or .parquet, got {path.name!r}")
-        rows.extend(load_dataset(kinds[path.suffix], data_files=str(path), split="train"))
-    return rows
-
-
-def select_rows(rows: Sequence[dict[str, Any]], select: Selection = "correct",
-                min_verification: float = 0.1) -> list[dict[str, Any]]:
-    """The rows worth imitating (never unscorable rows, never faults).
-
-    Raises:
-        ValueError: Unknown ``select``.
-    """
-    if select not in ("correct", "verified", "either"):
-        raise ValueError(f"select must be correct, verified or either, got {select!r}")
-    kept = []
-    for row in rows:
-        if row["unscorable"] or row["status"] in ("provider", "sandbox", "error"):
-            continue
-        correct = row["correct"] is True
-        verified = row["verification_reward"] >= min_verification
-        if {"correct": correct, "verified": verified, "either": correct or verified}[select]:
-            kept.append(row)
-    return kept
-
-
-def to_examples(rows: Sequence[dict[str, Any]], fmt: ChatFormat, *, layout: Layout = "turns",
-                max_length: int = 8192, system_prompt: str = "") -> list[dict[str, list[int]]]:
-    """``{"input_ids", "labels"}`` examples of the rows, cut to ``max_length`` tokens.
-
-    Sequences whose every label is masked after the cut (nothing left to learn) are dropped.
-    """
-    examples = []
-    for row in rows:
-        if not row["actions"]:
-            continue
-        for ids, labels in tokenize_transcript(fmt, row["observations"], row["actions"], layout,
-                                               prefills=row.get("prefills") or (),
-                                               system_prompt=system_prompt,
-                                               learn=row.get("learn") or ()):
-            ids, labels = ids[:max_length], labels[:max_length]
-            if any(label != -100 for label in labels):
-                examples.append({"input_ids": ids, "labels": labels})
-    return examples
 
 
 def load_model(args: Args) -> tuple[Any, Any]:

@@ -69,7 +69,7 @@ def main(args: Args) -> dict[str, Any]:
     trainer = grpo.main(run)
     wall = time.perf_counter() - started
     steps = [h for h in trainer.state.log_history if "step_time" in h]
-    timings = trainer.step_rollout.timings
+    timings = trainer.rollout.timings
     sampled = sum(h["completions/mean_length"] * h["stepwise/samples"] for h in steps)
     report = {
         "args": asdict(args), "wall_s": round(wall, 2),

@@ -10,9 +10,9 @@ from vera_env.spec import EnvSpec
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin import TASK_TYPES, make_task
 from vera_env.training.analyst import _SCRIPT, INTERMEDIATES, AnalystTeacher, analysis_command
-from vera_env.training.collect import collect
-from vera_env.training.envs import make_env
-from vera_env.training.episodes import draw_starts
+from vera_env.training.collection import collect
+from vera_env.training.envs import EnvOptions, make_env
+from vera_env.training.starts import draw_starts
 from vera_env.verification.rewards import RewardConfig
 
 SEEDS = (0, 1)  # two data draws per type and difficulty; a third re-proved the same commands
@@ -40,8 +40,8 @@ def test_analyst_teacher_episode_correct_verified_and_not_fingerprinting(
         task_type, difficulty, tokenizer):
     ids = [f"{task_type}.{difficulty}.s{seed}" for seed in SEEDS]
     tasks = TaskSource([make_task(i) for i in ids])
-    env = make_env(tasks, max_steps=3, wrappers=("gate", "forced"), reserve=1,
-                   observation_variant="compact")
+    env = make_env(tasks, EnvOptions(env_max_steps=3, wrappers=("gate", "forced"), reserve=1,
+                                    observation_variant="compact"))
     try:
         attempts = [run_episode(env, AnalystTeacher(tasks), seed=0, task_id=i) for i in ids]
     finally:
@@ -108,8 +108,9 @@ def test_analyst_repair_share_is_chosen_by_task_id_and_validated():
 def _evidence_play(share: float) -> dict[str, Attempt]:
     ids = [f"{task_type}.easy.s0" for task_type in EVIDENCE_TYPES]
     tasks = TaskSource([make_task(i) for i in ids])
-    env = make_env(tasks, max_steps=3, wrappers=("gate", "forced"), reserve=1,
-                   observation_variant="compact", reward=RewardConfig(strength=True))
+    env = make_env(tasks, EnvOptions(env_max_steps=3, wrappers=("gate", "forced"), reserve=1,
+                                    observation_variant="compact"),
+                   reward=RewardConfig(strength=True))
     try:
         return {i: run_episode(env, AnalystTeacher(tasks, evidence=share), seed=0, task_id=i)
                 for i in ids}

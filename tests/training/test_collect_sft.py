@@ -11,10 +11,12 @@ import torch
 from vera_env.errors import PolicyError
 from vera_env.rollout import Attempt
 from vera_env.tasks import load_tasks
-from vera_env.training.collect import collect, write_rows
-from vera_env.training.envs import make_env
-from vera_env.training.episodes import IGNORE, ChatFormat, Start
-from vera_env.training.sft import Args, load_rollouts, select_rows, sft_config, to_examples
+from vera_env.training.collection import collect, write_rows
+from vera_env.training.envs import EnvOptions, make_env
+from vera_env.training.sft import Args, sft_config
+from vera_env.training.sft_data import load_rollouts, select_rows, to_examples
+from vera_env.training.starts import Start
+from vera_env.training.transcripts import IGNORE, ChatFormat
 
 STARTS = [Start("seq.motif_count.easy.s0", 0), Start("vcf.het_count.easy.s0", 1)]
 
@@ -32,7 +34,7 @@ def rollouts(tokenizer, tmp_path_factory):
 
     tasks = load_tasks("builtin")
     fmt = ChatFormat(tokenizer)
-    make = lambda: make_env(tasks, max_steps=10, wrappers=("forced",))  # noqa: E731
+    make = lambda: make_env(tasks, EnvOptions(env_max_steps=10, wrappers=("forced",)))  # noqa: E731
     steps: list[tuple[str, int]] = []
     rows = collect(tasks, OraclePolicy(tasks), STARTS, make_env_fn=make, concurrency=2,
                    policy_name="oracle", fmt=fmt,

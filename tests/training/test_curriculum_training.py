@@ -17,10 +17,10 @@ from vera_env.tasks import Curriculum, curriculum_source
 from vera_env.training import grpo
 from vera_env.training.arguments import parse_args
 from vera_env.training.envs import task_source
-from vera_env.training.episodes import DRAWN, Start
+from vera_env.training.lockstep import LockstepRollout
 from vera_env.training.resume import fit
 from vera_env.training.samplers import trainer_sampler
-from vera_env.training.stepwise import LockstepRollout
+from vera_env.training.starts import DRAWN, Start, build_dataset
 
 TYPES = ("tab.sentinel_mean", "seq.gc_content")
 
@@ -30,7 +30,7 @@ def _curriculum():
 
 
 def test_build_dataset_on_curriculum_defers_every_task():
-    data = grpo.build_dataset(_curriculum(), 5, seed=0)
+    data = build_dataset(_curriculum(), 5, seed=0)
     assert [t.startswith(DRAWN) for t in data["task_id"]] == [True] * 5
     assert len(set(data["task_id"])) == 5  # one slot per prompt
 
@@ -47,7 +47,7 @@ def test_grpo_curriculum_start_flag_reaches_the_source():
 def test_build_dataset_on_plain_source_draws_up_front():
     from vera_env.tasks.builtin import builtin_source
 
-    data = grpo.build_dataset(builtin_source(seeds=range(2), types=TYPES), 3, seed=0)
+    data = build_dataset(builtin_source(seeds=range(2), types=TYPES), 3, seed=0)
     assert not any(t.startswith(DRAWN) for t in data["task_id"])
 
 

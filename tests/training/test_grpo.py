@@ -24,7 +24,7 @@ from training_turns import JUDGED_NODE, MOTIF
 from vera_env.policies import ScriptedPolicy
 from vera_env.rollout import run_episode
 from vera_env.training import grpo
-from vera_env.training.envs import make_env, task_source
+from vera_env.training.envs import EnvOptions, make_env, task_source
 from vera_env.training.samplers import trainer_sampler
 
 GROUP = 4
@@ -95,7 +95,7 @@ def test_grpo_episode_layout_rewards_logged_are_the_envs(run):
     ((episodes, _, _),) = run["scored"]
     oracle = next(e for e in episodes if e.start.task_id == MOTIF and e.attempt.correct)
     # The same turns through a plain env score the same: the reward is the harness's.
-    replay = run_episode(make_env(run["tasks"], max_steps=3, wrappers=()),
+    replay = run_episode(make_env(run["tasks"], EnvOptions(env_max_steps=3, wrappers=())),
                          ScriptedPolicy(run["solution"]), task_id=MOTIF)
     assert replay.correct and oracle.attempt.score == pytest.approx(replay.score)
     assert oracle.fields()["verification"] == pytest.approx(replay.verification_reward)

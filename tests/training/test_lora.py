@@ -12,9 +12,8 @@ import torch
 from vera_env.tasks import load_tasks
 from vera_env.training import sft
 from vera_env.training.arguments import parse_args
-from vera_env.training.collect import collect, write_rows
-from vera_env.training.envs import make_env
-from vera_env.training.episodes import Start
+from vera_env.training.collection import collect, write_rows
+from vera_env.training.envs import EnvOptions, make_env
 from vera_env.training.lora import (
     ADAPTER_STACK,
     ALL_LINEAR,
@@ -24,6 +23,7 @@ from vera_env.training.lora import (
     save_merged,
     target_modules,
 )
+from vera_env.training.starts import Start
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def lora_sft(tmp_path_factory):
     base = build_tiny(root / "base")
     tasks = load_tasks("builtin")
     rows = collect(tasks, OraclePolicy(tasks), [Start("seq.motif_count.easy.s0", 0)],
-                   make_env_fn=lambda: make_env(tasks, max_steps=10, wrappers=("forced",)),
+                   make_env_fn=lambda: make_env(tasks, EnvOptions(env_max_steps=10, wrappers=("forced",))),
                    concurrency=1, policy_name="oracle")
     data = write_rows(rows, root / "oracle.jsonl")
     out = root / "adapter"

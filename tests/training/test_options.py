@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 
 import pytest
 
+from vera_env.spec import EnvSpec
 from vera_env.training import collect, grpo, sft
 from vera_env.training.arguments import parse_args
-from vera_env.training.envs import env_spec
+from vera_env.training.envs import EnvOptions
 
 
 def test_parse_args_bad_wrapper_in_a_tuple_exits_naming_the_choices(capsys):
@@ -45,9 +47,22 @@ def test_collect_and_grpo_args_with_the_same_flags_build_the_same_spec():
     assert parse_args(collect.Args, flags).env_spec() == parse_args(grpo.Args, flags).env_spec()
 
 
-def test_env_spec_equals_the_keyword_builder():
+def test_args_env_spec_equals_the_options_alone():
     args = grpo.Args(env_max_steps=5, wrappers=(), reserve=1, sandbox="local")
-    assert args.env_spec() == env_spec(max_steps=5, wrappers=(), reserve=1, sandbox="local")
+    assert args.env_spec() == EnvOptions(env_max_steps=5, wrappers=(), reserve=1,
+                                         sandbox="local").env_spec()
+
+
+@pytest.mark.parametrize("cls", [grpo.Args, collect.Args])
+def test_env_options_default_to_the_package_spec(cls):
+    assert cls().env_spec() == EnvSpec()
+    assert parse_args(cls, []).env_spec() == EnvSpec()
+
+
+@pytest.mark.parametrize("cls", [grpo.Args, collect.Args])
+def test_env_options_are_declared_once_not_per_script(cls):
+    own = cls.__dict__.get("__annotations__", {})
+    assert not {f.name for f in dataclasses.fields(EnvOptions)} & own.keys()
 
 
 CHOICE_FIELDS = {"sandbox", "wrappers", "observation_variant", "layout", "advantage",

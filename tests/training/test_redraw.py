@@ -21,9 +21,9 @@ from training_turns import TWO_TURN_RUN, train_scripted
 from vera_env.tasks.builtin import builtin_source
 from vera_env.training import grpo
 from vera_env.training.arguments import parse_args
-from vera_env.training.episodes import DRAWN, Start, format_start, parse_start
+from vera_env.training.lockstep import LockstepRollout
 from vera_env.training.phase_log import PhaseLog
-from vera_env.training.stepwise import LockstepRollout
+from vera_env.training.starts import DRAWN, Start, format_start, parse_start
 
 MIXED, DEAD = "tab.sentinel_mean", "seq.gc_content"
 REDRAWS = 3

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 from vera_env.tasks import load_tasks
-from vera_env.training.envs import env_spec
+from vera_env.training.envs import EnvOptions
+from vera_env.training.lockstep import LockstepRollout
 from vera_env.training.samplers import HFSampler, VLLMSampler, trainer_sampler
-from vera_env.training.stepwise import LockstepRollout
 
 
 class FakeVLLMGeneration:
@@ -50,7 +50,7 @@ def test_trainer_sampler_follows_use_vllm():
 def test_rollout_rejects_a_bad_budget_or_env_setting_before_training():
     tasks = load_tasks("builtin")
     with pytest.raises(ValueError, match="max_turn_tokens"):
-        LockstepRollout(tasks, env_spec(max_steps=2), max_turn_tokens=0)
-    spec = env_spec(max_steps=2).model_copy(update={"sandbox": "nope"})  # unvalidated
+        LockstepRollout(tasks, EnvOptions(env_max_steps=2).env_spec(), max_turn_tokens=0)
+    spec = EnvOptions(env_max_steps=2).env_spec().model_copy(update={"sandbox": "nope"})  # unvalidated
     with pytest.raises(ValueError, match="nope"):
         LockstepRollout(tasks, spec)

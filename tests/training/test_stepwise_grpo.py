@@ -41,7 +41,7 @@ MAX_STEPS = 12
 
 @pytest.fixture(scope="module")
 def run(tokenizer, motif_tasks, tmp_path_factory):
-    from vera_env.training.stepwise import LockstepRollout
+    from vera_env.training.lockstep import LockstepRollout
     from vera_env.training.tiny import tiny_model
 
     motif, judged_task, tasks = motif_tasks

@@ -1,31 +1,50 @@
 """How many confirmations bound what a check driven by entropy earns in an episode.
 
 A check that reads the clock, a PID or ``/dev/urandom`` passes with some probability
-``p`` on each run, whatever the data. To earn it must pass on the real workspace and on
-each of the ``c`` controls, fail on a mutant, and fail again on ``r`` confirming runs
-(each on a fresh file, or a fresh replay). So it earns with probability at most
+``p`` on each run, whatever the data. To earn it must
 
-    p^(1 + c) * (1 - p)^r,   largest at p = (1 + c) / (1 + c + r),
+* pass on the real workspace and on each of the ``c`` controls: ``p^(1 + c)``;
+* give one verdict on every draw of each kind of mutation it is shown, and reject at
+  least one kind (``StrengthSession`` refuses a check that holds on one draw of a kind
+  and rejects another): with ``d_k`` draws of kind ``k``, probability
+  ``prod_k (p^d_k + (1 - p)^d_k) - prod_k p^d_k``;
+* then, ``r`` times, reject the killed mutant again (a fresh file, or a fresh replay)
+  *and* pass the first control again (a later run: what stops checks on the time,
+  which are not coins -- a later run sees a later clock): ``((1 - p) p)^r``.
 
-(each confirmation also re-runs a control, which must pass: that only lowers the
-chance, and it is what stops checks on the time, which are not coins: a later run
-sees a later clock, so ``strength.session`` makes a control run late too)
+The harness takes the largest value of that product over ``p`` and chooses the fewest
+``r >= 1`` that keep it within the check's share of the episode's bound (one
+confirmation at least, whatever the arithmetic: the late control and the fresh replay
+are what catch clock checks and replays that do not repeat). Before, an unlucky node
+cost nothing and could be declared again until it landed (12 episodes: 0.275 an
+episode, more than the reference). Now every strength-tested node takes a rewarded
+slot, and the ``i``-th check tested in an episode gets the share
+``bound * 6 / (pi^2 * i^2)``: the shares sum to at most ``bound`` however many checks
+are tested, so the chance that *any* entropy-driven check earns in an episode is at
+most ``RewardConfig.strength_luck_bound`` -- by design, not by the luck of a draw.
+Address randomisation, the one source of entropy the sandbox can freeze, is off inside
+it (a check reading stack addresses sees the same value on every run).
 
-and the harness chooses ``r`` so that this largest value is within the check's share of
-the episode's bound. Before, an unlucky node cost nothing and could be declared again
-until it landed (12 episodes: 0.275 a episode, more than the reference). Now every
-strength-tested node takes a rewarded slot, and the ``i``-th check tested in an episode
-gets the share ``bound * 6 / (pi^2 * i^2)``: the shares sum to at most ``bound`` however
-many checks are tested, so the chance that *any* entropy-driven check earns in an
-episode is at most ``RewardConfig.strength_luck_bound`` — by design, not by the luck of
-a draw. Address randomisation, the one source of entropy the sandbox can freeze, is off
-inside it (a check reading stack addresses sees the same value on every run).
+Why the draws and the late control are counted. The first version bounded
+``p^(1 + c) (1 - p)^r`` only: it ignored that a coin must also agree with itself on
+every draw of a kind and pass the re-run control, so it asked for 2-10 confirmations a
+kill (8 for the twelfth check tested), each two sandbox runs that a verdict store can
+never serve. A GRPO group's later episodes were served everything else, so these runs
+were most of what a group paid for (720 of 1,584 runs for 8 oracle episodes of one
+task, ``benchmarks/strength_share.py``). Counting what the session already demands
+keeps the same bound with about a third of them.
+
+A served verdict (``verdicts``) changes nothing here: a verdict is served only after two
+runs agreed on it and none ever disagreed, which a coin satisfies less often than it
+passes once, and confirmations are never served.
 
 Example:
     >>> confirmations(controls=4, index=1, bound=0.05)    # the first check tested
     2
-    >>> confirmations(controls=4, index=12, bound=0.05)   # the twelfth
-    8
+    >>> confirmations(controls=4, index=12, bound=0.05, draws=(2, 2, 2, 2))
+    3
+    >>> confirmations(controls=4, index=12, bound=0.05)   # draws unknown: none counted
+    5
     >>> worst_case(controls=4, confirms=2) <= share(1, 0.05)
     True
 """
@@ -33,20 +52,26 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
 
 __all__ = ["confirmations", "share", "worst_case"]
 
 _MAX_CONFIRMS = 32
+_GRID = np.linspace(1e-6, 1 - 1e-6, 20_001)
 
 
-def worst_case(controls: int, confirms: int) -> float:
-    """The largest chance, over ``p``, that a coin passes the real run and ``controls``
-    controls and then fails ``confirms`` confirmations."""
-    a, b = 1 + max(0, controls), max(0, confirms)
-    if b == 0:
-        return 1.0
-    p = a / (a + b)
-    return float(p ** a * (1 - p) ** b)
+def worst_case(controls: int, confirms: int, draws: Sequence[int] = (),
+               late_control: bool = True) -> float:
+    """The largest chance, over ``p``, that a coin earns: passes the real run and
+    ``controls`` controls, agrees with itself on every draw of each kind (``draws``:
+    the draws per kind it was shown; none counted when empty) rejecting one kind at
+    least, then rejects the mutant again ``confirms`` times, passing the first control
+    again each time (``late_control``; only where there are controls)."""
+    return float(np.exp(_log_chances(controls, tuple(draws),
+                                     late_control and controls > 0)[max(0, confirms)]))
 
 
 def share(index: int, bound: float) -> float:
@@ -54,12 +79,37 @@ def share(index: int, bound: float) -> float:
     return bound * 6 / (math.pi ** 2 * max(1, index) ** 2)
 
 
-def confirmations(controls: int, index: int, bound: float) -> int | None:
-    """The fewest confirming runs that keep the ``index``-th check within its share,
-    or None when more than 32 would be needed (too few controls to bound luck with a
-    sane number of runs: such a check earns nothing)."""
-    target = share(index, bound)
+def confirmations(controls: int, index: int, bound: float,
+                  draws: Sequence[int] = ()) -> int | None:
+    """The fewest confirming runs (at least one) that keep the ``index``-th check within
+    its share, or None when more than 32 would be needed (too few controls to bound luck
+    with a sane number of runs: such a check earns nothing).
+
+    Args:
+        controls: Controls the check passed (each confirmation re-runs the first).
+        index: Which check tested in the episode this is (1-based).
+        bound: ``RewardConfig.strength_luck_bound``.
+        draws: Mutants it was shown per kind of mutation (empty: not counted).
+    """
+    chances = _log_chances(controls, tuple(sorted(draws)), controls > 0)
+    target = math.log(share(index, bound))
     for r in range(1, _MAX_CONFIRMS + 1):
-        if worst_case(controls, r) <= target:
+        if chances[r] <= target:
             return r
     return None
+
+
+@lru_cache(maxsize=512)
+def _log_chances(controls: int, draws: tuple[int, ...], late: bool) -> np.ndarray:
+    """``log`` of the largest chance over ``p`` for ``r = 0 .. _MAX_CONFIRMS``: the
+    product evaluated on a fine grid of ``p`` (the maximum of a smooth product of a few
+    powers; the grid's step, 5e-5, moves it by far less than the shares differ), with a
+    margin of 1% for what falls between grid points."""
+    p = _GRID
+    log = (1 + max(0, controls)) * np.log(p)
+    if draws:
+        agree = np.prod([p ** d + (1 - p) ** d for d in draws], axis=0)
+        log = log + np.log(np.maximum(agree - p ** sum(draws), 1e-300))
+    step = np.log1p(-p) + (np.log(p) if late else 0.0)
+    rs = np.arange(_MAX_CONFIRMS + 1)[:, None]
+    return (np.max(log[None, :] + rs * step[None, :], axis=1) + math.log(1.01))

@@ -85,6 +85,7 @@ from __future__ import annotations
 import os
 import random
 import threading
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -423,7 +424,9 @@ class StrengthSession:
                                    "another of the same kind: a fact of the data changes on "
                                    "both or on neither, so its verdict follows something "
                                    "else (a gate on the value's hash, a threshold)")
-        repeats = confirmations(len(controls), nth, self._config.strength_luck_bound)
+        draws = Counter(kind_of(site.label) for site in mutants)
+        repeats = confirmations(len(controls), nth, self._config.strength_luck_bound,
+                                tuple(draws.values()))
         if repeats is None:
             return Outcome("weak", f"{name} has too few controls ({len(controls)}) to "
                                    "bound what luck could earn this late in the episode")

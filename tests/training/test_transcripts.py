@@ -1,18 +1,10 @@
-"""Episodes as token ids: starts, chat-template suffixes, transcripts for SFT (no model)."""
+"""Transcripts as token ids: chat-template suffixes, transcripts for SFT (no model)."""
 
 from __future__ import annotations
 
 import pytest
 
-from vera_env.training.episodes import (
-    IGNORE,
-    ChatFormat,
-    Start,
-    draw_starts,
-    format_start,
-    parse_start,
-    tokenize_transcript,
-)
+from vera_env.training.transcripts import IGNORE, ChatFormat, tokenize_transcript
 
 
 @pytest.fixture(scope="module")
@@ -37,21 +29,6 @@ def test_chat_format_without_template_raises(tokenizer):
 
     with pytest.raises(ValueError, match="no chat_template"):
         ChatFormat(NoTemplate())
-
-
-def test_parse_start_round_trips_and_rejects_plain_prompts():
-    start = Start("seq.gc_content.easy.s3", 7)
-    assert parse_start(format_start(start)) == start
-    with pytest.raises(ValueError, match="format_start"):
-        parse_start("What is the GC content?")
-
-
-def test_draw_starts_uses_every_task_before_repeating_one():
-    starts = draw_starts(["a", "b", "c"], 7, seed=1)
-    assert sorted(s.task_id for s in starts[:3]) == ["a", "b", "c"]
-    assert len(starts) == 7 and starts == draw_starts(["a", "b", "c"], 7, seed=1)
-    with pytest.raises(ValueError, match="at least one"):
-        draw_starts(["a"], 0)
 
 
 def test_tokenize_transcript_labels_only_the_actions(tokenizer, fmt):

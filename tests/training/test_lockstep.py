@@ -14,11 +14,12 @@ from vera_env.errors import SandboxError
 from vera_env.policies.chat import prompt_ids
 from vera_env.tasks import TaskSource, load_tasks
 from vera_env.tasks.builtin import make_task
-from vera_env.training.envs import make_env
-from vera_env.training.episodes import ChatFormat, Start
+from vera_env.training.envs import EnvOptions, make_env
+from vera_env.training.lockstep import play_lockstep
 from vera_env.training.packing import make_packing
-from vera_env.training.stepwise import play_lockstep
+from vera_env.training.starts import Start
 from vera_env.training.teacher import BriefTeacher
+from vera_env.training.transcripts import ChatFormat
 
 TASK = "tab.sentinel_mean.easy.s0"
 
@@ -72,7 +73,7 @@ def play(envs, starts, sample, tokenizer, *, layout="stepwise", max_turn_tokens=
 
 
 def test_play_lockstep_stepwise_prompts_are_the_evaluation_prompts_with_prefill(tokenizer, tasks):
-    env = make_env(tasks, max_steps=2, wrappers=("forced",), reserve=1)
+    env = make_env(tasks, EnvOptions(env_max_steps=2, wrappers=("forced",), reserve=1))
     sample = Replies(tokenizer, ["<command>wc -l values.tsv</command>", "7"])
     (episode,) = play([env], [Start(TASK, 0)], sample, tokenizer, system_prompt="Be brief.")
     env.close()
@@ -88,7 +89,7 @@ def test_play_lockstep_stepwise_prompts_are_the_evaluation_prompts_with_prefill(
 
 
 def test_play_lockstep_stepwise_cut_turn_is_marked_and_kept_as_sampled(tokenizer, tasks):
-    env = make_env(tasks, max_steps=1, wrappers=())
+    env = make_env(tasks, EnvOptions(env_max_steps=1, wrappers=()))
     sample = Replies(tokenizer, ["<command>cat values.tsv | sort | uniq -c | head</command>"],
                      cut_after=50)
     (episode,) = play([env], [Start(TASK, 0)], sample, tokenizer, max_turn_tokens=4)
@@ -98,8 +99,8 @@ def test_play_lockstep_stepwise_cut_turn_is_marked_and_kept_as_sampled(tokenizer
 
 
 def test_play_lockstep_stepwise_sandbox_fault_excludes_only_that_episode(tokenizer, tasks):
-    envs = [BrokenOnStep(make_env(tasks, max_steps=3, wrappers=()), 2),
-            make_env(tasks, max_steps=3, wrappers=())]
+    envs = [BrokenOnStep(make_env(tasks, EnvOptions(env_max_steps=3, wrappers=())), 2),
+            make_env(tasks, EnvOptions(env_max_steps=3, wrappers=()))]
     sample = Replies(tokenizer, ["<command>ls</command>"] * 4 + ["FINAL ANSWER: 1"] * 2)
     broken, fine = play(envs, [Start(TASK, 0), Start(TASK, 0)], sample, tokenizer,
                         max_turn_tokens=32)
@@ -115,7 +116,8 @@ def test_play_lockstep_stepwise_sandbox_fault_excludes_only_that_episode(tokeniz
 
 def test_play_lockstep_on_round_reports_each_round_and_the_episodes_still_playing(
         tokenizer, tasks):
-    envs = [make_env(tasks, max_steps=1, wrappers=()), make_env(tasks, max_steps=2, wrappers=())]
+    envs = [make_env(tasks, EnvOptions(env_max_steps=1, wrappers=())),
+            make_env(tasks, EnvOptions(env_max_steps=2, wrappers=()))]
     sample = Replies(tokenizer, ["<command>ls</command>"] * 3)
     rounds: list[tuple[int, int]] = []
     play(envs, [Start(TASK, 0), Start(TASK, 1)], sample, tokenizer,
@@ -128,8 +130,7 @@ def test_play_lockstep_on_round_reports_each_round_and_the_episodes_still_playin
 def test_brief_teacher_answers_and_its_line_count_pin_earns_nothing(tasks):
     from vera_env.rollout import run_episode
 
-    env = make_env(tasks, max_steps=3, wrappers=("forced",), reserve=1,
-                   observation_variant="compact")
+    env = make_env(tasks, EnvOptions(env_max_steps=3, wrappers=("forced",), reserve=1, observation_variant="compact"))
     attempt = run_episode(env, BriefTeacher(tasks), seed=0, task_id=TASK)
     env.close()
     assert attempt.correct and attempt.steps[0].action == "<command>cat codebook.txt | wc -l</command>"
@@ -163,7 +164,8 @@ def test_play_lockstep_sandbox_fault_at_reset_is_an_excluded_episode_in_both_lay
 
 
 def test_play_lockstep_fixed_width_samples_for_finished_episodes_too(tokenizer, tasks):
-    envs = [make_env(tasks, max_steps=1, wrappers=()), make_env(tasks, max_steps=3, wrappers=())]
+    envs = [make_env(tasks, EnvOptions(env_max_steps=1, wrappers=())),
+            make_env(tasks, EnvOptions(env_max_steps=3, wrappers=()))]
     sample = Replies(tokenizer, ["hmm"] * 6)
     rounds = iter([True, True, True, False])  # another process still plays two more rounds
     episodes = play(envs, [Start(TASK, 0)] * 2, sample, tokenizer,
@@ -176,7 +178,7 @@ def test_play_lockstep_fixed_width_samples_for_finished_episodes_too(tokenizer, 
 
 def test_play_lockstep_episode_layout_masks_the_env_and_keeps_sampled_ids(tokenizer, tasks):
     fmt = ChatFormat(tokenizer)
-    env = make_env(tasks, max_steps=3, wrappers=("forced",), reserve=1)
+    env = make_env(tasks, EnvOptions(env_max_steps=3, wrappers=("forced",), reserve=1))
     sample = Replies(tokenizer, ["<command>wc -l values.tsv</command>", "no block here", "7"])
     (episode,) = play([env], [Start(TASK, 0)], sample, tokenizer, layout="episode")
     env.close()
@@ -201,7 +203,7 @@ def test_play_lockstep_episode_layout_masks_the_env_and_keeps_sampled_ids(tokeni
 
 
 def test_play_lockstep_episode_layout_budget_ends_episodes_and_closes_cut_turns(tokenizer, tasks):
-    envs = [make_env(tasks, max_steps=10, wrappers=()) for _ in range(2)]
+    envs = [make_env(tasks, EnvOptions(env_max_steps=10, wrappers=())) for _ in range(2)]
     sample = Replies(tokenizer, ["no protocol here " * 20] * 20, cut_after=40)
     episodes = play(envs, [Start(TASK, 0)] * 2, sample, tokenizer, layout="episode",
                     max_turn_tokens=40, max_completion_length=1500)

@@ -1,4 +1,4 @@
-"""Episodes as token ids: task starts, the sampler protocol, the chat format, transcripts.
+"""Transcripts as token ids for supervised training, through the model's chat template.
 
 Why ids, never re-rendered text. A policy-gradient update must score exactly the tokens
 the policy sampled. Rendering the transcript back into a chat and re-tokenizing it
@@ -7,26 +7,18 @@ earlier ``<think>`` blocks — and the update then trains tokens the model never
 So a concatenated episode is built by concatenation only: the first prompt, then each
 model turn's sampled ids, then each later observation as the token suffix the chat
 template puts after an assistant turn (``ChatFormat.observation``). GRPO plays episodes
-in ``vera_env.training.stepwise`` and packs them in ``vera_env.training.packing``; supervised training
-lays collected transcripts out with ``tokenize_transcript``.
+in ``vera_env.training.lockstep`` and packs them in ``vera_env.training.packing``;
+supervised training lays collected transcripts out with ``tokenize_transcript``.
 
-This module needs no torch: a sampler is any callable mapping contexts to sampled ids.
+This module needs no torch: only a tokenizer.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-import numpy as np
-
-__all__ = [
-    "DRAWN", "IGNORE", "ChatFormat", "Layout", "Sampler", "Start", "deferred_starts", "draw_starts",
-    "format_start",
-    "parse_start", "tokenize_transcript",
-]
+__all__ = ["IGNORE", "ChatFormat", "Layout", "tokenize_transcript"]
 
 IGNORE = -100
 """Label of a token that earns no loss (observations, prompts)."""
@@ -35,82 +27,6 @@ Layout = Literal["episode", "turns"]
 """How a transcript becomes training sequences: the whole episode as one sequence (the
 context GRPO trains in), or one sequence per turn, each from its observation alone (the
 context ``OpenAIChatPolicy`` and ``TransformersPolicy`` give a model)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Start:
-    """Where an episode starts: the task and the reset seed."""
-
-    task_id: str
-    seed: int
-
-
-def draw_starts(task_ids: Sequence[str], n: int, *, seed: int = 0) -> list[Start]:
-    """``n`` starts: task ids without replacement while they last, then reshuffled again.
-
-    Raises:
-        ValueError: ``n`` < 1 or no task ids.
-    """
-    if n < 1:
-        raise ValueError(f"need at least one start, got n={n}")
-    if not task_ids:
-        raise ValueError("no task ids to draw from")
-    rng = np.random.default_rng(seed)
-    order: list[str] = []
-    while len(order) < n:
-        order.extend(task_ids[i] for i in rng.permutation(len(task_ids)))
-    return [Start(task_id=t, seed=int(rng.integers(2**31))) for t in order[:n]]
-
-
-DRAWN = "drawn:"
-"""Task-id prefix of a start whose task is drawn when it is played, not when the dataset
-is built: a ``Curriculum`` picks from the pass rates of the episodes before it, which a
-dataset built up front cannot know (``deferred_starts``, ``LockstepRollout``)."""
-
-
-def deferred_starts(n: int, *, seed: int = 0) -> list[Start]:
-    """``n`` starts whose tasks are drawn when played (ids ``drawn:0`` ...), with seeds.
-
-    Raises:
-        ValueError: ``n`` < 1.
-    """
-    if n < 1:
-        raise ValueError(f"need at least one start, got n={n}")
-    rng = np.random.default_rng(seed)
-    return [Start(task_id=f"{DRAWN}{i}", seed=int(rng.integers(2**31))) for i in range(n)]
-
-
-def format_start(start: Start) -> str:
-    """The dataset ``prompt`` of an episode: its start, as JSON (rollout_func sees only it)."""
-    return json.dumps({"task_id": start.task_id, "seed": start.seed})
-
-
-def parse_start(prompt: Any) -> Start:
-    """Read a ``format_start`` prompt back.
-
-    Raises:
-        ValueError: The prompt was not written by ``format_start`` (a dataset built by hand
-            with ordinary prompts: use ``vera_env.training.grpo.build_dataset``).
-    """
-    try:
-        data = json.loads(prompt)
-        return Start(task_id=str(data["task_id"]), seed=int(data["seed"]))
-    except (TypeError, ValueError, KeyError) as exc:
-        raise ValueError(f"expected a prompt written by format_start, e.g. "
-                         f"'{{\"task_id\": \"seq.gc_content.easy.s0\", \"seed\": 0}}'; "
-                         f"got {str(prompt)[:80]!r}") from exc
-
-
-class Sampler(Protocol):
-    """Samples one model turn for each context (token ids), at most ``max_new_tokens``.
-
-    Returns one ``(ids, logprobs)`` per context, in order; ``logprobs`` (one per id) may
-    be None when the backend does not report them. Ids after the first end-of-turn token
-    are ignored.
-    """
-
-    def __call__(self, contexts: list[list[int]], max_new_tokens: int
-                 ) -> list[tuple[list[int], list[float] | None]]: ...
 
 
 class ChatFormat:

@@ -1,10 +1,15 @@
-"""``StepwiseGRPOTrainer``: TRL's GRPO over lockstep episodes, in either layout.
+"""``MultiTurnGRPOTrainer``: TRL's GRPO over lockstep episodes, in either layout.
+
+The library half of GRPO, as TRL keeps ``GRPOTrainer`` apart from its ``grpo`` script:
+``vera_env.training.grpo`` is the script (flags, model, dataset, one ``fit``) and builds
+this trainer. It serves both layouts, step-wise and concatenated, so it is named for
+multi-turn episodes (it was ``StepwiseGRPOTrainer``, in ``stepwise_trainer``).
 
 Why a subclass. TRL's public seam for multi-turn work, ``rollout_func``, must return
 exactly one sample per prompt element, and TRL then groups consecutive rows by
 ``num_generations`` (https://github.com/huggingface/trl/issues/4543 meets the same wall). A step-wise batch has a
 variable number of samples per episode, so this class overrides one method,
-``_generate_and_score_completions``: it plays the episodes (``vera_env.training.stepwise``, the
+``_generate_and_score_completions``: it plays the episodes (``vera_env.training.lockstep``, the
 one rollout loop), packs them as the layout says (``vera_env.training.packing``: one sample per
 turn, or one concatenated sample per episode with the env's tokens masked),
 scores each *episode* with the trainer's own reward functions and weights
@@ -35,7 +40,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -53,14 +58,30 @@ from vera_env.training.advantages import (
     weighted_rewards,
 )
 from vera_env.training.dump import RolloutDump, format_episode
-from vera_env.training.packing import Sample, TurnSample
+from vera_env.training.lockstep import PlayedEpisode
+from vera_env.training.packing import Packing, Sample, TurnSample
 from vera_env.training.phase_log import PhaseLog, batch_label
-from vera_env.training.stepwise import StepEpisode
 
-__all__ = ["TESTED_TRL", "StepwiseGRPOTrainer", "check_trl"]
+__all__ = ["TESTED_TRL", "MultiTurnGRPOTrainer", "Rollout", "check_trl"]
 
 TESTED_TRL = ("1.16", "1.17")
 """TRL versions ``[low, high)`` this override is tested against."""
+
+
+class Rollout(Protocol):
+    """What the trainer plays its episodes with (``vera_env.training.lockstep.LockstepRollout``)."""
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> list[PlayedEpisode]:
+        """Play one episode per dataset prompt (a task start), with ``trainer``'s model."""
+        ...
+
+    def packing(self, trainer: Any) -> Packing:
+        """How the episodes become samples, for ``trainer``'s tokenizer."""
+        ...
+
+    def redraw(self, prompt: Any, rng: np.random.Generator) -> str:
+        """Another start for a group that taught nothing (``redraws``)."""
+        ...
 
 
 def check_trl(version: str = trl.__version__) -> None:
@@ -71,22 +92,21 @@ def check_trl(version: str = trl.__version__) -> None:
     """
     low, high = map(Version, TESTED_TRL)
     if not low <= Version(version) < high:
-        raise RuntimeError(f"vera_env.training.stepwise_trainer is tested with trl>={TESTED_TRL[0]},"
+        raise RuntimeError(f"vera_env.training.grpo_trainer is tested with trl>={TESTED_TRL[0]},"
                            f"<{TESTED_TRL[1]}; found {version}. Install that range.")
 
 
-class StepwiseGRPOTrainer(GRPOTrainer):
+class MultiTurnGRPOTrainer(GRPOTrainer):
     """GRPO where every model turn is one sample (see the module docstring).
 
     Args:
-        step_rollout: Plays episodes: ``step_rollout(prompts, trainer) -> list[StepEpisode]``,
-            and ``step_rollout.packing(trainer)`` packs them (``vera_env.training.stepwise.LockstepRollout``).
+        rollout: Plays episodes and says how to pack them (``Rollout``).
         advantage: ``episode`` (broadcast) or ``reward_to_go`` (step-wise layout only;
             needs the default reward functions, whose parts it re-weighs per turn).
         dump: Where to write sample records (``--dump-rollouts``), or None.
         print_samples: Print this many episodes of every generation batch.
         redraws: Rounds per training batch in which every group whose rewards are all
-            equal is played again on a redrawn start (``step_rollout.redraw``); the
+            equal is played again on a redrawn start (``rollout.redraw``); the
             replaced episodes are dumped with ``redrawn: true`` and never trained on.
             Episode advantages and one process only (groups are judged whole).
         log: Where each generation batch's rollout is announced and summed up (a
@@ -97,12 +117,12 @@ class StepwiseGRPOTrainer(GRPOTrainer):
     _last_loaded_step: int
     """``GRPOTrainer``'s own: the step whose weights vLLM holds (declared for the checker)."""
 
-    def __init__(self, *args: Any, step_rollout: Any, advantage: AdvantageMode = "episode",
+    def __init__(self, *args: Any, rollout: Rollout, advantage: AdvantageMode = "episode",
                  dump: RolloutDump | None = None, print_samples: int = 0,
                  redraws: int = 0, log: PhaseLog | None = None, **kwargs: Any) -> None:
         check_trl()
         if kwargs.get("rollout_func") is not None:
-            raise ValueError("StepwiseGRPOTrainer plays its own episodes: pass step_rollout, "
+            raise ValueError("MultiTurnGRPOTrainer plays its own episodes: pass rollout, "
                              "not rollout_func")
         if advantage not in ("episode", "reward_to_go"):
             raise ValueError(f"advantage must be episode or reward_to_go, got {advantage!r}")
@@ -118,14 +138,14 @@ class StepwiseGRPOTrainer(GRPOTrainer):
                 "verification_reward", "correctness_reward", "format_reward"]:
             raise ValueError("advantage='reward_to_go' needs vera_env.training.rewards.REWARD_FUNCS: "
                              "it splits their parts per turn")
-        self.step_rollout, self.advantage_mode = step_rollout, advantage
-        self.packing = step_rollout.packing(self)
+        self.rollout, self.advantage_mode = rollout, advantage
+        self.packing = rollout.packing(self)
         if advantage == "reward_to_go" and self.packing.name != "stepwise":
             raise ValueError("advantage='reward_to_go' needs one sample per turn "
                              "(layout stepwise)")
         self.dump, self.print_samples, self.redraws = dump, print_samples, redraws
         self.phase_log = log
-        self.last_episodes: list[StepEpisode] = []
+        self.last_episodes: list[PlayedEpisode] = []
         self.last_samples: list[Sample] = []
         self.last_records: list[dict[str, Any]] = []
 
@@ -139,7 +159,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         prompts = [x["prompt"] for x in inputs]
         began = time.perf_counter()
         self._say(mode, f"rolling out {len(prompts)} episodes")
-        episodes = self.step_rollout(prompts, self)
+        episodes = self.rollout(prompts, self)
         per_func = self._score(inputs, prompts, episodes)
         if self.redraws and mode == "train":
             per_func = self._redraw(inputs, prompts, episodes, per_func)
@@ -171,7 +191,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
     # ----- rewards and advantages -----
 
     def _score(self, inputs: list[dict[str, Any]], prompts: list[Any],
-               episodes: Sequence[StepEpisode]) -> torch.Tensor:
+               episodes: Sequence[PlayedEpisode]) -> torch.Tensor:
         """Each reward function's value per episode (every process's, gathered)."""
         fields = [e.fields() for e in episodes]
         rows = [{**x, **f} for x, f in zip(inputs, fields, strict=True)]
@@ -186,7 +206,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         return torch.as_tensor(values, dtype=per_func.dtype, device=per_func.device)
 
     def _redraw(self, inputs: list[dict[str, Any]], prompts: list[Any],
-                episodes: list[StepEpisode], per_func: torch.Tensor) -> torch.Tensor:
+                episodes: list[PlayedEpisode], per_func: torch.Tensor) -> torch.Tensor:
         """Replay groups with no advantage on redrawn starts, in place (``redraws``).
 
         A replaced episode has already told a curriculum its outcome (the env did, when it
@@ -202,13 +222,13 @@ class StepwiseGRPOTrainer(GRPOTrainer):
                 break
             rng = np.random.default_rng([self.args.seed, self.state.global_step, round_])
             members = [g * size + k for g in dead for k in range(size)]
-            fresh = [self.step_rollout.redraw(prompts[g * size], rng) for g in dead]
+            fresh = [self.rollout.redraw(prompts[g * size], rng) for g in dead]
             new_prompts = [p for p in fresh for _ in range(size)]
             new_inputs = [{**inputs[m], "prompt": p} for m, p in zip(members, new_prompts,
                                                                       strict=True)]
             self._say("train", f"replaying {len(dead)} group(s) with no advantage on "
                                f"redrawn tasks (redraw {round_ + 1}/{self.redraws})")
-            replayed = self.step_rollout(new_prompts, self)
+            replayed = self.rollout(new_prompts, self)
             new_func = self._score(new_inputs, new_prompts, replayed)
             old = [episodes[m] for m in members]
             self._record(old, [[0.0] * len(e.turns) for e in old], [False] * len(old),
@@ -220,7 +240,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         self._metrics["train"]["stepwise/redrawn_groups"].append(float(redrawn))
         return per_func
 
-    def _episode_advantages(self, per_func: torch.Tensor, episodes: Sequence[StepEpisode],
+    def _episode_advantages(self, per_func: torch.Tensor, episodes: Sequence[PlayedEpisode],
                             mode: str) -> list[list[float]]:
         self._flush_reward_logs(mode)
         rewards = self._rewards(per_func)
@@ -266,7 +286,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
         self._pending_metrics.clear()
         self._pending_extra_logs.clear()
 
-    def _reward_to_go(self, episodes: Sequence[StepEpisode], groups: int) -> list[list[float]]:
+    def _reward_to_go(self, episodes: Sequence[PlayedEpisode], groups: int) -> list[list[float]]:
         w_ver, w_cor, w_fmt = self.reward_weights.tolist()
         turn_rewards = [[w_ver * t.reward_parts.verification
                          + w_cor * (t.reward_parts.correctness or 0.0)
@@ -357,7 +377,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
 
     # ----- logging and the dump -----
 
-    def _log_batch(self, episodes: Sequence[StepEpisode], keep: list[bool],
+    def _log_batch(self, episodes: Sequence[PlayedEpisode], keep: list[bool],
                    samples: list[Sample], mode: str) -> None:
         device = self.accelerator.device
         turns = [t for e, ok in zip(episodes, keep, strict=True) if ok for t in e.turns]
@@ -381,7 +401,7 @@ class StepwiseGRPOTrainer(GRPOTrainer):
                                                         for s in samples))
         metrics["num_tokens"] = [self.state.num_input_tokens_seen]
 
-    def _record(self, episodes: Sequence[StepEpisode], advantages: list[list[float]],
+    def _record(self, episodes: Sequence[PlayedEpisode], advantages: list[list[float]],
                 keep: list[bool], packed: list[list[Sample]], weights: list[float],
                 *, redrawn: bool = False) -> None:
         """Dump records (gathered to the main process) and print sample episodes.
@@ -421,7 +441,7 @@ def _nanstd(values: torch.Tensor) -> float:
     return kept.std().item() if kept.numel() > 1 else 0.0
 
 
-def _record(episode: StepEpisode, turn: TurnSample, advantage: float | None, weight: float,
+def _record(episode: PlayedEpisode, turn: TurnSample, advantage: float | None, weight: float,
             tokenizer: Any, state: Any, redrawn: bool = False) -> dict[str, Any]:
     return {
         "step": state.global_step, "episode": None, "group": None,

@@ -20,9 +20,12 @@ module's, once.
 
 Each episode is recorded with the shared ``vera_env.rollout.attempt.Attempt``
 lifecycle, so a sandbox or env fault in one episode becomes that episode's status —
-excluded from vera_env.training (no gradient, no share of its group's baseline), never a reward
+excluded from training (no gradient, no share of its group's baseline), never a reward
 of 0 and never a crash of the batch. No torch here: a sampler is any callable
-(``episodes.Sampler``).
+(``Sampler``).
+
+Both layouts play here, so the names say lockstep, not step-wise: this module was
+``stepwise`` while it served the step-wise layout alone.
 """
 
 from __future__ import annotations
@@ -31,28 +34,54 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from vera_env import info as keys
 from vera_env.evaluation import EXCLUDED_STATUSES
 from vera_env.rollout.attempt import Attempt
-from vera_env.training.episodes import DRAWN, Sampler, Start, format_start, parse_start
 from vera_env.training.packing import LayoutName, Packing, TurnSample, make_packing
+from vera_env.training.starts import DRAWN, Start, format_start, parse_start
 
 if TYPE_CHECKING:
+    import gymnasium as gym
     import numpy as np
 
+    from vera_env.spec import EnvSpec
+    from vera_env.tasks import TaskSource
     from vera_env.training.phase_log import PhaseLog
 
-__all__ = ["LockstepRollout", "StepEpisode", "TurnSample", "any_active", "play_lockstep"]
+__all__ = ["DrawsTasks", "LockstepRollout", "PlayedEpisode", "Sampler", "TurnSample",
+           "any_active", "play_lockstep"]
 
 ROUND_LINE_S = 10.0
 """Least seconds between two "rollout round" lines: a CPU rollout is minutes of rounds,
 a vLLM one hundreds of short ones."""
 
 
+class Sampler(Protocol):
+    """Samples one model turn for each context (token ids), at most ``max_new_tokens``.
+
+    Returns one ``(ids, logprobs)`` per context, in order; ``logprobs`` (one per id) may
+    be None when the backend does not report them. Ids after the first end-of-turn token
+    are ignored.
+    """
+
+    def __call__(self, contexts: list[list[int]], max_new_tokens: int
+                 ) -> list[tuple[list[int], list[float] | None]]: ...
+
+
+@runtime_checkable
+class DrawsTasks(Protocol):
+    """A task source that draws tasks as they are played (``vera_env.tasks.Curriculum``):
+    what a deferred start (``drawn:K``) needs."""
+
+    def sample(self, n: int) -> Sequence[str]:
+        """``n`` task ids, drawn now."""
+        ...
+
+
 @dataclass
-class StepEpisode:
+class PlayedEpisode:
     """One episode as a list of turn samples, with its ``Attempt`` record."""
 
     start: Start
@@ -84,8 +113,8 @@ class StepEpisode:
                 "status": self.attempt.status, "error": self.attempt.error}
 
 
-def _reset(env: Any, start: Start) -> StepEpisode:
-    episode = StepEpisode(start=start, attempt=Attempt.start(start.task_id, seed=start.seed))
+def _reset(env: gym.Env[str, str], start: Start) -> PlayedEpisode:
+    episode = PlayedEpisode(start=start, attempt=Attempt.start(start.task_id, seed=start.seed))
     episode.done = True  # until the reset succeeded
     with episode.attempt.capturing():
         episode.observation, episode.info = env.reset(seed=start.seed,
@@ -95,7 +124,7 @@ def _reset(env: Any, start: Start) -> StepEpisode:
     return episode
 
 
-def _step(env: Any, episode: StepEpisode, turn: TurnSample) -> None:
+def _step(env: gym.Env[str, str], episode: PlayedEpisode, turn: TurnSample) -> None:
     """Step the env with the turn; a fault ends the episode as its status."""
     episode.done = True  # until the step succeeded
     with episode.attempt.capturing():
@@ -107,7 +136,7 @@ def _step(env: Any, episode: StepEpisode, turn: TurnSample) -> None:
         episode.observation, episode.info, episode.done = obs, info, ended
 
 
-def _next_turn(episode: StepEpisode, packing: Packing) -> TurnSample | None:
+def _next_turn(episode: PlayedEpisode, packing: Packing) -> TurnSample | None:
     """The episode's next turn as the packing conditions it, or None (no room: it ends)."""
     prefill = str(episode.info.get(keys.PREFILL) or "")
     context = packing.context(episode.turns, episode.observation, prefill)
@@ -131,18 +160,18 @@ def _take(turn: TurnSample, ids: Sequence[int], logprobs: Sequence[float] | None
         [t for t in turn.completion_ids if t not in eos_ids], skip_special_tokens=True)
 
 
-def play_lockstep(envs: Sequence[Any], starts: Sequence[Start], sample: Sampler,
+def play_lockstep(envs: Sequence[gym.Env[str, str]], starts: Sequence[Start], sample: Sampler,
                   packing: Packing, tokenizer: Any, *, pool: ThreadPoolExecutor,
                   any_active: Callable[[bool], bool] = lambda local: local,
                   fixed_width: bool = False,
                   timings: dict[str, float] | None = None,
-                  on_round: Callable[[int, int], None] | None = None) -> list[StepEpisode]:
+                  on_round: Callable[[int, int], None] | None = None) -> list[PlayedEpisode]:
     """Play one episode per start in lockstep; every turn becomes a ``TurnSample``.
 
     Args:
         envs: One (wrapped) ``VeraEnv`` per start.
         starts: Task id and seed of each episode.
-        sample: The model (see ``vera_env.training.episodes.Sampler``).
+        sample: The model (see ``Sampler``).
         packing: What each turn is conditioned on (``vera_env.training.packing``).
         tokenizer: The model's tokenizer (decodes the sampled turns into actions).
         pool: Threads that step the envs.
@@ -201,11 +230,12 @@ def any_active(trainer: Any) -> Callable[[bool], bool]:
 
 
 class LockstepRollout:
-    """Plays a generation batch for ``StepwiseGRPOTrainer`` (its ``step_rollout``).
+    """Plays a generation batch for ``MultiTurnGRPOTrainer`` (its ``rollout``).
 
     Args:
-        tasks: The task source the dataset's task ids come from.
-        spec: The environment (``vera_env.training.envs.env_spec``).
+        tasks: The task source the dataset's task ids come from; deferred starts
+            (``drawn:K``) need one that draws (``DrawsTasks``: a ``Curriculum``).
+        spec: The environment (``vera_env.training.envs.EnvOptions.env_spec``).
         layout: The packing (``vera_env.training.packing``): ``stepwise`` or ``episode``.
         max_turn_tokens: Tokens one model turn may sample.
         max_completion_length: Episode layout: tokens after the first prompt.
@@ -221,7 +251,7 @@ class LockstepRollout:
     and the episodes played.
     """
 
-    def __init__(self, tasks: Any, spec: Any, *, layout: LayoutName = "stepwise",
+    def __init__(self, tasks: TaskSource, spec: EnvSpec, *, layout: LayoutName = "stepwise",
                  max_turn_tokens: int = 256, max_completion_length: int = 4096,
                  env_workers: int = 8, system_prompt: str = "",
                  sampler: Callable[[Any], Sampler] | None = None,
@@ -253,7 +283,7 @@ class LockstepRollout:
                 max_context_tokens=_model_window(trainer)))
         return self._packing[1]
 
-    def __call__(self, prompts: list[Any], trainer: Any) -> list[StepEpisode]:
+    def __call__(self, prompts: list[Any], trainer: Any) -> list[PlayedEpisode]:
         drawn: dict[str, str] = {}  # per call: a dataset epoch later, slot K draws anew
         starts = [self._resolve(parse_start(p), drawn) for p in prompts]
         if self._sampler_factory is None:
@@ -287,7 +317,7 @@ class LockstepRollout:
         return line
 
     def redraw(self, prompt: Any, rng: np.random.Generator) -> str:
-        """Another start for a group that taught nothing (``StepwiseGRPOTrainer``'s
+        """Another start for a group that taught nothing (``MultiTurnGRPOTrainer``'s
         ``redraws``): a deferred one is returned as it is, since it is drawn anew when
         played, from a curriculum that has just seen the group's outcomes; a fixed one
         becomes a task drawn uniformly from the source, with the same reset seed."""
@@ -303,9 +333,16 @@ class LockstepRollout:
         in the same generation batch, and the whole group must play the same task.
 
         With several processes each draws from its own curriculum, and a group split
-        across processes would play different tasks: use one process per group."""
+        across processes would play different tasks: use one process per group.
+
+        Raises:
+            ValueError: A deferred start from a source that does not draw.
+        """
         if not start.task_id.startswith(DRAWN):
             return start
+        if not isinstance(self._tasks, DrawsTasks):
+            raise ValueError(f"a deferred start ({start.task_id}) needs a task source that "
+                             f"draws tasks (a Curriculum), got {type(self._tasks).__name__}")
         if start.task_id not in drawn:
             drawn[start.task_id] = self._tasks.sample(1)[0]
         return Start(task_id=drawn[start.task_id], seed=start.seed)
