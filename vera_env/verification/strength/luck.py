@@ -112,4 +112,5 @@ def _log_chances(controls: int, draws: tuple[int, ...], late: bool) -> np.ndarra
         log = log + np.log(np.maximum(agree - p ** sum(draws), 1e-300))
     step = np.log1p(-p) + (np.log(p) if late else 0.0)
     rs = np.arange(_MAX_CONFIRMS + 1)[:, None]
-    return (np.max(log[None, :] + rs * step[None, :], axis=1) + math.log(1.01))
+    chances: np.ndarray = np.max(log[None, :] + rs * step[None, :], axis=1) + math.log(1.01)
+    return chances
