@@ -7,9 +7,11 @@ model can never set its own score. Parsing lives in ``protocol``/``answers``, sc
 decides the order of things and what the model is told.
 
 What a turn may do depends on the episode's phase (``vera_env.phase``): a free turn,
-an answer-only turn demanded by ``ForcedAnswer`` (``force_answer``), or the one extra
-ask after the budget (``grant_extra_ask``); every reward number comes from the
-episode's ``RewardLedger`` (``vera_env.verification.rewards``).
+an answer-only turn in the last ``forced_reserve`` steps, or the one extra ask after
+the budget; every reward number comes from the episode's ``RewardLedger``
+(``vera_env.verification.rewards``). The env moves the phase itself at the end of each
+step: a wrapper that forced the next turn after ``step`` returned re-entered the env
+and had the step's observation rendered twice, once by each owner.
 
 Model misbehaviour is a value: a malformed turn costs a step, earns a small format
 penalty, and comes back as ``info["error"]`` plus a nudge in the next observation —
@@ -52,12 +54,16 @@ from vera_env.wire.answers import ANSWER_PREFIX, answer_is_usable, extract_answe
 from vera_env.wire.protocol import Emission, parse_emission
 from vera_env.wire.text import invisible_problem, safe_json
 
-__all__ = ["GATE_NUDGE", "VeraEnv", "vera_base"]
+__all__ = ["GATE_NUDGE", "PREFILL", "VeraEnv", "vera_base"]
 
 GATE_NUDGE = ("no leaf node of your analysis has a check that passed and discriminates "
               "(fails on mutated data). Add a check that verifies the result you are about "
               "to report from the data, then give the answer again")
 """Why an answer was withheld under ``require_verified_leaf``; the next observation says it."""
+
+PREFILL = ANSWER_PREFIX + " "
+"""``info["prefill"]`` while the next turn is answer-only: a policy that can start the
+assistant turn (vLLM's ``continue_final_message``) needs no compliance (``ForcedAnswer``)."""
 
 _UNUSABLE_ANSWER = ("your FINAL ANSWER was not usable ({why}); give the value, name or "
                     "label the question asks for, not a command or a placeholder")
@@ -85,6 +91,9 @@ class VeraEnv(gym.Env[str, str]):
         observation_variant: How observations tell the rules: ``"full"`` (the default)
             or ``"compact"`` (short rules without placeholders, for small models; see
             ``observation.prompts``).
+        forced_reserve: The last this-many steps of the budget are answer-only turns
+            (phase ``forced``), and a budget spent without an answer gets one extra ask
+            (phase ``extra``); 0, the default, forces nothing. ``ForcedAnswer`` sets it.
 
     Attributes:
         require_verified_leaf: The emission gate, off by default. While it is on and
@@ -96,6 +105,7 @@ class VeraEnv(gym.Env[str, str]):
             turns are never gated, so the gate cannot cost the model its answer; nor is
             a task whose checks cannot earn (no reference: `vera_env.tasks.unreferenced`).
             It outlives ``reset`` (a setting, not episode state); ``EmissionGate`` sets it.
+        forced_reserve: As the argument; a setting too, checked when set.
 
     Example:
         >>> import gymnasium as gym, vera_env
@@ -114,7 +124,8 @@ class VeraEnv(gym.Env[str, str]):
                  sandbox_config: SandboxConfig | None = None, state_budget: int = 4000,
                  max_observation_chars: int = 100_000, max_action_chars: int = 50_000,
                  render_mode: str | None = None, judge: Judge | None = None,
-                 observation_variant: ObservationVariant = "full") -> None:
+                 observation_variant: ObservationVariant = "full",
+                 forced_reserve: int = 0) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -145,6 +156,7 @@ class VeraEnv(gym.Env[str, str]):
         self.action_space = FreeText(max_action_chars)
         self._episode: Episode | None = None
         self.require_verified_leaf = False
+        self.forced_reserve = forced_reserve
         self._last_obs = ""
 
     # ----- the public seams (wrappers use these, never private state) -----
@@ -173,6 +185,19 @@ class VeraEnv(gym.Env[str, str]):
     def workspace(self) -> Workspace:
         """The current episode's workspace."""
         return self._require().workspace
+
+    @property
+    def forced_reserve(self) -> int:
+        """Final steps of the budget that demand an answer (see the class docstring)."""
+        return self._forced_reserve
+
+    @forced_reserve.setter
+    def forced_reserve(self, reserve: int) -> None:
+        if not isinstance(reserve, int) or isinstance(reserve, bool) \
+                or not 0 <= reserve <= self.max_steps:
+            raise ValueError(f"forced_reserve must be an int from 0 to max_steps="
+                             f"{self.max_steps}, got {reserve!r}")
+        self._forced_reserve = reserve
 
     @property
     def phase(self) -> Phase:
@@ -212,7 +237,7 @@ class VeraEnv(gym.Env[str, str]):
         what ``render`` shows cannot differ: a free turn (or an ended episode) gets the
         step prompt; an answer-only turn (phase ``forced`` or ``extra``) gets the forced
         prompt — the question, the bounded analysis and the demand for one answer line,
-        without the workspace or the window, since nothing will run. A wrapper that
+        without the workspace or the window, since nothing will run. A caller that
         changes the phase (``force_answer``, ``grant_extra_ask``) calls it for the
         observation of the phase it set, instead of rendering one of its own.
 
@@ -266,6 +291,7 @@ class VeraEnv(gym.Env[str, str]):
                 same=_same_answer(task), task_key=task.id,
                 verdicts=process_store() if self.reward_config.strength_share_verdicts
                 else None)
+        self._steer(self._episode)
         return self.observe(), self._info(RewardPartsRecord())
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -295,6 +321,7 @@ class VeraEnv(gym.Env[str, str]):
         if ep.phase.ended and isinstance(self.tasks, OutcomeListener):  # e.g. a Curriculum
             self.tasks.update(ep.task.id, None if ep.unscorable
                               else ep.correct if ep.answer else False)
+        self._steer(ep)
         return self._finish_step(ep, turn)
 
     def render(self) -> str | None:
@@ -442,6 +469,17 @@ class VeraEnv(gym.Env[str, str]):
             return Event.FAULT
         return Event.BUDGET_SPENT if ep.steps >= self.max_steps else Event.TURN_ENDED
 
+    def _steer(self, ep: Episode) -> None:
+        """Forcing (``forced_reserve``): the next turn is answer-only in the budget's
+        last steps, and a spent budget gets its one extra ask (the phase is the
+        episode's, so each episode gets its own)."""
+        if not self.forced_reserve:
+            return
+        if ep.phase is Phase.SPENT:
+            ep.phase = advance(ep.phase, Event.GRANT_EXTRA)
+        elif ep.phase is Phase.OPEN and self.steps_left <= self.forced_reserve:
+            ep.phase = advance(ep.phase, Event.FORCE)
+
     def _finish_step(self, ep: Episode, turn: Turn
                      ) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if turn.error:
@@ -468,7 +506,8 @@ class VeraEnv(gym.Env[str, str]):
             keys.GRADE_DETAIL: turn.grade_detail, keys.REWARD_PARTS: parts.to_dict(),
             keys.ANSWER_PHASE: "" if ep.answer_phase is None else ep.answer_phase.value,
             keys.VERIFICATION_TOTAL: ep.ledger.verification_total,
-            keys.UNSCORABLE: ep.unscorable, keys.FORCING: False, keys.PREFILL: "",
+            keys.UNSCORABLE: ep.unscorable, keys.FORCING: ep.phase.answer_only,
+            keys.PREFILL: PREFILL if ep.phase.answer_only else "",
             keys.GATED: ep.gated,
         })
         return info

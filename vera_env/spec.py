@@ -72,7 +72,7 @@ class EnvSpec(BaseModel):
 
     ``wrappers`` are applied innermost first: ``("gate", "forced")`` is
     ``ForcedAnswer(EmissionGate(env))``. ``forced`` takes ``reserve`` (clipped to
-    ``max_steps``).
+    ``max_steps``: ``forced_reserve``, which the env is built with).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -119,7 +119,14 @@ class EnvSpec(BaseModel):
                 "state_budget": self.state_budget,
                 "max_observation_chars": self.max_observation_chars,
                 "max_action_chars": self.max_action_chars,
-                "observation_variant": self.observation_variant}
+                "observation_variant": self.observation_variant,
+                "forced_reserve": self.forced_reserve}
+
+    @property
+    def forced_reserve(self) -> int:
+        """The env's ``forced_reserve``: ``reserve`` clipped to the budget when the
+        ``forced`` wrapper is named, else 0 (derived, so not a field to compare)."""
+        return min(self.reserve, self.max_steps) if "forced" in self.wrappers else 0
 
     def step_bound_s(self) -> float:
         """The longest a step of this environment may take, from its limits and reward
@@ -158,8 +165,7 @@ class EnvSpec(BaseModel):
             judge = self.judge.build()
         env = VeraEnv(self.tasks if tasks is None else tasks, judge=judge,
                       **self.env_kwargs())
-        return apply_wrappers(env, self.wrappers,
-                              {"forced": {"reserve": min(self.reserve, self.max_steps)}})
+        return apply_wrappers(env, self.wrappers, {"forced": {"reserve": self.forced_reserve}})
 
 
 def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -207,3 +207,54 @@ def test_episode_forced_from_reset_renders_the_forced_prompt_it_returned(alcohol
     seen = _play_checking_render(env, lambda obs, info: PREFILL + "5")
     env.close()
     assert "STOP INVESTIGATING. You have used 0 of 1 steps." in seen[0] and len(seen) == 2
+
+
+# ----- the env forces; the wrapper is its switch -----
+
+def test_forced_steps_render_their_observation_once(alcohol_task, monkeypatch):
+    """The env moves the phase before it renders: a wrapper that forced after ``step``
+    returned re-entered the env, and each forced step was rendered twice."""
+    calls = []
+    observe = VeraEnv.observe
+    monkeypatch.setattr(VeraEnv, "observe", lambda self: calls.append(1) or observe(self))
+    env = ForcedAnswer(VeraEnv([alcohol_task], max_steps=2), reserve=2)
+    env.reset(seed=0)
+    assert len(calls) == 1
+    _, _, term, trunc, info = env.step(IDLE)  # forced from reset: refused, budget left
+    assert (term, trunc, info[keys.FORCING]) == (False, False, True) and len(calls) == 2
+    _, _, term, trunc, info = env.step(IDLE)  # the budget ends: the extra ask
+    assert (term, trunc, info[keys.FORCING]) == (False, False, True) and len(calls) == 3
+    env.close()
+
+
+def test_bare_env_with_forced_reserve_plays_as_under_the_wrapper(alcohol_task):
+    def play(env):
+        out = [env.reset(seed=0)]
+        out += [env.step(turn) for turn in (IDLE, IDLE, IDLE, PREFILL + "5")]
+        env.close()
+        return out
+
+    out = play(VeraEnv([alcohol_task], max_steps=3, forced_reserve=1))
+    assert out == play(ForcedAnswer(VeraEnv([alcohol_task], max_steps=3), reserve=1))
+    assert [o[-1][keys.FORCING] for o in out] == [False, False, True, True, False]
+    assert out[-1][2] is True and out[-1][-1][keys.ANSWER_FORCED] is True
+
+
+def test_forced_reserve_is_checked_when_set_and_switched_off_on_close(alcohol_task):
+    base = VeraEnv([alcohol_task], max_steps=2)
+    with pytest.raises(ValueError, match="forced_reserve must be an int from 0 to max_steps=2"):
+        base.forced_reserve = 3
+    with pytest.raises(ValueError, match="got True"):
+        VeraEnv([alcohol_task], max_steps=2, forced_reserve=True)
+    env = ForcedAnswer(base, reserve=2)
+    assert base.forced_reserve == 2
+    env.close()
+    assert base.forced_reserve == 0
+
+
+def test_spec_builds_the_env_with_its_clipped_reserve_only_under_forced():
+    from vera_env.spec import EnvSpec
+
+    assert EnvSpec(max_steps=2, wrappers=("forced",), reserve=3).forced_reserve == 2
+    assert EnvSpec(max_steps=9, wrappers=("gate",), reserve=3).forced_reserve == 0
+    assert "forced_reserve" not in EnvSpec().model_dump()  # derived: --resume compares fields

@@ -44,8 +44,9 @@ def test_unfinished_episode_is_written_on_reset_and_close(alcohol_task, tmp_path
 
 
 def test_record_inside_forced_answer_keeps_the_extra_ask_answer(alcohol_task, tmp_path):
-    """Inside ``ForcedAnswer`` the record sees the budget end as truncation, then the
-    extra ask's answer: ``final_answer.txt`` was left empty and the answer's step lost."""
+    """Inside ``ForcedAnswer`` the record keeps the extra ask's answer (``final_answer.txt``
+    was once left empty and the answer's step lost), and records what the outside sees:
+    the env grants the extra ask itself, so the budget's end is no truncation there."""
     from vera_env.wrappers import ForcedAnswer
     from vera_env.wrappers.forced_answer import PREFILL
 
@@ -60,7 +61,8 @@ def test_record_inside_forced_answer_keeps_the_extra_ask_answer(alcohol_task, tm
     assert (folder / "final_answer.txt").read_text() == "5"
     lines = [json.loads(x) for x in (folder / "transcript.jsonl").read_text().splitlines()]
     assert [x["event"] for x in lines] == ["reset", "step", "step"]
-    assert lines[1]["truncated"] is True and lines[2]["answer"] == "5"
+    assert lines[1]["truncated"] is False and lines[1]["forcing"] is True
+    assert lines[2]["answer"] == "5"
     env.close()
     assert (folder / "final_answer.txt").read_text() == "5"
 

@@ -4,9 +4,9 @@
 answers nothing verified, ``RecordEpisode`` writes each episode to disk. They are plain
 ``gymnasium.Wrapper``s: they compose in either order with each other and with
 Gymnasium's own wrappers, and talk to the base environment only through its public
-methods and settings (``phase``, ``force_answer``, ``grant_extra_ask``, ``observe``,
-``require_verified_leaf``, ``state``, ``steps_left``). They steer; the env holds every
-rule and renders every observation, so either order gives the same episode.
+settings and seams (``forced_reserve``, ``require_verified_leaf``, ``state``). They
+switch; the env holds every rule and renders every observation, so either order gives
+the same episode.
 """
 
 from __future__ import annotations

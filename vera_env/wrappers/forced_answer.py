@@ -8,10 +8,12 @@ and only a usable answer ends the episode. If the budget still ends without one,
 model is asked once more (phase ``extra``); an answer obtained that way is marked
 ``answer_forced``.
 
-The wrapper steers the phase and the prefill only. The observation of an answer-only
-phase (the forced prompt: the bounded analysis and "give your single best answer") is
-the env's own, from ``VeraEnv.observe``, so ``env.render()`` shows what the model was
-asked, and no observation is rendered twice by two owners.
+The rule lives in the env, behind its ``forced_reserve`` switch: the env moves the
+phase at the end of each step and renders the observation of the phase it set (the
+forced prompt: the bounded analysis and "give your single best answer"), so
+``env.render()`` shows what the model was asked. This wrapper only turns the switch on,
+as ``EmissionGate`` turns on the gate. When it forced the next turn itself, after
+``step`` had returned, it re-entered the env and each forced step was rendered twice.
 
 ``info["prefill"]`` is ``"FINAL ANSWER: "`` whenever the next turn is forced, so a
 policy that can start the assistant turn (vLLM's ``continue_final_message``) removes the
@@ -23,24 +25,19 @@ Example:
     >>> from vera_env.wrappers import ForcedAnswer
     >>> env = ForcedAnswer(VeraEnv("builtin", max_steps=10), reserve=3)
     >>> obs, info = env.reset(seed=0)
-    >>> info["forcing"]
-    False
+    >>> info["forcing"], env.unwrapped.forced_reserve
+    (False, 3)
 """
 
 from __future__ import annotations
 
-from typing import Any, SupportsFloat
+from typing import Any
 
 import gymnasium as gym
 
-from vera_env import info as keys
-from vera_env.env import vera_base
-from vera_env.phase import Phase
-from vera_env.wire.answers import ANSWER_PREFIX
+from vera_env.env import PREFILL, vera_base
 
 __all__ = ["PREFILL", "ForcedAnswer"]
-
-PREFILL = ANSWER_PREFIX + " "
 
 
 class ForcedAnswer(gym.Wrapper, gym.utils.RecordConstructorArgs):
@@ -64,31 +61,14 @@ class ForcedAnswer(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise ValueError(f"reserve={reserve} is larger than the step budget "
                              f"max_steps={budget}")
         self.reserve = reserve
+        vera_base(self.env).forced_reserve = reserve
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[str, dict[str, Any]]:
-        obs, info = self.env.reset(seed=seed, options=options)
-        return self._maybe_force(obs, info, ended=False)
+        """Reset with forcing on (it may have been switched off since ``__init__``)."""
+        vera_base(self.env).forced_reserve = self.reserve
+        return super().reset(seed=seed, options=options)
 
-    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        base = vera_base(self.env)
-        if base.phase is Phase.SPENT:
-            # The budget ended without a commitment: ask once more, outside the budget.
-            # The phase is the episode's, so the next episode gets its own extra ask.
-            base.grant_extra_ask()
-            return base.observe(), reward, False, False, self._mark(info)
-        obs, info = self._maybe_force(obs, info, ended=terminated or truncated)
-        return obs, reward, terminated, truncated, info
-
-    def _maybe_force(self, obs: str, info: dict[str, Any], *, ended: bool
-                     ) -> tuple[str, dict[str, Any]]:
-        base = vera_base(self.env)
-        if ended or base.steps_left > self.reserve:
-            return obs, info
-        base.force_answer()
-        return base.observe(), self._mark(info)
-
-    @staticmethod
-    def _mark(info: dict[str, Any]) -> dict[str, Any]:
-        return {**info, keys.FORCING: True, keys.PREFILL: PREFILL}
+    def close(self) -> None:
+        vera_base(self.env).forced_reserve = 0
+        super().close()

@@ -90,7 +90,7 @@ class RecordEpisode(gym.Wrapper, gym.utils.RecordConstructorArgs):
         record = StepRecord.from_info(info, reward, terminated, truncated, action=action)
         self._answer = record.answer
         self._write({"event": "step", **record.to_dict(), "observation": obs})
-        if terminated or truncated:  # an outer ForcedAnswer may still ask once more
+        if terminated or truncated:  # a later grant_extra_ask may still ask once more
             self._write_outcome()
         return obs, reward, terminated, truncated, info
 
