@@ -29,7 +29,7 @@ columns (`vera_env.evaluation.integrity`), each with its bootstrap 95% interval
 (`vera_env.evaluation.bootstrap`; shares within attempts resampled by attempt). Then
 ``learning_curve.png``: accuracy and verification against GRPO steps, with the bands.
 
-LoRA (``vera_env.training.lora``): ``--sft-lora-rank`` / ``--grpo-lora-rank`` train
+LoRA (``vera_env.training.adapters``): ``--sft-lora-rank`` / ``--grpo-lora-rank`` train
 adapters instead of every weight; GRPO then starts from the base with the SFT adapter
 merged (``--adapter``), and each evaluation merges the adapters into a temporary model
 folder. ``--from-adapters DIR`` trains nothing: it re-measures the post-SFT point from

@@ -16,7 +16,8 @@ The library they drive (training/README.md lists every module):
 * ``packing`` — the two layouts: how a played episode becomes samples;
 * ``starts`` — task starts, the rows of GRPO's dataset (no torch);
 * ``transcripts`` — ``ChatFormat`` and ``tokenize_transcript``: transcripts as token ids (no torch);
-* ``collection``, ``sft_data`` — the library halves of ``collect`` and ``sft``;
+* ``collection``, ``sft_data``, ``adapters`` — the library halves of ``collect``, ``sft``
+  and ``lora`` (``adapters``: the ``--lora-rank`` / ``--adapter`` flags of every script);
 * ``envs`` — ``EnvOptions``, the environment flags every script shares, defaulting to
   the package's ``EnvSpec``;
 * ``tiny`` — a tiny random model and a locally trained tokenizer (offline runs).

@@ -69,7 +69,7 @@ class Args(EnvOptions):
     """Served model id (openai) or model folder (transformers)."""
     adapter: tuple[str, ...] = ()
     """LoRA adapter folders merged into --model, in order (transformers;
-    vera_env.training.lora)."""
+    vera_env.training.adapters)."""
     temperature: float = 0.7
     """Sampling temperature of model policies (> 0 when attempts > 1)."""
     max_tokens: int = 2048
@@ -132,7 +132,7 @@ def make_policy(args: Args, tasks: TaskSource, starts: Sequence[Start]) -> Polic
         return TransformersPolicy.from_pretrained(args.model, **options)
     import torch  # noqa: PLC0415 - the training extra
 
-    from vera_env.training.lora import merge_adapters  # noqa: PLC0415
+    from vera_env.training.adapters import merge_adapters  # noqa: PLC0415
 
     # Merged on the CPU, then moved: sampling runs on plain weights, as fast as the base.
     base = TransformersPolicy.from_pretrained(args.model, device="cpu")

@@ -21,7 +21,7 @@ A real run (see training/README.md for the GPU recipe):
         --vllm-mode colocate --bf16 --train-steps 200 --output-dir runs/grpo
 
 Verification alone (correctness weighed 0: a guard, not a target), with a LoRA adapter
-(``vera_env.training.lora``; the output folder then holds the adapter alone):
+(``vera_env.training.adapters``; the output folder then holds the adapter alone):
 
     python -m vera_env.training.grpo --model BASE --adapter runs/sft --lora-rank 8 \
         --reward-weights 1 0 1 --output-dir runs/grpo
@@ -60,8 +60,8 @@ from typing import Any, Literal
 
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin.instance import Difficulty
+from vera_env.training.adapters import LoraOptions
 from vera_env.training.envs import EnvOptions, task_source
-from vera_env.training.lora import LoraOptions
 from vera_env.training.packing import LayoutName
 from vera_env.training.phase_log import PhaseLog, main_process, trainer_callback
 from vera_env.training.resume import RunOptions, fit, resume_point
@@ -176,7 +176,7 @@ class Args(EnvOptions, RunOptions, LoraOptions):
 def load_model(args: Args) -> tuple[Any, Any]:
     """The model and tokenizer named by ``args`` (a tiny local pair with ``--tiny``),
     ``--adapter`` folders merged in, wrapped in a fresh adapter with ``--lora-rank``."""
-    from vera_env.training.lora import prepare  # noqa: PLC0415
+    from vera_env.training.adapters import prepare  # noqa: PLC0415
 
     model, tokenizer = _load_base(args)
     return prepare(model, args, checkpointing=args.activation_checkpointing), tokenizer
@@ -292,7 +292,7 @@ def main(args: Args) -> Any:
         trainer.save_model(args.output_dir)
         tokenizer.save_pretrained(args.output_dir)
         if args.lora_rank:
-            from vera_env.training.lora import write_stack  # noqa: PLC0415
+            from vera_env.training.adapters import write_stack  # noqa: PLC0415
 
             write_stack(args.output_dir, "tiny" if args.tiny else args.model, args.adapter)
     log(f"done in {log.elapsed_s:.0f} s")

@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from vera_env.training.lora import LoraOptions
+from vera_env.training.adapters import LoraOptions
 from vera_env.training.phase_log import PhaseLog, main_process, trainer_callback
 from vera_env.training.resume import RunOptions, fit
 from vera_env.training.sft_data import Selection, load_rollouts, select_rows, to_examples
@@ -83,7 +83,7 @@ class Args(RunOptions, LoraOptions):
 def load_model(args: Args) -> tuple[Any, Any]:
     """The model and tokenizer named by ``args`` (a tiny local pair with ``--tiny``),
     ``--adapter`` folders merged in, wrapped in a fresh adapter with ``--lora-rank``."""
-    from vera_env.training.lora import prepare  # noqa: PLC0415
+    from vera_env.training.adapters import prepare  # noqa: PLC0415
 
     model, tokenizer = _load_base(args)
     return prepare(model, args, checkpointing=args.activation_checkpointing), tokenizer
@@ -160,7 +160,7 @@ def main(args: Args) -> Any:
     trainer.save_model(args.output_dir)
     tokenizer.save_pretrained(args.output_dir)
     if args.lora_rank:
-        from vera_env.training.lora import write_stack  # noqa: PLC0415
+        from vera_env.training.adapters import write_stack  # noqa: PLC0415
 
         write_stack(args.output_dir, "tiny" if args.tiny else args.model, args.adapter)
     log(f"done in {log.elapsed_s:.0f} s")

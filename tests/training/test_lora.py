@@ -11,10 +11,7 @@ import torch
 
 from vera_env.tasks import load_tasks
 from vera_env.training import sft
-from vera_env.training.arguments import parse_args
-from vera_env.training.collection import collect, write_rows
-from vera_env.training.envs import EnvOptions, make_env
-from vera_env.training.lora import (
+from vera_env.training.adapters import (
     ADAPTER_STACK,
     ALL_LINEAR,
     LLAMA_PROJECTIONS,
@@ -23,6 +20,9 @@ from vera_env.training.lora import (
     save_merged,
     target_modules,
 )
+from vera_env.training.arguments import parse_args
+from vera_env.training.collection import collect, write_rows
+from vera_env.training.envs import EnvOptions, make_env
 from vera_env.training.starts import Start
 
 

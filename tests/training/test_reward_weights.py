@@ -1,6 +1,6 @@
 """``--reward-weights``: parsed and refused at the command line, applied to advantages,
 and logged beside the env's own reward; one tiny LoRA GRPO run on verification and
-format alone (``vera_env.training.lora``) that changes the adapter and nothing else."""
+format alone (``vera_env.training.adapters``) that changes the adapter and nothing else."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def lora_run(tokenizer, tmp_path_factory):
 
     from vera_env.tasks import TaskSource
     from vera_env.tasks.builtin import make_task
-    from vera_env.training.lora import add_lora
+    from vera_env.training.adapters import add_lora
     from vera_env.training.resume import CURVE, fit
     from vera_env.training.samplers import trainer_sampler
     from vera_env.training.tiny import tiny_model
