@@ -116,7 +116,8 @@ def collect_and_sft(model: Path, out: Path, args: argparse.Namespace, rec: Recor
     if not data.is_file():
         _run([sys.executable, "-m", "vera_env.training.collect", "--policy", "brief", "--num-tasks",
               str(args.sft_episodes), "--env-max-steps", "3", "--reserve", "1",
-              "--observation-variant", "compact", "--output", str(data), "--seed", "1"],
+              "--wrappers", "forced", "--observation-variant", "compact", "--output", str(data),
+              "--seed", "1"],
              out / "collect.log")
     if (sft / "config.json").is_file():
         return sft
@@ -142,7 +143,7 @@ def grpo(sft: Path, out: Path, args: argparse.Namespace, rec: Record) -> Path:
     started = time.perf_counter()
     run = parse_args(script.Args, [
         "--model", str(sft), "--output-dir", str(folder), "--observation-variant", "compact",
-        "--env-max-steps", "3", "--reserve", "1", "--num-prompts", "64",
+        "--env-max-steps", "3", "--reserve", "1", "--wrappers", "forced", "--num-prompts", "64",
         "--num-generations", str(args.group), "--per-device-train-batch-size", str(args.group),
         "--steps-per-generation", "1", "--train-steps", str(args.grpo_steps),
         "--learning-rate", "2e-5", "--max-turn-tokens", str(args.turn_tokens),

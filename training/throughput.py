@@ -11,6 +11,11 @@ random model is saved under ``--output-dir``. Random weights never write a valid
 so this measures the cost of the loop (sampling, env steps, the update), not learning;
 with the 2k vocabulary, ``0.5b`` has Qwen2.5-0.5B's transformer body (24 layers, width
 896) but not its 152k-token embedding. Prints one JSON object: seconds per optimizer step and where they went.
+
+The environment flags default to the package's (``vera_env.training.envs.EnvOptions``):
+50 steps behind ``gate`` and ``forced``. The CPU numbers in ``benchmarks/README.md``
+were measured when ``grpo`` defaulted to 6 steps and ``forced`` alone; add
+``--env-max-steps 6 --wrappers forced`` to compare with them.
 """
 
 from __future__ import annotations

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from stepwise_sampler import StepScripted
 from training_turns import TWO_TURN_RUN
 
 from vera_env.tasks import Curriculum, curriculum_source
 from vera_env.training import grpo
 from vera_env.training.arguments import parse_args
-from vera_env.training.envs import task_source
+from vera_env.training.envs import EnvOptions, task_source
 from vera_env.training.lockstep import LockstepRollout
 from vera_env.training.resume import fit
 from vera_env.training.samplers import trainer_sampler
@@ -49,6 +50,19 @@ def test_build_dataset_on_plain_source_draws_up_front():
 
     data = build_dataset(builtin_source(seeds=range(2), types=TYPES), 3, seed=0)
     assert not any(t.startswith(DRAWN) for t in data["task_id"])
+
+
+def test_rollout_refuses_a_deferred_start_from_a_source_that_does_not_draw():
+    from vera_env.tasks.builtin import builtin_source
+
+    tasks = builtin_source(seeds=range(1), types=TYPES)
+    rollout = LockstepRollout(tasks, EnvOptions(env_max_steps=2).env_spec(), env_workers=1)
+    try:
+        with pytest.raises(ValueError, match="needs a task source that draws"):
+            rollout._resolve(Start(f"{DRAWN}0", 1), {})
+        assert rollout._resolve(Start(tasks.ids()[0], 1), {}) == Start(tasks.ids()[0], 1)
+    finally:
+        rollout.close()
 
 
 def test_rollout_resolve_gives_a_group_one_task_and_slots_fresh_draws():
