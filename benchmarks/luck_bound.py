@@ -25,10 +25,10 @@ import time
 import warnings
 from pathlib import Path
 
-from vera_env.env import _same_answer
 from vera_env.sandbox import SandboxLimits, make_sandbox
 from vera_env.tasks.builtin import make_task
 from vera_env.verification.checks import run_checks
+from vera_env.verification.grading import same_answer
 from vera_env.verification.rewards import RewardConfig
 from vera_env.verification.strength import StrengthSession
 from vera_env.wire.protocol import CheckSpec
@@ -78,7 +78,7 @@ def main() -> None:
         for _ in range(args.episodes):
             ws = box.stage(files)
             session = StrengthSession(box, files, ws, config, limits, reference=task.reference,
-                                      same=_same_answer(task), task_key=task.id)
+                                      same=same_answer(task.grader), task_key=task.id)
             hit = 0
             for _node in range(args.nodes):
                 results = run_checks(coin_checks(data_file, args.checks), ws,

@@ -8,7 +8,7 @@ edited: the functions that do each kind of work are wrapped with timers in this 
 nested wrapped call took is charged to the nested call's category, not to its caller).
 
 A step's wall time is the main thread's time, split exactly into: ``parse``
-(``parse_emission``), ``command`` (``VeraEnv._run_command``: the agent's command),
+(``parse_emission``), ``command`` (``turns.run_command``: the agent's command),
 ``check runs`` (``run_check`` of the node's own checks), ``strength`` (the main thread
 inside ``StrengthSession.assess``, mostly waiting for its worker threads) and
 ``bookkeeping`` (the rest). Strength's wall is then apportioned over what its worker
@@ -60,7 +60,7 @@ from typing import Any
 
 from sandbox_latency import machine
 
-from vera_env import env as env_module
+from vera_env import turns as turns_module
 from vera_env.env import VeraEnv
 from vera_env.policy import ScriptedPolicy
 from vera_env.sandbox import bwrap as bwrap_module
@@ -83,9 +83,9 @@ WAIT = "wait"  # a thread blocked on futures or a lock: not work
 # worker-thread ones apportion strength's wall (module docstring).
 HOOKS: list[tuple[Any, str, str]] = [
     (VeraEnv, "step", "bookkeeping"),
-    (env_module, "parse_emission", "parse"),
-    (env_module, "run_checks", "bookkeeping"),
-    (VeraEnv, "_run_command", "command"),
+    (turns_module, "parse_emission", "parse"),
+    (turns_module, "run_checks", "bookkeeping"),
+    (turns_module, "run_command", "command"),
     (session.StrengthSession, "assess", "strength"),
     (session.StrengthSession, "_probe", "strength bookkeeping"),
     (session._PhaseRunner, "__call__", WAIT),

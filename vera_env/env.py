@@ -8,10 +8,10 @@ decides the order of things and what the model is told.
 
 What a turn may do depends on the episode's phase (``vera_env.phase``): a free turn,
 an answer-only turn in the last ``forced_reserve`` steps, or the one extra ask after
-the budget; every reward number comes from the episode's ``RewardLedger``
-(``vera_env.verification.rewards``). The env moves the phase itself at the end of each
-step: a wrapper that forced the next turn after ``step`` returned re-entered the env
-and had the step's observation rendered twice, once by each owner.
+the budget; how each is played is ``vera_env.turns``, and every reward number comes
+from the episode's ``RewardLedger`` (``vera_env.verification.rewards``). The env moves
+the phase itself at the end of each step: a wrapper that forced the next turn after
+``step`` returned re-entered the env and had the step's observation rendered twice.
 
 Model misbehaviour is a value: a malformed turn costs a step, earns a small format
 penalty, and comes back as ``info["error"]`` plus a nudge in the next observation —
@@ -22,14 +22,14 @@ because a fake 0 would be read as the model's failure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 import gymnasium as gym
 
 from vera_env import info as keys
-from vera_env.episode import Episode, Turn
-from vera_env.errors import GraderError, ResetNeeded, SandboxError
+from vera_env.episode import Episode, Turn, open_strength
+from vera_env.errors import ResetNeeded, SandboxError
 from vera_env.observation.budget import clip_middle
 from vera_env.observation.prompts import (
     OBSERVATION_VARIANTS,
@@ -38,35 +38,23 @@ from vera_env.observation.prompts import (
     render_step_prompt,
 )
 from vera_env.observation.spaces import FreeText
-from vera_env.observation.state import AnalysisState, normalise
+from vera_env.observation.state import AnalysisState
 from vera_env.phase import Event, Phase, advance
-from vera_env.records import NodeRecord, RewardPartsRecord
+from vera_env.records import RewardPartsRecord
 from vera_env.sandbox import Backend, Sandbox, SandboxConfig, SandboxLimits, Workspace, make_sandbox
 from vera_env.sandbox.reaper import RootLease
 from vera_env.tasks import OutcomeListener, Task, TaskSource, load_tasks
-from vera_env.tasks.unreferenced import announce_unreferenced, classifiable, without_reference
-from vera_env.verification.checks import CheckResult, run_checks
-from vera_env.verification.grading import Judge, grade, grade_against
+from vera_env.tasks.unreferenced import announce_unreferenced
+from vera_env.turns import GATE_NUDGE, TurnRules, play_turn
+from vera_env.verification.grading import Judge
 from vera_env.verification.rewards import RewardConfig, RewardLedger
-from vera_env.verification.strength import StrengthSession
-from vera_env.verification.strength.verdicts import process_store
-from vera_env.wire.answers import ANSWER_PREFIX, answer_is_usable, extract_answer, strip_markup
-from vera_env.wire.protocol import Emission, parse_emission
-from vera_env.wire.text import invisible_problem, safe_json
+from vera_env.wire.answers import ANSWER_PREFIX
+from vera_env.wire.text import safe_json
 
 __all__ = ["GATE_NUDGE", "PREFILL", "VeraEnv", "vera_base"]
 
-GATE_NUDGE = ("no leaf node of your analysis has a check that passed and discriminates "
-              "(fails on mutated data). Add a check that verifies the result you are about "
-              "to report from the data, then give the answer again")
-"""Why an answer was withheld under ``require_verified_leaf``; the next observation says it."""
-
 PREFILL = ANSWER_PREFIX + " "
-"""``info["prefill"]`` while the next turn is answer-only: a policy that can start the
-assistant turn (vLLM's ``continue_final_message``) needs no compliance (``ForcedAnswer``)."""
-
-_UNUSABLE_ANSWER = ("your FINAL ANSWER was not usable ({why}); give the value, name or "
-                    "label the question asks for, not a command or a placeholder")
+"""``info["prefill"]`` while the next turn is answer-only (why: ``ForcedAnswer``)."""
 
 
 class VeraEnv(gym.Env[str, str]):
@@ -282,15 +270,9 @@ class VeraEnv(gym.Env[str, str]):
         workspace = self.sandbox.stage(files)
         self._episode = Episode(task=task, workspace=workspace,
                                 ledger=RewardLedger(self.reward_config))
-        if self.reward_config.strength:  # the episode owns its strength state (and closes it)
-            self._episode.strength = StrengthSession(
-                self.sandbox, files, workspace, self.reward_config, self.limits,
-                reference=task.strength_reference(self.sandbox,
-                                                  timeout_s=self.limits.check_timeout_s)
-                if classifiable(task) else None,
-                same=_same_answer(task), task_key=task.id,
-                verdicts=process_store() if self.reward_config.strength_share_verdicts
-                else None)
+        if self.reward_config.strength:
+            self._episode.strength = open_strength(task, files, workspace, self.sandbox,
+                                                   self.reward_config, self.limits)
         self._steer(self._episode)
         return self.observe(), self._info(RewardPartsRecord())
 
@@ -310,10 +292,11 @@ class VeraEnv(gym.Env[str, str]):
         ep.steps += int(turn.phase.counts_step)
         ep.nudge = ""
         try:
-            if turn.phase.answer_only:
-                self._play_answer_only(ep, action, turn)
-            else:
-                self._play(ep, action, turn)
+            play_turn(ep, action, turn, TurnRules(
+                max_action_chars=self.action_space.max_length,
+                check_timeout_s=self.limits.check_timeout_s, max_steps=self.max_steps,
+                gate=self.require_verified_leaf, strength=self.reward_config.strength,
+                judge=self.judge))
         except SandboxError as exc:
             ep.unscorable = True
             turn.error = f"sandbox fault (not the model's): {exc}"
@@ -348,118 +331,6 @@ class VeraEnv(gym.Env[str, str]):
         if self._episode is None:
             raise ResetNeeded("call reset() before using the environment")
         return self._episode
-
-    def _play_answer_only(self, ep: Episode, reply: str, turn: Turn) -> None:
-        # Only text after the answer prefix counts: asked to commit, a model that keeps
-        # acting ("I need to identify the bacterium ... <tool_call>") has not answered.
-        turn.error = invisible_problem(reply)
-        if turn.error:
-            return
-        candidate = strip_markup(extract_answer(reply))
-        if answer_is_usable(candidate):
-            self._release(ep, candidate, turn)
-            return
-        why = (f"no '{ANSWER_PREFIX}' line found" if not candidate.strip()
-               else f"got {candidate[:80]!r}")
-        turn.error = _UNUSABLE_ANSWER.format(why=why)
-
-    def _play(self, ep: Episode, action: str, turn: Turn) -> None:
-        if len(action) > self.action_space.max_length:
-            turn.error = (f"your turn was {len(action)} characters; the limit is "
-                          f"{self.action_space.max_length}. Put long scripts in a file "
-                          f"written by a short command")
-            return
-        emission = parse_emission(action)  # drops reasoning blocks itself: once per turn
-        if emission.error:
-            turn.error = emission.error
-            return
-        if emission.command:
-            self._run_command(ep, emission.command, turn)
-        if emission.declares_node:
-            self._declare(ep, emission, turn)
-        if emission.answer:
-            self._offer_answer(ep, emission.answer, turn)
-
-    def _run_command(self, ep: Episode, command: str, turn: Turn) -> None:
-        """The one place a model's command runs (checks run in ``_declare``)."""
-        result = ep.workspace.run(command)
-        if ep.strength is not None:  # strength replays the commands that wrote files
-            ep.strength.record(command, result)
-        turn.output = result.as_tool_output()
-        ep.recent.append((command, turn.output))
-
-    def _declare(self, ep: Episode, emission: Emission, turn: Turn) -> None:
-        commands = tuple(spec.command for spec in emission.checks)
-        duplicate = ep.state.duplicate_of(emission.summary, commands)
-        if duplicate:
-            turn.notes.append(f"node not recorded: it repeats {duplicate}. Build on it "
-                              f"(parents={duplicate}) instead of re-declaring it")
-            return
-        results = run_checks(emission.checks, ep.workspace,
-                             timeout_s=self.limits.check_timeout_s)
-        results = self._assess_strength(ep, results, emission.artifact)
-        turn.checks = results
-        malformed = [r for r in results if r.malformed]
-        key = normalise(emission.summary) or emission.kind
-        if malformed and key not in ep.rewrite_asked:
-            ep.rewrite_asked.add(key)
-            bad = malformed[0]
-            turn.notes.append(f"node not recorded: check {bad.name!r} printed a measurement, "
-                              f"not a verdict ({bad.detail}). Rewrite it as a comparison "
-                              f"ending in True or False, then declare the node again")
-            return
-        node = NodeRecord(id=ep.state.next_id(), kind=emission.kind,
-                          summary=emission.summary or "(no summary given)",
-                          artifact=emission.artifact,
-                          parents=tuple(p for p in emission.parents if p in ep.state),
-                          command=emission.command, step=ep.steps, checks=results)
-        ep.state.add(node)
-        turn.node = node
-        turn.verification = ep.ledger.node(node)
-        if not emission.checks:
-            turn.notes.append(f"{node.id} has no CHECK lines, so nothing verified it")
-
-    def _assess_strength(self, ep: Episode, results: tuple[CheckResult, ...],
-                         artifact: str = "") -> tuple[CheckResult, ...]:
-        """Counterfactual strength of passing checks (``vera_env.verification.strength``):
-        a check that does not fail on a variant of the task's data, the episode replayed
-        on it, earns nothing. Raises ``SandboxError`` on an infrastructure fault, which
-        ``step`` records as unscorable."""
-        if ep.strength is None:
-            return results
-        if not classifiable(ep.task):  # nothing tells a recount from a hash there
-            return without_reference(results)
-        return ep.strength.assess(results, artifact=artifact)
-
-    def _offer_answer(self, ep: Episode, raw: str, turn: Turn) -> None:
-        answer = strip_markup(raw)
-        if not answer_is_usable(answer):
-            turn.error = _UNUSABLE_ANSWER.format(why=f"got {answer[:80]!r}")
-            return
-        if self._gate_withholds(ep):
-            ep.gated += 1
-            turn.notes.append(f"your answer was withheld: {GATE_NUDGE}")
-            return
-        self._release(ep, answer, turn)
-
-    def _gate_withholds(self, ep: Episode) -> bool:
-        """The emission gate (``require_verified_leaf``): only with budget left, so the
-        last step's answer is always released, and only where a check can earn (not on
-        a task strength cannot classify: `vera_env.tasks.unreferenced`)."""
-        return (self.require_verified_leaf and ep.steps < self.max_steps
-                and (not self.reward_config.strength or classifiable(ep.task))
-                and not ep.state.leaf_verified())
-
-    def _release(self, ep: Episode, answer: str, turn: Turn) -> None:
-        ep.answer, ep.answer_phase = answer, turn.phase
-        turn.answer_forced = turn.phase is Phase.EXTRA
-        try:
-            verdict = grade(ep.task, answer, self.judge)
-        except GraderError as exc:  # an outage (judge unreachable), never the answer's doing
-            ep.unscorable, turn.grade_detail = True, f"grader fault (unscorable): {exc}"
-            return
-        ep.correct, turn.grade_detail = verdict.correct, verdict.detail
-        turn.correctness = ep.ledger.correctness(verdict.correct)
 
     def _outcome(self, ep: Episode) -> Event:
         """What the turn just played did to the episode's phase."""
@@ -514,9 +385,7 @@ class VeraEnv(gym.Env[str, str]):
 
     def _close_episode(self) -> None:
         if self._episode is not None:
-            if self._episode.strength is not None:
-                self._episode.strength.close()
-            self._episode.workspace.close()
+            self._episode.close()
             self._episode = None
 
 
@@ -530,14 +399,3 @@ def vera_base(env: gym.Env[Any, Any]) -> VeraEnv:
     if not isinstance(base, VeraEnv):
         raise TypeError(f"expected a VeraEnv, possibly wrapped; got {type(base).__name__}")
     return base
-
-
-def _same_answer(task: Task) -> Callable[[str, str], bool]:
-    """Whether two answers recomputed by the task's reference agree under its grader
-    (strength classifies variants by it: a control keeps the answer, a mutant does not)."""
-    def same(truth: str, other: str) -> bool:
-        try:
-            return grade_against(task.grader, truth, other).correct is True
-        except GraderError:
-            return False
-    return same

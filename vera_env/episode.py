@@ -10,18 +10,23 @@ ask).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from vera_env.observation.state import AnalysisState
 from vera_env.phase import Phase
 from vera_env.records import NodeRecord
-from vera_env.sandbox import Workspace
+from vera_env.sandbox import Sandbox, SandboxLimits, Workspace
 from vera_env.tasks import Task
+from vera_env.tasks.unreferenced import classifiable
 from vera_env.verification.checks import CheckResult
-from vera_env.verification.rewards import RewardLedger
+from vera_env.verification.grading import same_answer
+from vera_env.verification.rewards import RewardConfig, RewardLedger
 from vera_env.verification.strength import StrengthSession
+from vera_env.verification.strength.verdicts import process_store
 
-__all__ = ["Episode", "Turn"]
+__all__ = ["Episode", "Turn", "open_strength"]
 
 
 @dataclass
@@ -43,6 +48,25 @@ class Episode:
     correct: bool | None = None
     unscorable: bool = False
     strength: StrengthSession | None = None  # command log + shadows; closed with the episode
+
+    def close(self) -> None:
+        """Close the strength state, then the workspace its shadows were made from."""
+        if self.strength is not None:
+            self.strength.close()
+        self.workspace.close()
+
+
+def open_strength(task: Task, files: Mapping[str, Path], workspace: Workspace, sandbox: Sandbox,
+                  config: RewardConfig, limits: SandboxLimits) -> StrengthSession:
+    """The strength state of an episode on ``task`` staged from ``files`` in
+    ``workspace`` (``vera_env.verification.strength``); the episode owns and closes it.
+    A task without a reference gets none: nothing tells its recounts from hashes."""
+    reference = task.strength_reference(sandbox, timeout_s=limits.check_timeout_s) \
+        if classifiable(task) else None
+    return StrengthSession(sandbox, files, workspace, config, limits, reference=reference,
+                           same=same_answer(task.grader), task_key=task.id,
+                           verdicts=process_store() if config.strength_share_verdicts
+                           else None)
 
 
 @dataclass

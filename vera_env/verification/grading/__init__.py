@@ -42,8 +42,10 @@ answer block must be exactly ``SCORE: 1`` or ``SCORE: 0``, with no conflicting
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
+from vera_env.errors import GraderError
 from vera_env.verification.grading.judge import (
     MAX_JUDGED_ANSWER_CHARS,
     RETRY_PROMPT,
@@ -77,7 +79,7 @@ class Gradable(Protocol):
 __all__ = ["DEFAULT_REL_TOL", "MAX_JUDGED_ANSWER_CHARS", "RETRY_PROMPT", "ChatLike", "Gradable",
            "Grade", "GraderKind", "GraderSpec", "Judge", "RubricJudge", "grade",
            "grade_against", "judge_messages", "normalise_text", "parse_number",
-           "parse_verdict", "split_items", "strip_wrapping"]
+           "parse_verdict", "same_answer", "split_items", "strip_wrapping"]
 
 
 def grade(task: Gradable, answer: str, judge: Judge | None = None) -> Grade:
@@ -98,3 +100,21 @@ def grade(task: Gradable, answer: str, judge: Judge | None = None) -> Grade:
     if task.grader.kind != "llm" or judge is None or not strip_wrapping(answer):
         return grade_against(task.grader, task.answer, answer)
     return judge.judge(task.question, task.grader.rubric or task.answer, answer)
+
+
+def same_answer(spec: GraderSpec) -> Callable[[str, str], bool]:
+    """Whether two answers recomputed by a task's reference agree under its grader
+    (strength classifies variants by it: a control keeps the answer, a mutant does not).
+    A grader that cannot decide (``GraderError``) says they differ.
+
+    Example:
+        >>> same = same_answer(GraderSpec(kind="numeric", abs_tol=0.01))
+        >>> same("5.0", "5"), same("5", "6")
+        (True, False)
+    """
+    def same(truth: str, other: str) -> bool:
+        try:
+            return grade_against(spec, truth, other).correct is True
+        except GraderError:
+            return False
+    return same
