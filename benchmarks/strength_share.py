@@ -99,9 +99,9 @@ def keyed_everything(ledger: Ledger) -> Any:
     """A store that keys every run and serves none, in place of the process store."""
     store = VerdictStore(min_runs=10**9)
     store.trace = ledger.note
-    import vera_env.env as env_module
+    import vera_env.episode as episode_module
     return patched([(strength_session, "shareable", lambda _command: True),  # refused too
-                    (env_module, "process_store", lambda: store)])
+                    (episode_module, "process_store", lambda: store)])
 
 
 def redundancy(policy_name: str, ids: list[str], groups: int, group: int) -> dict[str, Any]:

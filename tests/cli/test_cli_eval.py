@@ -194,12 +194,10 @@ def test_eval_scores_a_wrong_answer_after_an_undecodable_file_name(tmp_path):
 
 
 def test_eval_harness_error_is_loud_exit_4_row_and_summary(tmp_path, capsys, monkeypatch):
-    from vera_env.env import VeraEnv
-
-    def broken(self, ep, action, turn):
+    def broken(ep, action, turn, rules):
         raise RuntimeError("a harness bug")
 
-    monkeypatch.setattr(VeraEnv, "_play", broken)
+    monkeypatch.setattr("vera_env.env.play_turn", broken)
     out = tmp_path / "run"
     code = main(["eval", "--policy", "oracle", "--limit", "1", "--max-steps", "4",
                  "--wrappers", "none", "--out", str(out)])
