@@ -45,7 +45,7 @@ from typing import TypeVar
 
 from vera_env.sandbox import CappedArea, ExecResult, SandboxLimits, ServerSandbox
 from vera_env.verification.strength import check_inputs
-from vera_env.verification.strength.replay import CommandLog
+from vera_env.verification.strength.command_log import CommandLog
 from vera_env.verification.strength.shadows import ShadowGroup
 from vera_env.verification.strength.variants import build_variants
 

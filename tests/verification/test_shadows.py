@@ -12,10 +12,10 @@ import pytest
 from vera_env.errors import SandboxError, SandboxStartTimeout
 from vera_env.sandbox import CappedArea, ExecResult, SandboxLimits
 from vera_env.sandbox.disk import MAX_DEPTH
+from vera_env.verification.strength.command_log import CommandLog
 from vera_env.verification.strength.outcome import StrengthDeadline
-from vera_env.verification.strength.replay import CommandLog
 from vera_env.verification.strength.shadows import (
-    DEADLINE,
+    CUT,
     OUT_OF_SPACE,
     UNWALKABLE,
     Shadow,
@@ -108,7 +108,9 @@ def test_extend_stops_between_commands_at_the_deadline(group, tmp_path):
     log = _log(tmp_path, "true")
     with ThreadPoolExecutor(2) as pool:
         group.extend(log, LIMITS, pool, lambda: 0.0, lambda: False)
-    assert group.state(1) == DEADLINE and all(s.replayed == 0 for s in group.shadows.values())
+    with pytest.raises(StrengthDeadline):
+        group.state(1)
+    assert all(s.replayed == 0 and not s.broken for s in group.shadows.values())
 
 
 def test_twin_is_its_own_inode_and_shadow(group):
@@ -246,8 +248,9 @@ def test_replay_start_cut_by_the_deadline_breaks_the_shadow_as_deadline(
     log = _log(tmp_path, "true")
     with ThreadPoolExecutor(2) as pool:
         group.extend(log, LIMITS, pool, lambda: 0.3, lambda: False)
-    assert group.state(1) == DEADLINE
-    assert {s.broken for s in group.shadows.values()} == {DEADLINE}
+    with pytest.raises(StrengthDeadline):
+        group.state(1)
+    assert {(s.broken, s.cut) for s in group.shadows.values()} == {(CUT, True)}
 
 
 def test_replay_start_timeout_with_the_full_timeout_is_a_sandbox_fault(

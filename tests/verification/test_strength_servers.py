@@ -20,7 +20,7 @@ from vera_env.sandbox.server import ServerWorkspace
 from vera_env.tasks import Task
 from vera_env.verification.rewards import RewardConfig
 from vera_env.verification.strength.reference import Reference
-from vera_env.verification.strength.workers import RunPool
+from vera_env.verification.strength.run_pool import RunPool
 
 TABLE = "id\tgroup\tdrinks\n1\ta\t3\n2\tb\t5\n3\ta\t7\n4\tb\t-999\n"
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)

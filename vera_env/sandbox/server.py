@@ -31,7 +31,7 @@ then exits dies with it (bwrap's ``--die-with-parent`` follows the spawning thre
 the next command starts another, and a check it killed mid-run is run again on a fresh
 sandbox (a check changes nothing, so running it twice is safe; a command is not rerun).
 So callers keep the threads that use a workspace as long as the workspace (strength's
-shadows: ``vera_env.verification.strength.workers``). Such a death also hides the
+shadows: ``vera_env.verification.strength.run_pool``). Such a death also hides the
 server's CPU from ``getrusage`` (bwrap is killed before it reaps the zygote).
 
 Nothing survives a command here either: the zygote also removes every SysV

@@ -9,10 +9,14 @@ The modules, in the order data flows through them:
 * ``variants``: classify every candidate by the task's own reference (a *control* keeps
   the answer, a *mutant* changes it), encode them, cache them per task, and write fresh
   files of them for one episode in a secret order.
-* ``replay`` / ``shadows`` / ``bank``: the episode's file-writing commands, replayed in a
-  shadow workspace per variant, within a shared disk budget.
+* ``command_log`` / ``shadows`` / ``targets``: the episode's file-writing commands,
+  logged, replayed in a shadow workspace per variant, and each task file's variants
+  and shadows kept for the episode within a shared disk budget.
 * ``check_inputs``: which workspace files a check reads.
 * ``luck``: how many confirmations bound what a check driven by entropy earns.
+* ``budget`` / ``run_pool`` / ``verdicts``: what a node's runs may cost (their own time,
+  not the wall clock), the episode's threads that run them, and the verdicts of pure
+  checks shared between episodes.
 * ``outcome``: the typed result of testing one check.
 * ``session``: ``StrengthSession``, one episode's strength testing.
 """

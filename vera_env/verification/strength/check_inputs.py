@@ -49,17 +49,16 @@ import shlex
 import stat
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import ahocorasick  # type: ignore[import-not-found]  # no stubs: a C extension
 
-from vera_env.verification.strength.outcome import StrengthDeadline
+from vera_env.verification.strength.outcome import StrengthDeadline, TimeLeft
 
-__all__ = ["CODE_SUFFIXES", "ScanClock", "TimeLeft", "WorkspaceIndex", "mentioned",
+__all__ = ["CODE_SUFFIXES", "ScanClock", "WorkspaceIndex", "mentioned",
            "named_files", "read_regular"]
 
-TimeLeft = Callable[[], float]
 CODE_SUFFIXES: frozenset[str] = frozenset(
     {".py", ".sh", ".bash", ".awk", ".sed", ".pl", ".r", ".rb", ".js", ".jl", ".lua"})
 _SCRIPT_SCAN_BYTES = 1 << 20

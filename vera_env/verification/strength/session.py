@@ -20,7 +20,7 @@ would it have said False?*
     check that ties the model's result to the data (``cmp gt.txt <(zcat calls.vcf.gz |
     cut -f11)``) fails on a mutant; a fingerprint of the file fails on a control.
   - **replay**: for a check that reads the model's files, each variant gets a shadow
-    workspace where the episode's file-writing commands (``replay``) are replayed in
+    workspace where the episode's file-writing commands (``command_log``) are replayed in
     order (``shadows``). ``awk ... calls.vcf.gz > het.txt`` replays to another count
     on a mutant and to the same count on a control, so a pin on ``het.txt`` earns;
     ``md5sum calls.vcf.gz > h.txt`` replays to another hash on a control and earns
@@ -52,10 +52,10 @@ Order and cost. A check that names no workspace file (``check_inputs``) is not t
 Task files are tried nearest first, at most ``strength_max_files`` per counterfactual.
 The first mutant runs beside the first control (most checks die there), then the rest;
 the checks of a node are tested concurrently, ``workers`` sandbox runs at a time, on
-threads kept for the whole episode (``workers``), so the shadows' sandbox servers
+threads kept for the whole episode (``run_pool``), so the shadows' sandbox servers
 started on them stay warm from node to node.
 Variants are classified once per task per process and written afresh per episode;
-shadows persist across nodes (``bank``), so each command is replayed once per variant.
+shadows persist across nodes (``targets``), so each command is replayed once per variant.
 A pure check's verdict on a variant is shared with the process's other episodes that
 ask the same of the same content (``verdicts``: a GRPO group writes the same checks),
 charged to the budget as its run was; a confirmation is always run.
@@ -94,22 +94,17 @@ from typing import TYPE_CHECKING
 
 from vera_env.errors import SandboxError
 from vera_env.verification.checks import CheckResult
-from vera_env.verification.strength.bank import TargetBank
 from vera_env.verification.strength.budget import Budget, run_cost, run_starved
 from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_files
+from vera_env.verification.strength.command_log import CommandLog
 from vera_env.verification.strength.luck import confirmations
 from vera_env.verification.strength.mutants import kind_of
 from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
-from vera_env.verification.strength.replay import CommandLog
-from vera_env.verification.strength.shadows import (
-    DEADLINE,
-    Shadow,
-    ShadowBudgetSpent,
-    ShadowGroup,
-)
+from vera_env.verification.strength.run_pool import RunPool
+from vera_env.verification.strength.shadows import Shadow, ShadowBudgetSpent, ShadowGroup
+from vera_env.verification.strength.targets import TargetBank
 from vera_env.verification.strength.variants import Variant, copy_variant
 from vera_env.verification.strength.verdicts import VerdictKey, VerdictStore, Views, shareable
-from vera_env.verification.strength.workers import RunPool
 from vera_env.wire.protocol import verdict_from_output
 
 if TYPE_CHECKING:
@@ -121,7 +116,6 @@ __all__ = ["StrengthSession"]
 
 _MIN_RUN_TIMEOUT_S = 10.0
 _MAX_NAMED = 64
-TimeLeft = Budget  # called: wall seconds a run may take, 0 once the budget is spent
 Run = Callable[[str, float], "ExecResult"]
 Verdict = bool | None | str
 """A run's verdict: True, False, None (no clean verdict), or ``_BROKEN``."""
@@ -264,7 +258,7 @@ class StrengthSession:
             return _weak(result, budget.describe())
 
     def _probe_files(self, result: CheckResult, nth: int, index: WorkspaceIndex,
-                     artifact: str, runs: Executor, time_left: TimeLeft) -> CheckResult:
+                     artifact: str, runs: Executor, time_left: Budget) -> CheckResult:
         named = named_files(result.command, index, self._workspace.path, artifact=artifact,
                             limit=_MAX_NAMED, time_left=time_left)
         if not named:
@@ -311,7 +305,7 @@ class StrengthSession:
             return False
         return self._staged_inode.get(name) == (st.st_dev, st.st_ino)
 
-    def _targets(self, model_files: Sequence[str], time_left: TimeLeft) -> list[str]:
+    def _targets(self, model_files: Sequence[str], time_left: Budget) -> list[str]:
         """Task files the model's files came from (``CommandLog.sources_behind``),
         nearest first: varying any other file cannot change what a replay writes."""
         behind = self.log.sources_behind(model_files, list(self._sources),
@@ -319,7 +313,7 @@ class StrengthSession:
         return behind[:self._config.strength_max_files]
 
     def _probe_file(self, result: CheckResult, nth: int, name: str, replay: bool,
-                    runs: Executor, time_left: TimeLeft) -> Outcome:
+                    runs: Executor, time_left: Budget) -> Outcome:
         target = self.bank.acquire(name, time_left)
         if isinstance(target, Outcome):
             return target
@@ -340,9 +334,7 @@ class StrengthSession:
             group = self.bank.shadow_group(target, time_left)
             group.extend(self.log, self._limits, runs, time_left, self.bank.over_budget,
                          charge=time_left.charge)
-            state = group.state(len(self.log))
-            if state == DEADLINE:
-                raise StrengthDeadline(name)
+            state = group.state(len(self.log))  # raises StrengthDeadline: unfinished
             if state:
                 return Outcome("weak", f"the episode did not replay the same way: {state}")
             controls = [self._shadow_site(group.shadows[v.label])
@@ -371,7 +363,7 @@ class StrengthSession:
             return None if tree is None or part is None else tree.view({name: part})
         return _Site(variant.label, run, view=view)
 
-    def _twin(self, group: ShadowGroup, site: _Site, time_left: TimeLeft, k: int) -> _Site:
+    def _twin(self, group: ShadowGroup, site: _Site, time_left: Budget, k: int) -> _Site:
         if not len(self.log):
             return site  # nothing to replay: the same shadow is an identical replay
         twin = group.twin(site.label)
@@ -381,7 +373,7 @@ class StrengthSession:
                 twin.extend(self.log, self._limits, time_left, self.bank.over_budget,
                             charge=time_left.charge)
                 twin.settle(self.log.root)
-            if twin.broken == DEADLINE or twin.replayed < len(self.log):
+            if twin.cut or twin.replayed < len(self.log):
                 raise StrengthDeadline(site.label)
             return None if twin.broken else True
         shadow_site = self._shadow_site(twin)
@@ -398,7 +390,7 @@ class StrengthSession:
 
     def _phases(self, result: CheckResult, nth: int, controls: list[_Site],
                 mutants: list[_Site], confirm_on: Callable[[_Site, int], _Site],
-                runs: Executor, time_left: TimeLeft, windowed: bool, name: str) -> Outcome:
+                runs: Executor, time_left: Budget, windowed: bool, name: str) -> Outcome:
         if not mutants:
             return Outcome("skipped", "no mutant of it could be built or replayed")
         timeout = min(self._limits.check_timeout_s,
@@ -447,7 +439,7 @@ class _PhaseRunner:
     """Runs a check against several variants at once, in a shuffled order; with a
     ``store``, a verdict it already holds is served, except to a confirmation."""
 
-    def __init__(self, command: str, runs: Executor, timeout_s: float, time_left: TimeLeft,
+    def __init__(self, command: str, runs: Executor, timeout_s: float, time_left: Budget,
                  rng: random.Random, store: VerdictStore | None = None,
                  setting: str = "") -> None:
         self._command, self._runs, self._timeout_s = command, runs, timeout_s

@@ -57,19 +57,19 @@ from typing import TYPE_CHECKING
 from vera_env.errors import SandboxError, SandboxStartTimeout, ShadowBudgetSpent
 from vera_env.sandbox import CappedArea
 from vera_env.sandbox.disk import MAX_DEPTH, walk
-from vera_env.verification.strength.replay import CommandLog, walk_tree
+from vera_env.verification.strength.command_log import CommandLog, walk_tree
+from vera_env.verification.strength.outcome import StrengthDeadline, TimeLeft
 from vera_env.verification.strength.variants import Variant, VariantSet, copy_variant
 
 if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult, Sandbox, SandboxLimits, Workspace
 
-__all__ = ["DEADLINE", "OUT_OF_SPACE", "UNWALKABLE", "Shadow", "ShadowBudgetSpent", "ShadowGroup"]
+__all__ = ["CUT", "OUT_OF_SPACE", "UNWALKABLE", "Shadow", "ShadowBudgetSpent", "ShadowGroup"]
 
-DEADLINE = "deadline"
+CUT = "the step's deadline cut a replayed command short"
 OUT_OF_SPACE = "its replay ran out of the shadows' disk budget (strength_max_shadow_mb)"
 UNWALKABLE = (f"its replays wrote a tree the harness cannot walk whole (unreadable, or "
               f"more than {MAX_DEPTH} levels deep)")
-TimeLeft = Callable[[], float]
 _ORDER = random.SystemRandom()  # the order must not be learnable from episode to episode
 _ENOSPC_TEXT = "No space left on device"
 
@@ -90,8 +90,11 @@ class Shadow:
         variant: What it shows in place of the task file.
         workspace: The staged workspace (closed with its group).
         replayed: Log entries replayed so far.
-        broken: Why the replay stopped matching the episode ("" while it matches;
-            ``DEADLINE`` when the node's deadline cut it short).
+        broken: Why the replay stopped matching the episode ("" while it matches).
+        cut: The step's deadline cut a replayed command (``broken`` is ``CUT``): the
+            shadow is not wrong, only unfinished for good, so the target is dropped
+            and built again by a later node (``targets``), and asking its state
+            raises ``StrengthDeadline``.
         bytes: Disk its replayed files take (staged files excluded).
     """
 
@@ -100,6 +103,7 @@ class Shadow:
     staged: frozenset[tuple[int, int]]
     replayed: int = 0
     broken: str = ""
+    cut: bool = False
     bytes: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     spent: Callable[[], bool] = _never_full
@@ -129,22 +133,27 @@ class Shadow:
                 except SandboxStartTimeout:
                     if left >= limits.timeout_s:
                         raise
-                    self.broken = DEADLINE  # the deadline cut its start, not the sandbox
+                    self._cut()  # the deadline cut its start, not the sandbox
                     return
                 charge(result)
                 if self._out_of_space(result):
                     self.broken = OUT_OF_SPACE
                     return
                 if result.status != entry.status:
-                    self.broken = (DEADLINE if time_left() <= 0.05 else
-                                   f"replaying command {i + 1} ended '{result.status}' "
-                                   f"where the episode's run ended '{entry.status}'")
+                    if time_left() <= 0.05:
+                        self._cut()
+                    else:
+                        self.broken = (f"replaying command {i + 1} ended '{result.status}' "
+                                       f"where the episode's run ended '{entry.status}'")
                     return
                 self.replayed = i + 1
                 self.measure()
                 if over_budget():
                     self.broken = "its replays outgrew strength_max_shadow_mb"
                     return
+
+    def _cut(self) -> None:
+        self.broken, self.cut = CUT, True
 
     def _out_of_space(self, result: ExecResult) -> bool:
         """The kernel may have refused this replay disk: the shared area is full now,
@@ -269,11 +278,14 @@ class ShadowGroup:
 
     def state(self, length: int) -> str:
         """"" when every control has replayed ``length`` log entries and every mutant
-        has or broke on its own; else ``DEADLINE`` (a replay is unfinished) or why a
-        control's replay failed."""
+        has or broke on its own; else why a control's replay failed.
+
+        Raises:
+            StrengthDeadline: A replay is unfinished (stopped at the deadline, or cut).
+        """
         for shadow in self.shadows.values():
-            if shadow.broken == DEADLINE or (shadow.replayed < length and not shadow.broken):
-                return DEADLINE
+            if shadow.cut or (shadow.replayed < length and not shadow.broken):
+                raise StrengthDeadline(self.name)
             if shadow.broken and shadow.variant.control:
                 return f"on a control of {self.name}, {shadow.broken}"
         return ""

@@ -47,11 +47,10 @@ from vera_env.sandbox.disk import walk
 from vera_env.verification.strength.budget import run_cost
 from vera_env.verification.strength.check_inputs import (
     ScanClock,
-    TimeLeft,
     WorkspaceIndex,
     named_files,
 )
-from vera_env.verification.strength.outcome import StrengthDeadline
+from vera_env.verification.strength.outcome import StrengthDeadline, TimeLeft
 
 if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult

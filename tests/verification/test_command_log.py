@@ -9,8 +9,8 @@ import pytest
 
 from vera_env.sandbox import ExecResult
 from vera_env.sandbox.disk import MAX_DEPTH
+from vera_env.verification.strength.command_log import CommandLog, walk_tree
 from vera_env.verification.strength.outcome import StrengthDeadline
-from vera_env.verification.strength.replay import CommandLog, walk_tree
 
 OK = ExecResult("", "", 0, False, 0.5)
 

@@ -6,8 +6,8 @@ import pytest
 
 from vera_env.sandbox import SandboxLimits
 from vera_env.verification.rewards import RewardConfig
-from vera_env.verification.strength.bank import TargetBank
 from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
+from vera_env.verification.strength.targets import TargetBank
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
 

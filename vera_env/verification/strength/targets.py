@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 
 from vera_env.sandbox import CappedArea
 from vera_env.verification.strength.inodes import discard_pool
-from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
-from vera_env.verification.strength.shadows import DEADLINE, ShadowGroup
+from vera_env.verification.strength.outcome import Outcome, StrengthDeadline, TimeLeft
+from vera_env.verification.strength.shadows import ShadowGroup
 from vera_env.verification.strength.variants import (
     VariantSet,
     build_variants,
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Target", "TargetBank"]
 
-TimeLeft = Callable[[], float]
 
 
 @dataclass
@@ -192,8 +191,7 @@ class TargetBank:
             for name, target in list(self._targets.items()):
                 group = target.group
                 if target.in_use == 0 and group is not None and any(
-                        s.broken == DEADLINE for s in (*group.shadows.values(),
-                                                       *group.twins.values())):
+                        s.cut for s in (*group.shadows.values(), *group.twins.values())):
                     self._drop(name)
             self._evict(extra_shadows=0)
 
