@@ -224,7 +224,7 @@ def test_family_can_narrow_the_probes_and_copies_give_way_to_rewrites(tmp_path):
 
 @pytest.fixture(scope="module")
 def env():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
     environment = VeraEnv(TaskSource(name="rewrites", factory=make_task), max_steps=10,
                           reward=RewardConfig())
     yield environment
