@@ -1,83 +1,24 @@
 """Strength: a check earns only when its verdict follows the task's answer.
 
-The harness runs the model's checks, so the model cannot *print* its score — but it
-can write checks that cannot fail (``echo True``), checks on values it typed itself, or
-fingerprints of the data (a hash, a byte count, a copy compared with the original).
-The last kind out-earned the reference analysis on every task while controls were
-unchanged copies: any function of the bytes "discriminated". So strength asks a
-counterfactual question with two sides: *had the task's data been different in a way
-that keeps the answer, would the check still hold; and had the answer been different,
-would it have said False?*
+The rule (``docs/concepts/rewards.md``, "Strength"): a passing check earns when it holds
+on every *control* of a task file (a variant whose answer its reference keeps) and says
+a clean ``False`` on some *mutant* (a variant whose answer moves), again on
+``luck.confirmations`` more runs, with one verdict per kind of mutation; what it
+rejected is its evidence, one fact per episode however phrased. Only the task's files
+are varied, never the model's, and a check earns under either counterfactual:
 
-* Only the task's source files (``Task.data_files()``) are varied, never the model's.
-  Their variants (``variants``) are *controls* (answer kept, bytes changed: records
-  re-ordered, irrelevant records dropped, recompressed...) and *mutants* (answer
-  changed), both decided by the task's own reference solver.
-* Two counterfactuals, and a check earns under either:
+* **frozen**: a task file the check names is shown as each variant in the real
+  workspace (a fresh file per run, bound read-only over the name);
+* **replay**: for a check that reads the model's files, each variant gets a shadow
+  workspace where the episode's file-writing commands (``command_log``) are replayed
+  (``shadows``), so a pin on a derived file earns only if the derivation ties it to
+  the data.
 
-  - **frozen**: a task file the check names, still as staged, is shown as each variant
-    in the real workspace (a fresh file per run, bound read-only over the name). A
-    check that ties the model's result to the data (``cmp gt.txt <(zcat calls.vcf.gz |
-    cut -f11)``) fails on a mutant; a fingerprint of the file fails on a control.
-  - **replay**: for a check that reads the model's files, each variant gets a shadow
-    workspace where the episode's file-writing commands (``command_log``) are replayed in
-    order (``shadows``). ``awk ... calls.vcf.gz > het.txt`` replays to another count
-    on a mutant and to the same count on a control, so a pin on ``het.txt`` earns;
-    ``md5sum calls.vcf.gz > h.txt`` replays to another hash on a control and earns
-    nothing.
-* **Discriminating** = passed on the real workspace and on every control, and says a
-  clean ``False`` (exit 0) on some mutant — and again on ``luck.confirmations`` more
-  runs (the first on a fresh replay, the *twin*), so that the chance that any check
-  driven by entropy earns in an episode stays within ``strength_luck_bound``. Each
-  confirmation also re-runs the first control (on a fresh file, or on its shadow: no
-  second replay), which must pass again: every run is later than the one before, so a
-  check on the clock, or on the change time of the fresh file each frozen run gets
-  (``stat -c %Z``), that passed the controls and failed a mutant only because the
-  mutant ran later fails that control too. (Once such a check, pinning the staged
-  file's ``%Z``, earned when the controls ran in the second it was staged and a mutant
-  in the next.) A shadow's files keep the change time of the moment the shadows were
-  written (in a random order), which the model never sees: a check on it must place
-  a threshold inside those milliseconds, and the twin, written later, does not redraw
-  it -- a gap this leaves, bounded by that guess, not by the luck bound.
-* **Evidence**: its verdicts over each kind of mutation of the file it was varied
-  through (``mutants.mutant_kinds``: each kind drawn more than once), ``T`` where it
-  held and ``F`` where it rejected the mutants (said False, failed, timed out: an error
-  is a rejection here as on the real workspace). A check that holds on one draw of a
-  kind and rejects another earns nothing: a fact of the data moves on every draw of a
-  kind or on none, a pin gated on a hash of what it reads does not. The reward counts
-  each fact once per episode, weighed by the share of kinds it rejected
-  (``verification.checks.evidence_units``), not its check lines.
-
-Order and cost. A check that names no workspace file (``check_inputs``) is not tested.
-Task files are tried nearest first, at most ``strength_max_files`` per counterfactual.
-The first mutant runs beside the first control (most checks die there), then the rest;
-the checks of a node are tested concurrently, ``workers`` sandbox runs at a time, on
-threads kept for the whole episode (``run_pool``), so the shadows' sandbox servers
-started on them stay warm from node to node.
-Variants are classified once per task per process and written afresh per episode;
-shadows persist across nodes (``targets``), so each command is replayed once per variant.
-A pure check's verdict on a variant is shared with the process's other episodes that
-ask the same of the same content (``verdicts``: a GRPO group writes the same checks),
-charged to the budget as its run was; a confirmation is always run.
-
-Every node has a **deadline** D: ``strength_deadline_factor`` x (the own time of the
-node's passing checks + the derivation's), at least ``strength_deadline_floor_s``, at
-most ``strength_deadline_max_s``, and a **budget** (``budget``) of 4 x D seconds of its
-runs' own time (at most 2 x ``strength_deadline_max_s``); it covers finding what each
-check reads, building and classifying variants, staging and replaying shadows and
-every check run. The rule: **the same episode earns the same reward on a quiet or a
-busy machine**, so the budget is not wall-clock seconds another process can eat. A
-run's *own time* is its wall time less the seconds its processes waited for a CPU (its
-cgroup's PSI), at least its CPU time; the harness's own work is charged in CPU time.
-Load makes the work take longer, not cost more; what is undecided once the budget is
-spent earns nothing, with a ``detail`` that says so. A wall-clock backstop (4 x
-``strength_deadline_max_s``) bounds the step (``rewards.step_bound_s``); when it, or a
-run's own timeout, cuts runs that were starved of CPU by other load, the episode is
-unscorable (``StrengthStarved``), never a silent 0.
-
-The session is per episode and owned by it (``Episode.strength``): the command log,
-the variant files, the shadows (with their servers) and the run threads die with
-``close()``.
+This module runs that for one episode (``StrengthSession``: the command log, the
+variants and shadows of ``targets``, the threads of ``run_pool``, the shared
+``verdicts``), within a node's budget of its runs' own time (``budget``: the same
+episode earns the same reward on a quiet or a busy machine). The session is owned by
+its episode (``Episode.strength``) and everything it made dies with ``close()``.
 """
 
 from __future__ import annotations
