@@ -12,7 +12,7 @@ Run by ``tests/integrations/test_nemo_gym.py`` with the Python 3.12 venv that ha
 * ``scaffold DIR``: the folder ``scaffold`` wrote, read as NeMo Gym reads it (OmegaConf,
   the server's and agent's config classes); the first dataset row reset on that server.
 * ``--fault`` (server and agent modes): the sandbox fails on the second step, as an infrastructure
-  fault would (``VeraEnv._play`` raises ``SandboxError``).
+  fault would (the env's ``play_turn`` raises ``SandboxError`` in a free turn).
 """
 
 import argparse
@@ -31,7 +31,7 @@ from nemo_gym.server_utils import ServerClient
 from omegaconf import OmegaConf
 from responses_api_agents.gymnasium_agent.app import GymnasiumAgentConfig
 
-from vera_env.env import VeraEnv
+from vera_env import env as env_module
 from vera_env.errors import SandboxError
 from vera_env.integrations import nemo_gym
 from vera_env.policy import OraclePolicy
@@ -60,16 +60,17 @@ def resources_client() -> TestClient:
 
 
 def inject_fault(after_steps: int) -> None:
-    """Make the sandbox fail from step ``after_steps + 1`` on."""
-    real_play, calls = VeraEnv._play, {"n": 0}
+    """Make the sandbox fail from free step ``after_steps + 1`` on."""
+    real_play, calls = env_module.play_turn, {"n": 0}
 
-    def play(self: VeraEnv, *args: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] > after_steps:
-            raise SandboxError("injected fault: the sandbox died")
-        real_play(self, *args)
+    def play(ep: Any, action: str, turn: Any, rules: Any) -> None:
+        if not turn.phase.answer_only:  # a free turn, where commands run
+            calls["n"] += 1
+            if calls["n"] > after_steps:
+                raise SandboxError("injected fault: the sandbox died")
+        real_play(ep, action, turn, rules)
 
-    VeraEnv._play = play  # type: ignore[method-assign]
+    env_module.play_turn = play
 
 
 def play_server(row: dict[str, Any]) -> dict[str, Any]:
