@@ -114,10 +114,10 @@ def run_size(size: int, n: int, tmp: Path) -> dict[str, object]:
     assert len(env.state.nodes) == size
     rows = {
         "command": summarize(measure(lambda: env.step(COMMAND_TURN), n, 5)),
-        "render": summarize(measure(env._observe, n, 5)),
+        "render": summarize(measure(env.observe, n, 5)),
         "node": summarize(node_turns(env, size, n)),
     }
-    obs = env._observe()
+    obs = env.observe()
     env.close()
     return {"nodes": size, "observation_chars": len(obs), **rows}
 

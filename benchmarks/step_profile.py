@@ -71,7 +71,7 @@ from vera_env.sandbox.workspace import BaseWorkspace
 from vera_env.spec import EnvSpec
 from vera_env.tasks import Task, load_tasks
 from vera_env.verification.rewards import RewardConfig
-from vera_env.verification.strength import bank, replay, session, shadows, variants
+from vera_env.verification.strength import command_log, session, shadows, targets, variants
 
 RESULTS = Path(__file__).resolve().parent / "results" / "step_profile.json"
 TASKS = ("seq.motif_count.easy.s0", "mtx.qc_cells.easy.s0", "vcf.het_count.easy.s0",
@@ -90,13 +90,13 @@ HOOKS: list[tuple[Any, str, str]] = [
     (session.StrengthSession, "_probe", "strength bookkeeping"),
     (session._PhaseRunner, "__call__", WAIT),
     (session._PhaseRunner, "_verdict", "strength bookkeeping"),
-    (bank.TargetBank, "acquire", WAIT),
-    (bank.TargetBank, "shadow_group", WAIT),
+    (targets.TargetBank, "acquire", WAIT),
+    (targets.TargetBank, "shadow_group", WAIT),
     (shadows.ShadowGroup, "extend", WAIT),
-    (replay.CommandLog, "record", "replay"),
+    (command_log.CommandLog, "record", "replay"),
     (shadows.Shadow, "extend", "replay"),
-    (bank, "build_variants", "variants"),
-    (bank.TargetBank, "_decoded", "variants"),
+    (targets, "build_variants", "variants"),
+    (targets.TargetBank, "_decoded", "variants"),
     (variants, "write_variants", "staging"),
     (session, "copy_variant", "staging"),
     (shadows, "copy_variant", "staging"),

@@ -14,7 +14,7 @@ from vera_env.verification.checks import CheckResult, fact_of, run_checks
 from vera_env.verification.rewards import RewardConfig
 from vera_env.verification.strength import Reference, StrengthSession
 from vera_env.verification.strength.budget import Budget
-from vera_env.verification.strength.session import _Site
+from vera_env.verification.strength.session import _Site, _Sites
 from vera_env.wire.protocol import CheckSpec
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
@@ -447,8 +447,8 @@ def test_confirmations_rerun_a_control_so_a_check_on_when_it_runs_earns_nothing(
         return site
     [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
     with ThreadPoolExecutor(2) as runs:
-        outcome = episode.session._phases(result, 1, controls, mutants, confirm_on, runs,
-                                          _budget(), False, "calls.vcf.gz")
+        sites = _Sites("calls.vcf.gz", False, controls, mutants, confirm_on)
+        outcome = episode.session._phases(result, 1, sites, runs, _budget())
     if follows_time:
         assert outcome.kind == "weak" and "run again after the kill" in outcome.why
     else:
@@ -481,9 +481,8 @@ def _phase(episode, mutants: dict[str, ExecResult]):
     controls = _sites({f"c{i}": ok for i in range(4)})
     [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
     with ThreadPoolExecutor(2) as runs:
-        return episode.session._phases(result, 1, controls, _sites(mutants),
-                                       lambda site, k: site, runs, _budget(), False,
-                                       "calls.vcf.gz")
+        sites = _Sites("calls.vcf.gz", False, controls, _sites(mutants), lambda site, k: site)
+        return episode.session._phases(result, 1, sites, runs, _budget())
 
 
 def test_an_error_on_a_mutant_is_a_rejection_not_a_verdict_of_its_own(episode):

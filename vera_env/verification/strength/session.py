@@ -43,7 +43,7 @@ from vera_env.verification.strength.mutants import kind_of
 from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
 from vera_env.verification.strength.run_pool import RunPool
 from vera_env.verification.strength.shadows import Shadow, ShadowBudgetSpent, ShadowGroup
-from vera_env.verification.strength.targets import TargetBank
+from vera_env.verification.strength.targets import Target, TargetBank
 from vera_env.verification.strength.variants import Variant, copy_variant
 from vera_env.verification.strength.verdicts import VerdictKey, VerdictStore, Views, shareable
 from vera_env.wire.protocol import verdict_from_output
@@ -73,6 +73,19 @@ class _Site:
     run: Run
     ready: Callable[[], bool | None] = lambda: True  # a twin replays first; None: broken
     view: Callable[[], str | None] = lambda: None  # ``verdicts``: what the check can read
+
+
+@dataclass(frozen=True, slots=True)
+class _Sites:
+    """Where one check is tested through one task file, by counterfactual: its
+    controls, its mutants, and where the ``k``-th confirmation of a kill runs
+    (``StrengthSession._frozen_sites``, ``_replayed_sites``)."""
+
+    name: str
+    windowed: bool
+    controls: list[_Site]
+    mutants: list[_Site]
+    confirm_on: Callable[[_Site, int], _Site]
 
 
 class StrengthSession:
@@ -259,34 +272,48 @@ class StrengthSession:
         if isinstance(target, Outcome):
             return target
         try:
-            variants = target.variants
-            source = variants.source
+            source = target.variants.source
             if source is not None and source.classified and not source.content_varied:
                 return Outcome("skipped", f"no control of {name} changes its content "
                                           "(only its encoding), so a check through it cannot "
                                           "be told from a fingerprint of it")
-            if not replay:
-                scratch = self.bank.scratch()
-                controls = [self._frozen(name, v, scratch) for v in variants.controls]
-                mutants = [self._frozen(name, v, scratch) for v in variants.mutants]
-                return self._phases(result, nth, controls, mutants,
-                                    lambda site, _: site, runs, time_left,
-                                    variants.windowed, name)
-            group = self.bank.shadow_group(target, time_left)
-            group.extend(self.log, self._limits, runs, time_left, self.bank.over_budget,
-                         charge=time_left.charge)
-            state = group.state(len(self.log))  # raises StrengthDeadline: unfinished
-            if state:
-                return Outcome("weak", f"the episode did not replay the same way: {state}")
-            controls = [self._shadow_site(group.shadows[v.label])
-                        for v in variants.controls]
-            mutants = [self._shadow_site(group.shadows[v.label]) for v in variants.mutants
-                       if not group.shadows[v.label].broken]
-            return self._phases(result, nth, controls, mutants,
-                                lambda site, k: self._twin(group, site, time_left, k), runs,
-                                time_left, variants.windowed, name)
+            sites = (self._replayed_sites(target, runs, time_left) if replay
+                     else self._frozen_sites(target))
+            if isinstance(sites, Outcome):
+                return sites
+            return self._phases(result, nth, sites, runs, time_left)
         finally:
             self.bank.release(target)
+
+    def _frozen_sites(self, target: Target) -> _Sites:
+        """The frozen counterfactual: each variant bound over the task file in the real
+        workspace; a confirmation runs the same variant again, on a fresh file."""
+        variants, scratch = target.variants, self.bank.scratch()
+        return _Sites(variants.name, variants.windowed,
+                      [self._frozen(variants.name, v, scratch) for v in variants.controls],
+                      [self._frozen(variants.name, v, scratch) for v in variants.mutants],
+                      lambda site, _k: site)
+
+    def _replayed_sites(self, target: Target, runs: Executor, time_left: Budget
+                        ) -> _Sites | Outcome:
+        """The replay counterfactual: each variant's shadow, the episode replayed in it;
+        a confirmation runs on the mutant's twin (replayed afresh at the first).
+
+        Raises:
+            StrengthDeadline: A replay is unfinished.
+        """
+        variants = target.variants
+        group = self.bank.shadow_group(target, time_left)
+        group.extend(self.log, self._limits, runs, time_left, self.bank.over_budget,
+                     charge=time_left.charge)
+        state = group.state(len(self.log))
+        if state:
+            return Outcome("weak", f"the episode did not replay the same way: {state}")
+        return _Sites(variants.name, variants.windowed,
+                      [self._shadow_site(group.shadows[v.label]) for v in variants.controls],
+                      [self._shadow_site(group.shadows[v.label]) for v in variants.mutants
+                       if not group.shadows[v.label].broken],
+                      lambda site, k: self._twin(group, site, time_left, k))
 
     def _frozen(self, name: str, variant: Variant, scratch: Path) -> _Site:
         ws = self._workspace
@@ -329,9 +356,10 @@ class StrengthSession:
         return _Site(shadow.variant.label, lambda cmd, t: ws.run_check(cmd, timeout_s=t),
                      view=view)
 
-    def _phases(self, result: CheckResult, nth: int, controls: list[_Site],
-                mutants: list[_Site], confirm_on: Callable[[_Site, int], _Site],
-                runs: Executor, time_left: Budget, windowed: bool, name: str) -> Outcome:
+    def _phases(self, result: CheckResult, nth: int, sites: _Sites, runs: Executor,
+                time_left: Budget) -> Outcome:
+        controls, mutants, name, windowed = sites.controls, sites.mutants, sites.name, \
+            sites.windowed
         if not mutants:
             return Outcome("skipped", "no mutant of it could be built or replayed")
         timeout = min(self._limits.check_timeout_s,
@@ -364,7 +392,7 @@ class StrengthSession:
             return Outcome("weak", f"{name} has too few controls ({len(controls)}) to "
                                    "bound what luck could earn this late in the episode")
         for k in range(repeats):  # one after another: the twin replays once, first
-            again = run({"confirm": confirm_on(kills[0], k),
+            again = run({"confirm": sites.confirm_on(kills[0], k),
                          **({"control": controls[0]} if controls else {})}, confirm=True)
             if again["confirm"] is True or again["confirm"] == _BROKEN:
                 return Outcome("weak", f"flaky: {kills[0].label} did not fail it again "
