@@ -83,16 +83,19 @@ def _declared(mutants: Mapping[str, tuple[tuple[Any, ...], ...]],
             **({"controls": control_names} if control_names else {})}
 
 
-_DRAWN: dict[tuple[str, str], Drawn] = {}
+_LAST_DRAWN: dict[tuple[str, str], Drawn] = {}
 
 
 def _drawn(task: Task) -> Drawn:
-    """The family's variants of ``task`` (drawn once per task: ``task_json`` and
-    ``write_suite`` both need them)."""
+    """The family's variants of ``task``, drawn once for the task being written
+    (``write_suite`` writes its files, then ``task_json`` names them). Only the last
+    task's are kept: a real task's draws are whole copies of files of tens of MB, and
+    a suite of them must not pile up in memory."""
     key = (task.id, str(task.data_dir))
-    if key not in _DRAWN:
-        _DRAWN[key] = draw_family_variants(task)
-    return _DRAWN[key]
+    if key not in _LAST_DRAWN:
+        _LAST_DRAWN.clear()
+        _LAST_DRAWN[key] = draw_family_variants(task)
+    return _LAST_DRAWN[key]
 
 
 def write_suite(tasks: Iterable[Task], folder: str | Path) -> list[Path]:
