@@ -23,7 +23,7 @@ Evaluation is ``vera-env eval --policy transformers`` on the held-out suite, gre
 ``--eval-concurrency`` episodes in flight (``--resume``-able mid-point): measured
 faster on this CPU than playing the episodes in lockstep with one batched ``generate``
 per round (``--eval-backend lockstep``, ``benchmarks/lockstep_eval.py``): 405 s against
-824 s for 8 episodes (``benchmarks/README.md``, "Learning curve"). Each evaluation point
+824 s for 8 episodes (``docs/benchmarks/learning.md``, "The training loop's costs"). Each evaluation point
 carries accuracy, mean verification, format-error rate, mean turns and the integrity
 columns (`vera_env.evaluation.integrity`), each with its bootstrap 95% interval
 (`vera_env.evaluation.bootstrap`; shares within attempts resampled by attempt). Then
@@ -413,12 +413,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--heldout-seeds", type=int, default=3, help="x 13 types x --heldout-difficulties = n")
     parser.add_argument("--sft-episodes", type=int, default=520,
                         help="teacher episodes, 3 turns each (52, 3 epochs of them, was "
-                             "memorised: benchmarks/README.md, attempt 6)")
+                             "memorised: docs/benchmarks/learning.md, attempt 6)")
     parser.add_argument("--sft-steps", type=int, default=390,
                         help="4 sequences a step: 390 are one epoch of 520 episodes' 1,560 "
                              "turns; 120 (0.31 epoch, attempts 7-10) left four families "
                              "writing a sibling's program, held-out 0.49; 390: 1.00 "
-                             "(benchmarks/README.md, attempt 11)")
+                             "(docs/benchmarks/learning.md, attempt 11)")
     parser.add_argument("--heldout-difficulties", nargs="+", default=list(DIFFICULTIES),
                         choices=ALL_DIFFICULTIES,
                         help="difficulties of the held-out set (a run's set is fixed)")
@@ -435,12 +435,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--group", type=int, default=4)
     parser.add_argument("--learning-rate", type=float, default=5e-6,
                         help="GRPO's constant rate (2e-5 on every layer broke a right program "
-                             "in 15 steps: benchmarks/README.md, attempt 9)")
+                             "in 15 steps: docs/benchmarks/learning.md, attempt 9)")
     parser.add_argument("--turn-tokens", type=int, default=208,
                         help="new tokens a turn may sample (the analyst teacher's turns: up to 204)")
     parser.add_argument("--trainable-layers", type=int, default=0,
                         help="0: every layer (SFT of the top 4 of 30 left held-out commands "
-                             "at NLL 0.45 per token, all 30 at 0.019: benchmarks/README.md, "
+                             "at NLL 0.45 per token, all 30 at 0.019: docs/benchmarks/learning.md, "
                              "attempt 7)")
     parser.add_argument("--eval-backend", choices=("cli", "lockstep"), default="cli",
                         help="cli: vera-env eval with --eval-concurrency threads (measured "

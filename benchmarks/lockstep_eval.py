@@ -11,7 +11,7 @@ builds (``vera_env.policies.chat.prompt_ids`` through ``vera_env.training.packin
 records are those ``vera-env eval`` would write.
 
 Measured on this CPU it lost: 824 s for 8 episodes x 3 turns x 128 tokens against 405 s
-for ``vera-env eval --concurrency 4`` (``benchmarks/README.md``, "Learning curve"). A
+for ``vera-env eval --concurrency 4`` (``docs/benchmarks/learning.md``, "The training loop's costs"). A
 round lasts as long as its longest turn -- every row generates until all have stopped,
 and the padded rows still cost attention -- where threads let short turns finish early.
 ``benchmarks/learning_curve.py --eval-backend lockstep`` uses it; measure again on a GPU.
