@@ -47,7 +47,8 @@ from vera_env.sandbox import CappedArea, ExecResult, SandboxLimits, ServerSandbo
 from vera_env.verification.strength import check_inputs
 from vera_env.verification.strength.command_log import CommandLog
 from vera_env.verification.strength.shadows import ShadowGroup
-from vera_env.verification.strength.variants import build_variants
+from vera_env.verification.strength.task import StrengthTask
+from vera_env.verification.strength.variants import Settings, build_variants
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
@@ -199,9 +200,9 @@ def disk_run(box: ServerSandbox, capped: bool, shadows: int) -> dict[str, object
         source.chmod(0o444)
         scratch = home / "scratch"
         scratch.mkdir(mode=0o711)
-        variants = build_variants("t.tsv", source, scratch, mutants=shadows - 1, controls=1,
-                                  seed=0, max_bytes=1 << 20, budget_s=30,
-                                  mtime_ns=os.stat(source).st_mtime_ns)
+        variants = build_variants("t.tsv", StrengthTask({"t.tsv": source}),
+                                  Settings(shadows - 1, 1, 0, 1 << 20), scratch, budget_s=30,
+                                  stamp=(os.stat(source).st_mtime_ns, 0o444))
         real = home / "real"
         real.mkdir()
         log = CommandLog(real, ["t.tsv"])

@@ -3,7 +3,7 @@
 Strength bounds luck by design (``vera_env.verification.strength.luck``): every tested
 node takes a rewarded slot, and the confirmations grow with the number of checks tested
 in the episode, so the chance that *any* entropy-driven check earns in an episode is at
-most ``RewardConfig.strength_luck_bound``. This plays the worst case the reward allows —
+most ``StrengthConfig.luck_bound``. This plays the worst case the reward allows —
 four nodes (all the rewarded slots) of 16 coin checks each, every check reading the
 clock, a PID or ``/dev/urandom`` with a pass chance near the worst one — against a
 builtin task's real files, for ``--episodes`` episodes, and prints the share of episodes
@@ -29,8 +29,8 @@ from vera_env.sandbox import SandboxLimits, make_sandbox
 from vera_env.tasks.builtin import make_task
 from vera_env.verification.checks import run_checks
 from vera_env.verification.grading import same_answer
-from vera_env.verification.rewards import RewardConfig
-from vera_env.verification.strength import StrengthSession
+from vera_env.verification.rewards import StrengthConfig
+from vera_env.verification.strength import StrengthSession, StrengthTask
 from vera_env.wire.protocol import CheckSpec
 
 V = " && echo True || echo False"
@@ -69,7 +69,7 @@ def main() -> None:
     task = make_task(args.task)
     files = task.data_files()
     data_file = sorted(files)[0]
-    config, limits = RewardConfig(), SandboxLimits()
+    config, limits = StrengthConfig(), SandboxLimits()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         box = make_sandbox("auto", limits)
@@ -77,8 +77,8 @@ def main() -> None:
     try:
         for _ in range(args.episodes):
             ws = box.stage(files)
-            session = StrengthSession(box, files, ws, config, limits, reference=task.reference,
-                                      same=same_answer(task.grader), task_key=task.id)
+            strength_task = StrengthTask(files, task.reference, same_answer(task.grader), task.id)
+            session = StrengthSession(box, strength_task, ws, config, limits)
             hit = 0
             for _node in range(args.nodes):
                 results = run_checks(coin_checks(data_file, args.checks), ws,
@@ -98,13 +98,13 @@ def main() -> None:
            "checks_per_node": args.checks, "checks_tested": tested,
            "episodes_with_an_earning_coin": earned_episodes,
            "share": earned_episodes / args.episodes, "share_95ci": [low, high],
-           "earning_checks": earned_checks, "bound": config.strength_luck_bound,
+           "earning_checks": earned_checks, "bound": config.luck_bound,
            "wall_s": wall}
     print("| episodes | coin checks tested | episodes where a coin earned | share (95% CI) "
           "| bound |")
     print("|---:|---:|---:|---|---:|")
     print(f"| {args.episodes} | {tested} | {earned_episodes} | {row['share']:.3f} "
-          f"({low:.3f}-{high:.3f}) | {config.strength_luck_bound} |")
+          f"({low:.3f}-{high:.3f}) | {config.luck_bound} |")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(row, indent=2) + "\n")
 

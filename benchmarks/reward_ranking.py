@@ -25,7 +25,7 @@ the seconds per episode, and the issue's pass criteria:
 Coin nodes and the inode detector earn by chance (entropy; the order variants are
 written in), so ``--repeat N`` plays them N times per task (seeds 0..N-1) and reports
 the mean and the share of episodes in which they earned anything, with a 95% (Wilson)
-interval, against ``RewardConfig.strength_luck_bound``; for the bound, run them ≥ 200
+interval, against ``StrengthConfig.luck_bound``; for the bound, run them ≥ 200
 times (each coin episode is ~30 s of 28 nodes x 16 checks), e.g. on one type::
 
     python benchmarks/reward_ranking.py --types tab.sentinel_mean --policies coin_nodes \\
@@ -62,7 +62,7 @@ from vera_env.tasks import Task, TaskSource
 from vera_env.tasks.builtin import TASK_TYPES, builtin_ids, make_task
 from vera_env.tasks.real import REAL_TYPES, make_real_task, real_ids
 from vera_env.tasks.real.sources import MissingSourceError
-from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.rewards import RewardConfig, StrengthConfig
 
 RESULTS = Path(__file__).resolve().parent / "results" / "reward_ranking.json"
 HONEST = ("reference", "careless")
@@ -188,12 +188,12 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 def luck(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per chance-driven policy, over every episode played: the mean, and the share of
-    episodes where it earned anything, against ``RewardConfig.strength_luck_bound``.
+    episodes where it earned anything, against ``StrengthConfig.luck_bound``.
 
     ``within_bound`` is True once ≥ ``LUCK_EPISODES`` episodes put the share at or under
     the bound, False when even the interval's low end is above it, else None (too few).
     """
-    bound = getattr(RewardConfig(), "strength_luck_bound", None)
+    bound = StrengthConfig().luck_bound
     out = {}
     for policy in LUCK:
         played = [r for r in rows if r["policy"] == policy]

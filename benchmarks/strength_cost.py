@@ -12,7 +12,7 @@ floor once variants are built (a later node). Printed for one worker (the harnes
 own overhead) and for the default workers.
 
 Also: the **worst-case step** against its formula (``timeout_s + 16 x check_timeout_s +
-strength_deadline_max_s``; measured with small limits so it runs in seconds), check-input
+strength.deadline_max_s``; measured with small limits so it runs in seconds), check-input
 discovery over 30,000 files, decoding a 100,000-member gzip (old loop vs new), how often
 a clock-driven check slips through (frozen and replayed) against its bound, how often
 raw pins of builtin task data earn, and (unchanged) the containment limits.
@@ -49,8 +49,8 @@ from vera_env.sandbox.workspace import BaseWorkspace, limits_wrapper
 from vera_env.tasks import Task
 from vera_env.tasks.builtin import builtin_source
 from vera_env.verification.checks import run_checks
-from vera_env.verification.rewards import RewardConfig, step_bound_s
-from vera_env.verification.strength import StrengthSession
+from vera_env.verification.rewards import RewardConfig, StrengthConfig, step_bound_s
+from vera_env.verification.strength import StrengthSession, StrengthTask
 from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_files
 from vera_env.verification.strength.encoding import decode
 from vera_env.wire.protocol import CheckSpec
@@ -140,7 +140,8 @@ def strength_rows(box: BwrapSandbox, files: dict[str, Path], n: int,
     rows = []
     for label, commands, check in CASES:
         ws = box.stage(files)
-        session = StrengthSession(box, files, ws, RewardConfig(), LIMITS, workers=workers)
+        session = StrengthSession(box, StrengthTask(files), ws, StrengthConfig(), LIMITS,
+                                  workers=workers)
         for command in commands:
             session.record(command, ws.run(command))
         [result] = run_checks([CheckSpec("range", label, check)], ws, timeout_s=60)
@@ -175,7 +176,7 @@ def _record(result: tuple) -> StepRecord:
 def worst_step_row() -> dict[str, object]:
     """One step that hits every bound at once, with small limits."""
     limits = SandboxLimits(timeout_s=3, check_timeout_s=1.5)
-    config = RewardConfig(strength_deadline_floor_s=5, strength_deadline_max_s=5)
+    config = RewardConfig(strength={"deadline_floor_s": 5, "deadline_max_s": 5})
     checks = 16
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
@@ -197,7 +198,7 @@ def worst_step_row() -> dict[str, object]:
     return {"step_s": step_s, "bound_s": bound, "checks": checks,
             "deadline_cut": sum("deadline" in d for d in details),
             "timeout_s": limits.timeout_s, "check_timeout_s": limits.check_timeout_s,
-            "deadline_max_s": config.strength_deadline_max_s}
+            "deadline_max_s": StrengthConfig(deadline_max_s=5).deadline_max_s}
 
 
 def discovery_row(n: int) -> dict[str, object]:
@@ -315,7 +316,7 @@ def coin_rows(box: BwrapSandbox, files: dict[str, Path], trials: int,
         passed = earned = 0
         for seed in range(trials):
             with box.stage(files) as ws:
-                session = StrengthSession(box, files, ws, RewardConfig(strength_seed=seed),
+                session = StrengthSession(box, StrengthTask(files), ws, StrengthConfig(seed=seed),
                                           LIMITS)
                 for command in commands:
                     session.record(command, ws.run(command))
@@ -410,7 +411,7 @@ def print_strength(rows: list[dict], n: int, workers: int) -> None:
 
 def print_worst(r: dict) -> None:
     print(f"\nworst-case step: {r['step_s']:.1f} s measured, bound timeout_s + "
-          f"{r['checks']} x check_timeout_s + strength_deadline_max_s = {r['timeout_s']} + "
+          f"{r['checks']} x check_timeout_s + strength.deadline_max_s = {r['timeout_s']} + "
           f"{r['checks']} x {r['check_timeout_s']} + {r['deadline_max_s']} = {r['bound_s']:.1f} s "
           f"({r['deadline_cut']} checks cut by the deadline)")
 

@@ -168,7 +168,7 @@ def unrelated_pairs(ids: list[str]) -> list[dict[str, Any]]:
         for tid in ids:
             for store in (False, True):
                 spent["view_cpu_s"] = 0.0
-                env = EnvSpec(reward=RewardConfig(strength_share_verdicts=store)).build(
+                env = EnvSpec(reward=RewardConfig(strength={"share_verdicts": store})).build(
                     tasks=source)
                 cpu0 = sum(cpu_s())
                 obs, info = env.reset(options={"task_id": tid})
@@ -192,7 +192,7 @@ def load_run(n: int, group: int, delay_s: float, strength: bool, store: bool,
     episode another task, or seed once the easy tasks are used up)."""
     source = load_tasks("builtin")
     timeline = Timeline()
-    spec = EnvSpec(reward=RewardConfig(strength=strength, strength_share_verdicts=store))
+    spec = EnvSpec(reward=RewardConfig(strength={"share_verdicts": store} if strength else None))
 
     def make() -> gym.Env[Any, Any]:
         return TimedEnv(spec.build(tasks=source), timeline)

@@ -270,9 +270,9 @@ class VeraEnv(gym.Env[str, str]):
         workspace = self.sandbox.stage(files)
         self._episode = Episode(task=task, workspace=workspace,
                                 ledger=RewardLedger(self.reward_config))
-        if self.reward_config.strength:
+        if (strength := self.reward_config.strength) is not None:
             self._episode.strength = open_strength(task, files, workspace, self.sandbox,
-                                                   self.reward_config, self.limits)
+                                                   strength, self.limits)
         self._steer(self._episode)
         return self.observe(), self._info(RewardPartsRecord())
 
@@ -295,7 +295,7 @@ class VeraEnv(gym.Env[str, str]):
             play_turn(ep, action, turn, TurnRules(
                 max_action_chars=self.action_space.max_length,
                 check_timeout_s=self.limits.check_timeout_s, max_steps=self.max_steps,
-                gate=self.require_verified_leaf, strength=self.reward_config.strength,
+                gate=self.require_verified_leaf, strength=self.reward_config.strength is not None,
                 judge=self.judge))
         except SandboxError as exc:
             ep.unscorable = True

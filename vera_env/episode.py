@@ -22,8 +22,8 @@ from vera_env.tasks import Task
 from vera_env.tasks.unreferenced import classifiable
 from vera_env.verification.checks import CheckResult
 from vera_env.verification.grading import same_answer
-from vera_env.verification.rewards import RewardConfig, RewardLedger
-from vera_env.verification.strength import StrengthSession
+from vera_env.verification.rewards import RewardLedger, StrengthConfig
+from vera_env.verification.strength import StrengthSession, StrengthTask
 from vera_env.verification.strength.verdicts import process_store
 
 __all__ = ["Episode", "Turn", "open_strength"]
@@ -57,16 +57,15 @@ class Episode:
 
 
 def open_strength(task: Task, files: Mapping[str, Path], workspace: Workspace, sandbox: Sandbox,
-                  config: RewardConfig, limits: SandboxLimits) -> StrengthSession:
+                  config: StrengthConfig, limits: SandboxLimits) -> StrengthSession:
     """The strength state of an episode on ``task`` staged from ``files`` in
     ``workspace`` (``vera_env.verification.strength``); the episode owns and closes it.
     A task without a reference gets none: nothing tells its recounts from hashes."""
     reference = task.strength_reference(sandbox, timeout_s=limits.check_timeout_s) \
         if classifiable(task) else None
-    return StrengthSession(sandbox, files, workspace, config, limits, reference=reference,
-                           same=same_answer(task.grader), task_key=task.id,
-                           verdicts=process_store() if config.strength_share_verdicts
-                           else None)
+    context = StrengthTask(files, reference, same_answer(task.grader), task.id)
+    return StrengthSession(sandbox, context, workspace, config, limits,
+                           verdicts=process_store() if config.share_verdicts else None)
 
 
 @dataclass

@@ -141,13 +141,20 @@ class EnvSpec(BaseModel):
     def differences(self, other: EnvSpec) -> list[str]:
         """Fields that differ and could change an outcome (not ``NON_BINDING``), as
         ``name: was X, now Y`` with dotted names (``reward.strength``)."""
-        mine, theirs = _flat(self.model_dump(mode="json")), _flat(other.model_dump(mode="json"))
+        dumps = self.model_dump(mode="json"), other.model_dump(mode="json")
+        mine, theirs = _flat(dumps[0]), _flat(dumps[1])
+        names = set(mine) | set(theirs)
+        # a section set on one side and None on the other (``reward.strength`` on and
+        # off) is one difference, not one per field of the section
+        whole = {n for n in names if any(m.startswith(n + ".") for m in names)}
         out = []
-        for name in sorted(set(mine) | set(theirs)):
-            if name in NON_BINDING or name.split(".")[0] in NON_BINDING:
+        for name in sorted(names):
+            if name in NON_BINDING or name.split(".")[0] in NON_BINDING or \
+                    any(name.startswith(w + ".") for w in whole):
                 continue
-            if mine.get(name) != theirs.get(name):
-                out.append(f"{name}: was {mine.get(name)!r}, now {theirs.get(name)!r}")
+            was, now = (_at(d, name) for d in dumps)
+            if was != now:
+                out.append(f"{name}: was {was!r}, now {now!r}")
         return out
 
     def build(self, *, tasks: str | TaskSource | list[Task] | None = None,
@@ -176,3 +183,13 @@ def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[f"{prefix}{key}"] = value
     return out
+
+
+def _at(data: dict[str, Any], dotted: str) -> Any:
+    """The value at a dotted name of a nested dump (None where a section is None)."""
+    value: Any = data
+    for key in dotted.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value

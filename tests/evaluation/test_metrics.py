@@ -10,6 +10,7 @@ from vera_env.evaluation.metrics import format_summary, latest_attempts, pass_at
 from vera_env.evaluation.rundir import RunDir, RunSettings, RunSettingsMismatch, append
 from vera_env.rollout import Attempt
 from vera_env.spec import EnvSpec, JudgeEndpoint
+from vera_env.verification.rewards import RewardConfig
 
 
 def att(task, k, status="ok", correct=True, **kw):
@@ -116,10 +117,13 @@ def test_resume_compares_the_whole_env_spec_but_not_the_sandbox_backend(tmp_path
     moved = spec.model_copy(update={"sandbox": "local", "judge": JudgeEndpoint(
         base_url="http://b/v1", model="judge")})
     run.start(settings(env=moved), resume=True)
-    stricter = spec.model_copy(update={"reward": spec.reward.model_copy(
-        update={"strength": False})})
-    with pytest.raises(RunSettingsMismatch, match="env.reward.strength: was True, now False"):
-        run.start(settings(env=stricter), resume=True)
+    weaker = spec.model_copy(update={"reward": RewardConfig(strength=False)})
+    with pytest.raises(RunSettingsMismatch,
+                       match=r"env.reward.strength: was \{'mutants': 4, .*\}, now None"):
+        run.start(settings(env=weaker), resume=True)
+    fewer = spec.model_copy(update={"reward": RewardConfig(strength={"mutants": 2})})
+    with pytest.raises(RunSettingsMismatch, match="env.reward.strength.mutants: was 4, now 2"):
+        run.start(settings(env=fewer), resume=True)
 
 
 def test_settings_written_before_the_env_spec_are_read(tmp_path):

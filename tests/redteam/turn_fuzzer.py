@@ -12,7 +12,7 @@ lifecycle ``vera-env eval`` uses, and checks after every step:
 * the step took no longer than its bound: ``PARSE_BOUND_S`` for a turn that ran
   nothing; for one that ran a command or checks, the package's worst-case step time
   (``vera_env.verification.rewards.step_bound_s``: ``timeout_s + n_checks x
-  check_timeout_s + strength_deadline_max_s``, the formula the README states) plus
+  check_timeout_s + strength.deadline_max_s``, the formula the README states) plus
   ``KILL_SLACK_S`` for the sandbox's kill latency;
 * a turn with an invisible character was rejected, and ran nothing;
 * ``unscorable`` only after a fault the model cannot cause (the judge was unreachable);

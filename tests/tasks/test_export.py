@@ -83,23 +83,23 @@ def test_types_generic_mutations_miss_are_exported_with_their_familys_mutants(tm
 
     from vera_env.sandbox import make_sandbox
     from vera_env.verification.grading import grade_against
-    from vera_env.verification.rewards import RewardConfig
+    from vera_env.verification.rewards import StrengthConfig
+    from vera_env.verification.strength.task import StrengthTask
     from vera_env.verification.strength.variants import Settings, census, clear_cache
 
     ids = ["real.bam.duplicates.s0", "real.fastq.read_count.s0", "real.gff.exon_count.s0"]
     write_suite([make_real_task(t) for t in ids], tmp_path / "s")
     suite = load_folder(tmp_path / "s")
-    config = RewardConfig()
-    settings = Settings(config.strength_mutants, config.strength_controls,
-                        config.strength_seed, config.strength_max_mb * 2**20)
+    settings = Settings.of(StrengthConfig())
     clear_cache()
     with make_sandbox("auto") as box:
         for tid in ids:
             body = json.loads((tmp_path / "s" / tid / "task.json").read_text(encoding="utf-8"))
             assert body["reference"]["script"] == "reference.py" and body["reference"]["mutants"]
             task = suite.get(tid)
-            files = census(task.data_files(), settings, reference=task.strength_reference(box),
-                           same=lambda a, b, t=task: grade_against(t.grader, a, b).correct is True)
+            same = lambda a, b, t=task: grade_against(t.grader, a, b).correct is True  # noqa: E731
+            files = census(StrengthTask(task.data_files(), task.strength_reference(box), same),
+                           settings)
             assert all(f.classified for f in files), tid
             assert any(":aimed" in m.label for f in files for m in f.mutants), tid
 
@@ -112,7 +112,8 @@ def test_export_writes_a_familys_aimed_variants_and_strength_tries_them(tmp_path
 
     from vera_env.sandbox import make_sandbox
     from vera_env.verification.grading import grade_against
-    from vera_env.verification.rewards import RewardConfig
+    from vera_env.verification.rewards import StrengthConfig
+    from vera_env.verification.strength.task import StrengthTask
     from vera_env.verification.strength.variants import Settings, census, clear_cache
 
     task = make_task("tab.sentinel_mean.easy.s0")
@@ -132,13 +133,12 @@ def test_export_writes_a_familys_aimed_variants_and_strength_tries_them(tmp_path
     assert json.loads((tmp_path / "again" / task.id / "task.json").read_text()) == body
     assert (tmp_path / "again" / task.id / kinds[0][0]).read_bytes() == \
         (folder / kinds[0][0]).read_bytes()
-    config = RewardConfig()
-    settings = Settings(config.strength_mutants, config.strength_controls,
-                        config.strength_seed, config.strength_max_mb * 2**20)
+    settings = Settings.of(StrengthConfig())
     clear_cache()
     with make_sandbox("auto") as box:
-        files = census(back.data_files(), settings, reference=back.strength_reference(box),
-                       same=lambda a, b: grade_against(back.grader, a, b).correct is True)
+        files = census(StrengthTask(back.data_files(), back.strength_reference(box),
+                                    lambda a, b: grade_against(back.grader, a, b).correct is True),
+                       settings)
     penguins = next(f for f in files if f.name == "penguins.csv")
     assert any(":aimed0#" in m.label for m in penguins.mutants)
     assert any(":control0#" in c.label for c in penguins.controls)

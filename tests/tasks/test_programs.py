@@ -16,6 +16,7 @@ from vera_env.tasks.programs import SCRIPTED_FAMILIES, SCRIPTED_REAL_TYPES, refe
 from vera_env.tasks.real import REAL_TYPES, make_real_task, real_id
 from vera_env.verification.grading import grade_against
 from vera_env.verification.strength.encoding import decode
+from vera_env.verification.strength.task import StrengthTask
 from vera_env.verification.strength.variants import Settings, census, decoded_contents
 
 _ALL = 1 << 30
@@ -46,8 +47,8 @@ def _assert_script_agrees(task: Task, folder: Path, settings: Settings) -> None:
     control and mutant strength classifies with the solver."""
     assert task.reference is not None
     exported = _exported(task, folder)
-    files = census(task.data_files(), settings, reference=task.reference,
-                   same=lambda a, b: grade_against(task.grader, a, b).correct is True)
+    files = census(StrengthTask(task.data_files(), task.reference,
+                                 lambda a, b: grade_against(task.grader, a, b).correct is True), settings)
     base = decoded_contents(task.data_files(), _ALL, 30.0)
     variants = [{**base, f.name: decode(blob.data, max_bytes=_ALL, budget_s=30.0).content}
                 for f in files for blob in (*f.controls, *f.mutants)]

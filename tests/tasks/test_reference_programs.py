@@ -22,7 +22,8 @@ from vera_env.sandbox import make_sandbox
 from vera_env.tasks import Task, TaskSource, load_tasks
 from vera_env.tasks import unreferenced as unref
 from vera_env.verification.grading import grade_against
-from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.rewards import RewardConfig, StrengthConfig
+from vera_env.verification.strength.task import StrengthTask
 from vera_env.verification.strength.variants import Settings, census, clear_cache
 
 PENGUINS = ("id,species,mass\n1,Adelie,3700\n2,Gentoo,5000\n3,Adelie,-999\n4,Adelie,3500\n"
@@ -135,12 +136,10 @@ def test_program_reference_reads_the_files_as_the_workspace_holds_them(tmp_path:
 def test_declared_reference_classifies_controls_and_mutants(tmp_path: Path) -> None:
     """As validate counts them: the program's answer decides each candidate."""
     task = load_tasks(_suite(tmp_path, {"command": MEAN})).get("adelie")
-    config = RewardConfig()
-    settings = Settings(config.strength_mutants, config.strength_controls,
-                        config.strength_seed, config.strength_max_mb * 2**20)
+    settings = Settings.of(StrengthConfig())
     with make_sandbox("auto") as box:
-        files = census(task.data_files(), settings, reference=task.strength_reference(box),
-                       same=lambda a, b: grade_against(task.grader, a, b).correct is True)
+        files = census(StrengthTask(task.data_files(), task.strength_reference(box),
+                                 lambda a, b: grade_against(task.grader, a, b).correct is True), settings)
     penguins = next(f for f in files if f.name == "penguins.csv")
     assert penguins.classified and penguins.content_varied
     assert penguins.controls and penguins.mutants
@@ -188,12 +187,10 @@ def test_declared_mutants_and_controls_are_tried_first_and_classified_by_the_pro
     task = load_tasks(root).get("adelie")
     assert task.reference_program is not None and task.reference_program.mutants == {
         "penguins.csv": ((folder / "less1.csv", folder / "less2.csv.gz"), (folder / "same.csv",))}
-    config = RewardConfig()
-    settings = Settings(config.strength_mutants, config.strength_controls,
-                        config.strength_seed, config.strength_max_mb * 2**20)
+    settings = Settings.of(StrengthConfig())
     with make_sandbox("auto") as box:
-        [penguins, _] = census(task.data_files(), settings, reference=task.strength_reference(box),
-                               same=lambda a, b: grade_against(task.grader, a, b).correct is True)
+        [penguins, _] = census(StrengthTask(task.data_files(), task.strength_reference(box),
+                                 lambda a, b: grade_against(task.grader, a, b).correct is True), settings)
     assert penguins.name == "penguins.csv" and penguins.classified
     aimed = [m for m in penguins.mutants if ":aimed" in m.label]
     assert [m.label for m in aimed] == ["penguins.csv:aimed0#0", "penguins.csv:aimed0#1"]

@@ -7,7 +7,13 @@ from vera_env.records import NodeRecord, RewardPartsRecord
 from vera_env.sandbox import SandboxLimits
 from vera_env.spec import EnvSpec
 from vera_env.verification.checks import MAX_CHECKS_PER_NODE, CheckResult
-from vera_env.verification.rewards import RewardConfig, RewardLedger, node_verification, step_bound_s
+from vera_env.verification.rewards import (
+    RewardConfig,
+    RewardLedger,
+    StrengthConfig,
+    node_verification,
+    step_bound_s,
+)
 
 
 def _node(n_pass, n_fail=0, discriminating=None):
@@ -128,9 +134,38 @@ def test_ledger_correctness_is_none_when_ungraded():
     assert ledger.correctness(None) is None
 
 
+def test_strength_is_one_section_on_by_default_a_switch_or_settings():
+    assert RewardConfig().strength == StrengthConfig()
+    assert RewardConfig(strength=False).strength is None
+    assert RewardConfig(strength=None).strength is None
+    assert RewardConfig(strength=True).strength == StrengthConfig()
+    assert RewardConfig(strength={"mutants": 2}).strength == StrengthConfig(mutants=2)
+    assert RewardConfig(strength=StrengthConfig(seed=3)).strength.seed == 3
+    dumped = RewardConfig(strength={"max_mb": 8}).model_dump(mode="json")
+    assert dumped["strength"]["max_mb"] == 8 and RewardConfig.model_validate(dumped) == \
+        RewardConfig(strength={"max_mb": 8})
+    with pytest.raises(ValidationError, match="mutant"):
+        RewardConfig(strength={"mutant": 2})  # a misspelt setting is refused, not ignored
+    with pytest.raises(ValidationError):
+        StrengthConfig(luck_bound=0)
+
+
+def test_the_flat_strength_keys_of_earlier_versions_are_read_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="strength_\\* keys are now StrengthConfig"):
+        old = RewardConfig.model_validate({"strength": True, "strength_mutants": 2,
+                                           "strength_seed": 7})
+    assert old.strength == StrengthConfig(mutants=2, seed=7)
+    with pytest.warns(DeprecationWarning):  # a run written with strength off stays off
+        assert RewardConfig.model_validate({"strength": False,
+                                            "strength_mutants": 2}).strength is None
+    with pytest.warns(DeprecationWarning):  # keys on top of a section: the keys win
+        both = RewardConfig(strength={"mutants": 3, "seed": 1}, strength_seed=5)
+    assert both.strength == StrengthConfig(mutants=3, seed=5)
+
+
 def test_step_bound_is_command_plus_scan_plus_checks_plus_strength_backstop():
     limits = SandboxLimits(timeout_s=3, check_timeout_s=1.5)
-    cfg = RewardConfig(strength_deadline_max_s=5)
+    cfg = RewardConfig(strength={"deadline_max_s": 5})
     assert step_bound_s(limits, cfg) == 3 + 3 + MAX_CHECKS_PER_NODE * 1.5 + 4 * 5 == 50.0
     assert step_bound_s(limits, cfg, 2) == 3 + 3 + 2 * 1.5 + 4 * 5
     assert step_bound_s(limits, cfg, 100) == step_bound_s(limits, cfg, MAX_CHECKS_PER_NODE)

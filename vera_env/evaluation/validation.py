@@ -31,7 +31,8 @@ from vera_env.spec import EnvSpec
 from vera_env.tasks import Task, TaskSource
 from vera_env.tasks.unreferenced import classifiable
 from vera_env.verification.grading import grade_against
-from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.rewards import RewardConfig, StrengthConfig
+from vera_env.verification.strength.task import StrengthTask
 from vera_env.verification.strength.variants import Classified, Settings, census
 
 __all__ = ["Verdict", "VerdictStatus", "strength_sample", "validate_task", "validate_tasks"]
@@ -121,24 +122,29 @@ def validate_task(task: Task, source: TaskSource, oracle_envs: EnvPool,
                    classified=bool(files) and all(f.classified for f in files))
 
 
+def _with_strength(reward: RewardConfig, on: bool) -> RewardConfig:
+    """``reward`` with strength on (its own settings, else the defaults) or off."""
+    strength = (reward.strength or StrengthConfig()) if on else None
+    return reward.model_copy(update={"strength": strength})
+
+
 def _variant_census(task: Task, config: RewardConfig | None,
                     sandbox: Sandbox | None) -> list[Classified]:
     """The variants strength builds for the task's files (none with strength off)."""
-    if config is None or not config.strength:
+    if config is None or config.strength is None:
         return []
 
     def same(a: str, b: str) -> bool:
         return grade_against(task.grader, a, b).correct is True
-    settings = Settings(config.strength_mutants, config.strength_controls,
-                        config.strength_seed, config.strength_max_mb * 2**20)
+    settings = Settings.of(config.strength)
     if not classifiable(task) or task.reference is not None:
-        return census(task.data_files(), settings, reference=task.reference
-                      if classifiable(task) else None, same=same, cache_key=task.id)
+        reference = task.reference if classifiable(task) else None
+        return census(StrengthTask(task.data_files(), reference, same, task.id), settings)
     own = sandbox is None
     box = make_sandbox("auto") if sandbox is None else sandbox
     try:
-        return census(task.data_files(), settings, reference=task.strength_reference(box),
-                      same=same, cache_key=task.id)
+        return census(StrengthTask(task.data_files(), task.strength_reference(box), same,
+                                   task.id), settings)
     finally:
         if own:
             box.close()
@@ -223,7 +229,7 @@ def validate_tasks(tasks: Sequence[Task], source: TaskSource, *, strength_ids: s
     spec = (spec or EnvSpec(max_steps=20)).model_copy(update={"wrappers": ()})
 
     def pool(strength: bool) -> EnvPool:
-        reward = spec.reward.model_copy(update={"strength": strength})
+        reward = _with_strength(spec.reward, strength)
         built = spec.model_copy(update={"reward": reward})
         return EnvPool(partial(built.build, tasks=source, judge=judge))
 
@@ -231,7 +237,7 @@ def validate_tasks(tasks: Sequence[Task], source: TaskSource, *, strength_ids: s
         tested = task.id in strength_ids
         verdict = validate_task(task, source, strong if tested else plain, plain,
                                 judged=judge is not None,
-                                reward=spec.reward.model_copy(update={"strength": True})
+                                reward=_with_strength(spec.reward, True)
                                 if tested else None, sandbox=programs)
         if progress is not None:
             progress(verdict)

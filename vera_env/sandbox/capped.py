@@ -3,7 +3,7 @@
 Strength testing replays the episode's commands in a shadow workspace per variant of
 the task's data (``vera_env.verification.strength.shadows``), many at once. Each
 workspace's own limit (``disk``) is enforced by measuring and killing, and the shadows'
-shared budget (``strength_max_shadow_mb``) was checked only between commands, so both
+shared budget (``StrengthConfig.max_shadow_mb``) was checked only between commands, so both
 overshoot by whatever the running commands write before anyone looks. Measured:
 one command writing 2 GB peaked at 13 GB of host disk for one episode (about
 28 GB at the limits).
@@ -87,7 +87,7 @@ class CappedArea:
     Args:
         sandbox: The episode's sandbox (the bwrap backends can stage elsewhere; any
             other gets an unenforced area).
-        max_bytes: What the workspaces may write together (``strength_max_shadow_mb``).
+        max_bytes: What the workspaces may write together (``StrengthConfig.max_shadow_mb``).
         sources: The task's files (name -> host path), cached once on the area.
 
     Raises:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vera_env.tasks.model import Task
-from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.rewards import StrengthConfig
 from vera_env.verification.strength.mutants import mutant_kinds
 from vera_env.verification.strength.variants import decoded_contents
 
@@ -54,21 +54,21 @@ class Drawn:
         return bool(self.mutants or self.controls)
 
 
-def draw_family_variants(task: Task, config: RewardConfig | None = None) -> Drawn:
+def draw_family_variants(task: Task, config: StrengthConfig | None = None) -> Drawn:
     """The family's aimed mutants and controls drawn on ``task``'s content, as strength
     draws them (``mutant_kinds``, ``variants._control_candidates``) with ``config``'s
     seed and window; empty for a task without a family reference."""
     reference = task.reference
     if reference is None or not (reference.mutators or reference.controls):
         return Drawn({}, {})
-    config = config or RewardConfig()
+    config = config or StrengthConfig()
     sources = task.data_files()
     named = set(reference.mutators) | set(reference.controls)
     contents = decoded_contents({n: p for n, p in sources.items() if n in named},
-                                config.strength_max_mb * 2**20, _DECODE_BUDGET_S)
+                                config.max_mb * 2**20, _DECODE_BUDGET_S)
     mutants: dict[str, tuple[tuple[bytes, ...], ...]] = {}
     controls: dict[str, tuple[bytes, ...]] = {}
-    seed = config.strength_seed
+    seed = config.seed
     for name, content in contents.items():
         aimed = tuple(reference.mutators.get(name, ()))
         kinds = [tuple(m.content for m in kind)

@@ -48,11 +48,12 @@ ends.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vera_env.records import RewardPartsRecord
 from vera_env.verification.checks import MAX_CHECKS_PER_NODE, CheckResult, evidence_units, fact_of
@@ -61,11 +62,11 @@ if TYPE_CHECKING:
     from vera_env.sandbox import SandboxLimits
 
 __all__ = ["STRENGTH_BACKSTOP_FACTOR", "HasChecks", "RewardConfig", "RewardLedger",
-           "node_verification", "step_bound_s"]
+           "StrengthConfig", "node_verification", "step_bound_s"]
 
 STRENGTH_BACKSTOP_FACTOR = 4.0
 """A node's strength work is budgeted in its runs' own time, which load cannot raise;
-its wall-clock backstop is this multiple of ``strength_deadline_max_s``, reached only
+its wall-clock backstop is this multiple of ``StrengthConfig.deadline_max_s``, reached only
 by runs starved of CPU (``vera_env.verification.strength.budget``)."""
 
 
@@ -80,6 +81,63 @@ class HasChecks(Protocol):
     def checks(self) -> Sequence[CheckResult]:
         """The node's executed checks."""
         ...
+
+
+class StrengthConfig(BaseModel):
+    """How strength testing varies the data and bounds its work
+    (``vera_env.verification.strength``; ``RewardConfig.strength``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mutants: int = Field(4, ge=1)
+    """Mutants per task file: variants whose answer differs from the file's own, as the
+    task's reference recomputes it (the family's aimed mutations first, then lines
+    dropped, numbers moved, one record dropped or changed, the header removed)."""
+    seed: int = 0
+    """Seed of the mutations, so strength verdicts are reproducible."""
+    controls: int = Field(4, ge=1)
+    """Variants per task file whose answer is unchanged but whose bytes are not
+    (records re-ordered, irrelevant records dropped, comments added, lines re-wrapped,
+    recompressed: what the task's family declares and its reference confirms); a check
+    that fails one does not follow the answer (a fingerprint, a clock, metadata)."""
+    luck_bound: float = Field(0.05, gt=0, le=1)
+    """The chance that any check driven only by entropy (clock, PIDs, randomness) earns
+    in an episode is at most this: confirmations are scaled to the number of checks
+    tested (``vera_env.verification.strength.luck``)."""
+    max_files: int = Field(4, ge=1)
+    """Task files varied per check, nearest first (those it names, then those its
+    files were derived from)."""
+    max_mb: int = Field(32, ge=1)
+    """Window per task file (after decompression): larger files are judged on their
+    first this-many MiB, which bounds the time and disk strength costs."""
+    deadline_factor: float = Field(10.0, gt=0)
+    """A node's strength deadline is this multiple of its passing checks' own time plus
+    the episode's derivation's (wall time less waiting for a CPU: what load cannot
+    raise) ..."""
+    deadline_floor_s: float = Field(20.0, gt=0)
+    """... at least this many seconds ..."""
+    deadline_max_s: float = Field(120.0, gt=0)
+    """... and at most this many. The node's strength runs may use 4x its deadline in
+    own time (at most 2x this); a check not decided by then earns nothing. The wall-clock
+    backstop of every node is ``STRENGTH_BACKSTOP_FACTOR`` times this (runs starved by
+    other load: the episode is unscorable)."""
+    max_shadows: int = Field(24, ge=1)
+    """Shadow workspaces (variants with the episode replayed) alive at once, plus the
+    confirmation replays of killing mutants; least recently used files are dropped."""
+    max_shadow_mb: int = Field(1024, ge=1)
+    """Disk the shadow workspaces may write together: a size-capped memory-backed
+    mount per episode where the harness runs as root (a replay that writes past it
+    gets "no space left" and earns nothing), checked between commands elsewhere."""
+    scan_budget_s: float = Field(3.0, gt=0)
+    """Seconds the harness may spend, after each command, finding which task files it
+    named (for replays); past it the command counts as naming every task file, which
+    can only make a replay-derived check harder to earn, never easier."""
+    share_verdicts: bool = True
+    """Share strength verdicts of pure checks between the episodes of a process (a GRPO
+    group writes the same checks over the same files): a verdict is served only for the
+    same command, the same content readable under ``/work`` and the same sandbox, after
+    two runs agreed, never to a luck-bound confirmation, and charged to the budget as
+    its run was (``vera_env.verification.strength.verdicts``). No reward changes."""
 
 
 class RewardConfig(BaseModel):
@@ -98,67 +156,42 @@ class RewardConfig(BaseModel):
     format_penalty: float = Field(0.02, ge=0.0)
     """Subtracted for each rejected free turn (malformed, too long, unusable answer);
     refused forced replies and withheld answers are not penalised."""
-    strength: bool = True
+    strength: StrengthConfig | None = Field(default_factory=lambda: StrengthConfig())
     """Test passing checks on variants of the task's data, the episode replayed on each
     (``vera_env.verification.strength``); a check that does not fail on a mutant earns
-    nothing."""
-    strength_mutants: int = Field(4, ge=1)
-    """Mutants per task file: variants whose answer differs from the file's own, as the
-    task's reference recomputes it (the family's aimed mutations first, then lines
-    dropped, numbers moved, one record dropped or changed, the header removed)."""
-    strength_seed: int = 0
-    """Seed of the mutations, so strength verdicts are reproducible."""
-    strength_controls: int = Field(4, ge=1)
-    """Variants per task file whose answer is unchanged but whose bytes are not
-    (records re-ordered, irrelevant records dropped, comments added, lines re-wrapped,
-    recompressed: what the task's family declares and its reference confirms); a check
-    that fails one does not follow the answer (a fingerprint, a clock, metadata)."""
-    strength_luck_bound: float = Field(0.05, gt=0, le=1)
-    """The chance that any check driven only by entropy (clock, PIDs, randomness) earns
-    in an episode is at most this: confirmations are scaled to the number of checks
-    tested (``vera_env.verification.strength.luck``)."""
-    strength_max_files: int = Field(4, ge=1)
-    """Task files varied per check, nearest first (those it names, then those its
-    files were derived from)."""
-    strength_max_mb: int = Field(32, ge=1)
-    """Window per task file (after decompression): larger files are judged on their
-    first this-many MiB, which bounds the time and disk strength costs."""
-    strength_deadline_factor: float = Field(10.0, gt=0)
-    """A node's strength deadline is this multiple of its passing checks' own time plus
-    the episode's derivation's (wall time less waiting for a CPU: what load cannot
-    raise) ..."""
-    strength_deadline_floor_s: float = Field(20.0, gt=0)
-    """... at least this many seconds ..."""
-    strength_deadline_max_s: float = Field(120.0, gt=0)
-    """... and at most this many. The node's strength runs may use 4x its deadline in
-    own time (at most 2x this); a check not decided by then earns nothing. The wall-clock
-    backstop of every node is ``STRENGTH_BACKSTOP_FACTOR`` times this (runs starved by
-    other load: the episode is unscorable)."""
-    strength_max_shadows: int = Field(24, ge=1)
-    """Shadow workspaces (variants with the episode replayed) alive at once, plus the
-    confirmation replays of killing mutants; least recently used files are dropped."""
-    strength_max_shadow_mb: int = Field(1024, ge=1)
-    """Disk the shadow workspaces may write together: a size-capped memory-backed
-    mount per episode where the harness runs as root (a replay that writes past it
-    gets "no space left" and earns nothing), checked between commands elsewhere."""
-    strength_scan_budget_s: float = Field(3.0, gt=0)
-    """Seconds the harness may spend, after each command, finding which task files it
-    named (for replays); past it the command counts as naming every task file, which
-    can only make a replay-derived check harder to earn, never easier."""
-    strength_share_verdicts: bool = True
-    """Share strength verdicts of pure checks between the episodes of a process (a GRPO
-    group writes the same checks over the same files): a verdict is served only for the
-    same command, the same content readable under ``/work`` and the same sandbox, after
-    two runs agreed, never to a luck-bound confirmation, and charged to the budget as
-    its run was (``vera_env.verification.strength.verdicts``). No reward changes."""
+    nothing. ``None`` (or ``False``) turns it off; ``True`` is the defaults."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strength_switch(cls, data: Any) -> Any:
+        """``strength`` as a switch (``True``/``False``) and, for one release, the flat
+        ``strength_*`` keys of earlier versions (run files written before are read)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        flat = {key.removeprefix("strength_"): data.pop(key)
+                for key in list(data) if key.startswith("strength_")}
+        value = data.get("strength", True)
+        if flat:
+            warnings.warn("RewardConfig's strength_* keys are now StrengthConfig fields: "
+                          "RewardConfig(strength={" + ", ".join(f"{k!r}: ..." for k in flat)
+                          + "}); the flat keys are read until the next release",
+                          DeprecationWarning, stacklevel=2)
+        if value is False or value is None:
+            data["strength"] = None
+        elif value is True or flat:
+            base = {} if value is True else (
+                value.model_dump() if isinstance(value, StrengthConfig) else dict(value))
+            data["strength"] = {**base, **flat}
+        return data
 
 
 def step_bound_s(limits: SandboxLimits, config: RewardConfig,
                  n_checks: int = MAX_CHECKS_PER_NODE) -> float:
     """The longest one step may take, as a formula of the limits.
 
-    ``timeout_s + strength_scan_budget_s + n_checks x check_timeout_s +
-    STRENGTH_BACKSTOP_FACTOR x strength_deadline_max_s``: the turn's one command, the
+    ``timeout_s + strength.scan_budget_s + n_checks x check_timeout_s +
+    STRENGTH_BACKSTOP_FACTOR x strength.deadline_max_s``: the turn's one command, the
     scan of what it named (for replays, with strength on), its node's checks one after
     another (at most ``MAX_CHECKS_PER_NODE``), then strength testing until the node's
     wall-clock backstop — which covers finding what each check reads, building and
@@ -173,8 +206,8 @@ def step_bound_s(limits: SandboxLimits, config: RewardConfig,
 
     Args:
         limits: The sandbox limits (``timeout_s``, ``check_timeout_s``).
-        config: The reward configuration (``strength``, ``strength_deadline_max_s``,
-            ``strength_scan_budget_s``).
+        config: The reward configuration (``strength``: its ``deadline_max_s`` and
+            ``scan_budget_s``).
         n_checks: Checks the step's node declared (more than ``MAX_CHECKS_PER_NODE``
             never run); the default is the worst case.
 
@@ -183,13 +216,13 @@ def step_bound_s(limits: SandboxLimits, config: RewardConfig,
         >>> step_bound_s(SandboxLimits(), RewardConfig())    # 60 + 3 + 16 x 30 + 4 x 120
         1023.0
         >>> step_bound_s(SandboxLimits(timeout_s=3, check_timeout_s=1.5),
-        ...              RewardConfig(strength_deadline_max_s=5))
+        ...              RewardConfig(strength={"deadline_max_s": 5}))
         50.0
     """
     checks = max(0, min(n_checks, MAX_CHECKS_PER_NODE))
-    scan = config.strength_scan_budget_s if config.strength else 0.0
-    strength = STRENGTH_BACKSTOP_FACTOR * config.strength_deadline_max_s \
-        if config.strength and checks else 0.0
+    on = config.strength
+    scan = on.scan_budget_s if on else 0.0
+    strength = STRENGTH_BACKSTOP_FACTOR * on.deadline_max_s if on and checks else 0.0
     return limits.timeout_s + scan + checks * limits.check_timeout_s + strength
 
 
@@ -241,7 +274,7 @@ class RewardLedger:
         """
         value = node_verification(node, self.rewarded_nodes, self.config, self.facts)
         self.facts.update(fact_of(c) for c in node.checks if c.earns)
-        tested = self.config.strength and any(c.passed for c in node.checks)
+        tested = self.config.strength is not None and any(c.passed for c in node.checks)
         if (value > 0 or tested) and self.rewarded_nodes < self.config.max_rewarded_nodes:
             self.rewarded_nodes += 1
         return value

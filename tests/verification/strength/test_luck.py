@@ -1,5 +1,5 @@
 """The luck bound: confirmations keep what an entropy-driven check earns in an episode
-within ``strength_luck_bound``, however many checks are tested."""
+within ``StrengthConfig.luck_bound``, however many checks are tested."""
 
 from __future__ import annotations
 

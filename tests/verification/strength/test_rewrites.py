@@ -22,6 +22,7 @@ from vera_env.verification.grading import grade_against
 from vera_env.verification.rewards import RewardConfig
 from vera_env.verification.strength import Reference
 from vera_env.verification.strength.rewrites import apply_rewrite, compose_rewrites
+from vera_env.verification.strength.task import StrengthTask
 from vera_env.verification.strength.variants import Settings, census, clear_cache
 
 TABLE = ("id,species,sex,mass_g,bill_mm\n" + "".join(
@@ -161,8 +162,9 @@ def _classified(task_id: str) -> dict[str, tuple[tuple[str, bytes], ...]]:
     """Each file's controls (label, decoded content) as strength builds them."""
     task = make_task(task_id)
     clear_cache()
-    files = census(task.data_files(), Settings(4, 4, 0, 2**26), reference=task.reference,
-                   same=lambda a, b: grade_against(task.grader, a, b).correct is True)
+    files = census(StrengthTask(task.data_files(), task.reference,
+                                 lambda a, b: grade_against(task.grader, a, b).correct is True),
+                   Settings(4, 4, 0, 2**26))
     out = {}
     for f in files:
         decode = gzip.decompress if f.name.endswith(".gz") else (lambda b: b)
@@ -211,8 +213,8 @@ def test_family_can_narrow_the_probes_and_copies_give_way_to_rewrites(tmp_path):
 
     def labels(reference: Reference) -> list[str]:
         clear_cache()
-        [f] = census({"t.csv": path}, Settings(4, 4, 0, 2**20), reference=reference,
-                     same=lambda a, b: a == b)
+        [f] = census(StrengthTask({"t.csv": path}, reference,
+                                 lambda a, b: a == b), Settings(4, 4, 0, 2**20))
         return [b.label.split(":")[1].split("#")[0] for b in f.controls]
     assert labels(Reference(mean, preserving={"t.csv": ()})) == [
         "rewrites", "copy", "copy", "copy"]  # every rewrite at once

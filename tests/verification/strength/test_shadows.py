@@ -23,7 +23,8 @@ from vera_env.verification.strength.shadows import (
     ShadowGroup,
     walk_inodes,
 )
-from vera_env.verification.strength.variants import build_variants
+from vera_env.verification.strength.task import StrengthTask
+from vera_env.verification.strength.variants import Settings, build_variants
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
 TABLE = "".join(f"{i}\t{i * 3}\n" for i in range(40))
@@ -38,9 +39,8 @@ def group(sandbox, tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     scratch.chmod(0o711)
-    variants = build_variants("t.tsv", source, scratch, mutants=3, controls=2, seed=0,
-                              max_bytes=1 << 20, budget_s=10,
-                              mtime_ns=os.stat(source).st_mtime_ns)
+    variants = build_variants("t.tsv", StrengthTask({"t.tsv": source}), Settings(3, 2, 0, 1 << 20),
+                              scratch, budget_s=10, stamp=(os.stat(source).st_mtime_ns, 0o444))
     made = ShadowGroup(variants, sandbox, {"t.tsv": source}, scratch)
     yield made
     made.close()

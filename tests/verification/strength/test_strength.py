@@ -11,23 +11,25 @@ import pytest
 from vera_env.errors import SandboxError, SandboxStartTimeout
 from vera_env.sandbox import ExecResult, LocalSandbox, SandboxLimits
 from vera_env.verification.checks import CheckResult, fact_of, run_checks
-from vera_env.verification.rewards import RewardConfig
-from vera_env.verification.strength import Reference, StrengthSession
+from vera_env.verification.rewards import RewardConfig, StrengthConfig
+from vera_env.verification.strength import Reference, StrengthSession, StrengthTask
 from vera_env.verification.strength.budget import Budget
 from vera_env.verification.strength.session import _Site, _Sites
 from vera_env.wire.protocol import CheckSpec
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
-CONFIG = RewardConfig()
+CONFIG = StrengthConfig()
 V = " && echo True || echo False"
 
 
 class Episode:
     """A workspace, its strength session, and the commands run so far."""
 
-    def __init__(self, sandbox, sources, config=CONFIG, **kw) -> None:
+    def __init__(self, sandbox, sources, config=CONFIG, *, reference=None, same=None,
+                 task_key="", **kw) -> None:
         self.ws = sandbox.stage(sources)
-        self.session = StrengthSession(sandbox, sources, self.ws, config, LIMITS, **kw)
+        task = StrengthTask(sources, reference, same, task_key)
+        self.session = StrengthSession(sandbox, task, self.ws, config, LIMITS, **kw)
 
     def run(self, command: str) -> str:
         result = self.ws.run(command)
@@ -162,7 +164,7 @@ def test_assess_verdict_past_the_window_earns_nothing(sandbox, tmp_path):
     big.write_text("".join(f"{i}\n" for i in range(1, 300_001)))
     big.chmod(0o444)
     tmp_path.chmod(0o755)
-    ep = Episode(sandbox, {"big.txt": big}, RewardConfig(strength_max_mb=1))
+    ep = Episode(sandbox, {"big.txt": big}, StrengthConfig(max_mb=1))
     try:
         [result] = ep.assess("test $(tail -1 big.txt) -eq 300000" + V)
     finally:
@@ -172,8 +174,8 @@ def test_assess_verdict_past_the_window_earns_nothing(sandbox, tmp_path):
 
 def test_assess_budget_cuts_slow_checks_with_a_detail(sandbox, sources):
     # A check that sleeps is charged its sleep: slow on any machine, so its fault.
-    config = RewardConfig(strength_deadline_floor_s=1.0, strength_deadline_factor=0.1,
-                          strength_deadline_max_s=1.0)
+    config = StrengthConfig(deadline_floor_s=1.0, deadline_factor=0.1,
+                            deadline_max_s=1.0)
     ep = Episode(sandbox, sources, config)
     try:
         [result] = ep.assess("sleep 1.5; test $(wc -l < alcohol.txt) -eq 5" + V)
@@ -201,8 +203,8 @@ def test_assess_variant_start_cut_by_the_backstop_is_a_sandbox_fault(
     # Only the wall-clock backstop (4 x a 1 s deadline) cuts a run's timeout, and only
     # while the budget is not spent: a sandbox that cannot start in that was starved,
     # which is no verdict on the check.
-    config = RewardConfig(strength_deadline_floor_s=1.0, strength_deadline_factor=0.1,
-                          strength_deadline_max_s=1.0)
+    config = StrengthConfig(deadline_floor_s=1.0, deadline_factor=0.1,
+                            deadline_max_s=1.0)
     ep = Episode(sandbox, sources, config)
     try:
         given = _late_variant_runs(ep, monkeypatch)
@@ -215,7 +217,7 @@ def test_assess_variant_start_cut_by_the_backstop_is_a_sandbox_fault(
 
 def test_assess_variant_start_timeout_with_the_full_timeout_is_a_sandbox_fault(
         sandbox, sources, monkeypatch):
-    config = RewardConfig(strength_deadline_floor_s=100.0, strength_deadline_max_s=200.0)
+    config = StrengthConfig(deadline_floor_s=100.0, deadline_max_s=200.0)
     ep = Episode(sandbox, sources, config)
     try:
         given = _late_variant_runs(ep, monkeypatch)
@@ -241,7 +243,7 @@ def test_assess_verdicts_reproducible_and_independent_of_workers(sandbox, source
 
 
 def test_assess_shadow_count_stays_within_its_bound(sandbox, sources):
-    ep = Episode(sandbox, sources, RewardConfig(strength_max_shadows=6))
+    ep = Episode(sandbox, sources, StrengthConfig(max_shadows=6))
     try:
         ep.run("cat alcohol.txt > a.txt; zcat calls.vcf.gz > c.txt")
         results = ep.assess("cat a.txt c.txt > /dev/null; echo True",
@@ -253,13 +255,13 @@ def test_assess_shadow_count_stays_within_its_bound(sandbox, sources):
 
 
 def test_assess_shadow_disk_budget_stops_the_replay(sandbox, sources):
-    ep = Episode(sandbox, sources, RewardConfig(strength_max_shadow_mb=1))
+    ep = Episode(sandbox, sources, StrengthConfig(max_shadow_mb=1))
     try:
         ep.run("head -c 3000000 /dev/zero > pad.bin; wc -l alcohol.txt > n.txt")
         [result] = ep.assess('test "$(cat n.txt)" = "5 alcohol.txt"' + V)
     finally:
         ep.close()
-    assert result.discriminating is False and "strength_max_shadow_mb" in result.detail
+    assert result.discriminating is False and "strength.max_shadow_mb" in result.detail
 
 
 def test_close_removes_every_shadow_and_variant(sandbox, sources):
@@ -308,7 +310,7 @@ def test_non_discriminating_check_earns_nothing_unless_strength_off():
     weak = CheckResult("c", "range", "echo True", True, discriminating=False)
     untested = CheckResult("c", "range", "echo True", True)
     assert not weak.earns and untested.earns
-    assert RewardConfig().strength is True
+    assert RewardConfig().strength == StrengthConfig()
 
 
 def test_env_episode_owns_its_session_and_reset_closes_it(sources):

@@ -12,8 +12,8 @@ from vera_env.errors import StrengthStarved
 from vera_env.sandbox import ExecResult, SandboxLimits
 from vera_env.tasks.builtin import builtin_source
 from vera_env.verification.checks import run_checks
-from vera_env.verification.rewards import RewardConfig
-from vera_env.verification.strength import StrengthSession
+from vera_env.verification.rewards import StrengthConfig
+from vera_env.verification.strength import StrengthSession, StrengthTask
 from vera_env.verification.strength.budget import Budget, run_cost, run_starved
 from vera_env.wire.protocol import CheckSpec
 
@@ -124,7 +124,7 @@ def test_assess_with_variant_runs_starved_raises_strength_starved(sandbox, tmp_p
     (data / "t.txt").write_text("a\nb\nc\n")
     sources = {"t.txt": data / "t.txt"}
     ws = sandbox.stage(sources)
-    session = StrengthSession(sandbox, sources, ws, RewardConfig(), LIMITS)
+    session = StrengthSession(sandbox, StrengthTask(sources), ws, StrengthConfig(), LIMITS)
     real = ws.run_check
 
     def run_check(command, *, timeout_s=None, overlay=None):

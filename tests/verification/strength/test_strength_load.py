@@ -24,7 +24,7 @@ from vera_env.verification.rewards import RewardConfig
 LIMITS = SandboxLimits(timeout_s=30, check_timeout_s=30)
 # A tight deadline (10 x the checks' own time, no floor to speak of): the old wall-clock
 # deadline let these nodes finish on a quiet 2-CPU machine and cut them beside the loops.
-CONFIG = RewardConfig(strength_deadline_floor_s=1.0)
+CONFIG = RewardConfig(strength={"deadline_floor_s": 1.0})
 BURN = ("python3 -c 'import time; t = time.process_time(); "
         "all(iter(lambda: time.process_time() - t < 0.15, False))' && ")
 

@@ -45,7 +45,7 @@ def env(tmp_path: Path):
     # Every shadow must start its servers here; a served verdict (the verdict store)
     # starts none, so these tests of the servers run every check.
     env = VeraEnv([task], max_steps=8, limits=LIMITS,
-                  reward=RewardConfig(strength_share_verdicts=False))
+                  reward=RewardConfig(strength={"share_verdicts": False}))
     yield env
     env.close()
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from vera_env.sandbox import SandboxLimits
-from vera_env.verification.rewards import RewardConfig
+from vera_env.verification.rewards import StrengthConfig
 from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
 from vera_env.verification.strength.targets import TargetBank
+from vera_env.verification.strength.task import StrengthTask
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
 
@@ -26,7 +27,8 @@ def _bank(sandbox, tmp_path, **config):
         scratch.mkdir(mode=0o711)
         return scratch
     stat_of = {n: (p.stat().st_mtime_ns, 0o444) for n, p in sources.items()}
-    return TargetBank(sandbox, sources, make_scratch, stat_of, RewardConfig(**config))
+    return TargetBank(sandbox, StrengthTask(sources), make_scratch, stat_of,
+                      StrengthConfig(**config))
 
 
 def test_acquire_builds_once_and_shares(sandbox, tmp_path):
@@ -45,7 +47,7 @@ def test_acquire_empty_file_says_why(sandbox, tmp_path):
 
 
 def test_shadow_count_bound_drops_the_least_recently_used_idle_target(sandbox, tmp_path):
-    bank = _bank(sandbox, tmp_path, strength_max_shadows=8)
+    bank = _bank(sandbox, tmp_path, max_shadows=8)
     a = bank.acquire("a.tsv", lambda: 60.0)
     bank.shadow_group(a, lambda: 60.0)
     bank.release(a)
@@ -57,7 +59,7 @@ def test_shadow_count_bound_drops_the_least_recently_used_idle_target(sandbox, t
 
 
 def test_shadow_group_waits_for_a_target_in_use_until_the_deadline(sandbox, tmp_path):
-    bank = _bank(sandbox, tmp_path, strength_max_shadows=8)
+    bank = _bank(sandbox, tmp_path, max_shadows=8)
     a = bank.acquire("a.tsv", lambda: 60.0)
     bank.shadow_group(a, lambda: 60.0)  # held: a is in use
     b = bank.acquire("b.tsv", lambda: 60.0)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from vera_env.verification.strength.mutants import DRAWS, kind_of
 from vera_env.verification.strength.reference import Reference
+from vera_env.verification.strength.task import StrengthTask
 from vera_env.verification.strength.variants import (
     Settings,
     build_variants,
@@ -26,10 +27,10 @@ def _build(tmp_path: Path, name: str, raw: bytes, **kw):
     source.write_bytes(raw)
     out = tmp_path / "variants"
     out.mkdir(exist_ok=True)
-    return build_variants(name, source, out, mutants=kw.pop("mutants", 4),
-                          controls=kw.pop("controls", 4), seed=0,
-                          max_bytes=kw.pop("max_bytes", 1 << 20), budget_s=10,
-                          mtime_ns=MTIME_NS, mode=0o444)
+    settings = Settings(kw.pop("mutants", 4), kw.pop("controls", 4), 0,
+                        kw.pop("max_bytes", 1 << 20))
+    return build_variants(name, StrengthTask({name: source}), settings, out, budget_s=10,
+                          stamp=(MTIME_NS, 0o444))
 
 
 def test_build_variants_share_mode_and_mtime_and_are_fresh_inodes(tmp_path):
@@ -77,9 +78,10 @@ def _classified(tmp_path, reference, **kw):
     source = tmp_path / "m.tsv"
     if not source.exists():  # rewriting it would change its mtime, so its cache key
         source.write_bytes(MEAN_TABLE)
-    return classify("m.tsv", source, Settings(kw.pop("mutants", 4), kw.pop("controls", 4), 0,
-                                              1 << 20),
-                    budget_s=10, reference=reference, same=lambda a, b: a == b,
+    task = StrengthTask({"m.tsv": source}, reference, lambda a, b: a == b,
+                        kw.pop("cache_key", ""))
+    settings = Settings(kw.pop("mutants", 4), kw.pop("controls", 4), 0, 1 << 20)
+    return classify("m.tsv", task, settings, budget_s=10,
                     contents=lambda: {"m.tsv": MEAN_TABLE}, **kw)
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from vera_env.sandbox import ExecResult, SandboxLimits
 from vera_env.verification.checks import CheckResult, run_checks
-from vera_env.verification.rewards import RewardConfig
-from vera_env.verification.strength import StrengthSession
+from vera_env.verification.rewards import StrengthConfig
+from vera_env.verification.strength import StrengthSession, StrengthTask
 from vera_env.verification.strength.budget import Budget
 from vera_env.verification.strength.session import _PhaseRunner, _Site
 from vera_env.verification.strength.verdicts import (
@@ -148,7 +148,8 @@ def test_confirmation_run_never_served_even_when_decided():
 def _episode(sandbox, sources, store: VerdictStore | None, commands: list[str],
              checks: list[str]) -> list[tuple[object, ...]]:
     ws = sandbox.stage(sources)
-    session = StrengthSession(sandbox, sources, ws, RewardConfig(), LIMITS, verdicts=store)
+    session = StrengthSession(sandbox, StrengthTask(sources), ws, StrengthConfig(), LIMITS,
+                              verdicts=store)
     try:
         for command in commands:
             session.record(command, ws.run(command))

@@ -3,7 +3,8 @@
 The modules, in the order data flows through them:
 
 * ``reference``: what a task tells strength about itself — how its answer follows from
-  its files (a solver) and which transformations of them keep that answer.
+  its files (a solver) and which transformations of them keep that answer; ``task``:
+  that reference with the task's files and cache key, fixed once at reset.
 * ``encoding`` / ``transforms`` / ``mutants``: decode a task file, build candidate
   variants of its content (answer-preserving transformations and mutations).
 * ``variants``: classify every candidate by the task's own reference (a *control* keeps
@@ -23,5 +24,6 @@ The modules, in the order data flows through them:
 
 from vera_env.verification.strength.reference import CONTROL_TRANSFORMS, Contents, Reference
 from vera_env.verification.strength.session import StrengthSession
+from vera_env.verification.strength.task import StrengthTask
 
-__all__ = ["CONTROL_TRANSFORMS", "Contents", "Reference", "StrengthSession"]
+__all__ = ["CONTROL_TRANSFORMS", "Contents", "Reference", "StrengthSession", "StrengthTask"]

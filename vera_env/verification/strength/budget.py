@@ -9,8 +9,8 @@ are such load, so the gradient got noise biased against the checks that read the
 The rule: **the same episode earns the same reward on a quiet or a busy machine.** So
 a node's budget is charged what its work costs, not when it ends. Its size:
 ``BUDGET_FACTOR`` x the node's deadline (``StrengthSession.deadline_s``:
-``strength_deadline_*`` over its checks' and derivation's own time), at most twice
-``strength_deadline_max_s``. A check is run some 12-18 times (controls, mutants,
+``StrengthConfig.deadline_*`` over its checks' and derivation's own time), at most twice
+``deadline_max_s``. A check is run some 12-18 times (controls, mutants,
 confirmations): at 2 x the deadline, the wall deadline's worth with two runs at once,
 the reference's own checks of ``tab.sentinel_mean`` (each burning 0.25 s) used 89-105%
 of it, so noise decided which were cut; at 4 x they use under half. It is charged:
@@ -28,7 +28,7 @@ A busy machine makes this work take longer, not cost more: a node gets the same 
 done, later. Spent (``work``), what is undecided earns nothing (the check's cost, as
 the wall deadline's was).
 
-A **backstop** of ``STRENGTH_BACKSTOP_FACTOR`` x ``strength_deadline_max_s`` in wall
+A **backstop** of ``STRENGTH_BACKSTOP_FACTOR`` x ``deadline_max_s`` in wall
 time (480 s by default, the same for every node) bounds the step
 (``rewards.step_bound_s``): at least twice the time the budget takes with one run at a
 time. Waiting that long on a busy machine costs wall time; giving up sooner would throw

@@ -21,7 +21,7 @@ episode, more than the reference). Now every strength-tested node takes a reward
 slot, and the ``i``-th check tested in an episode gets the share
 ``bound * 6 / (pi^2 * i^2)``: the shares sum to at most ``bound`` however many checks
 are tested, so the chance that *any* entropy-driven check earns in an episode is at
-most ``RewardConfig.strength_luck_bound`` -- by design, not by the luck of a draw.
+most ``StrengthConfig.luck_bound`` -- by design, not by the luck of a draw.
 Address randomisation, the one source of entropy the sandbox can freeze, is off inside
 it (a check reading stack addresses sees the same value on every run).
 
@@ -88,7 +88,7 @@ def confirmations(controls: int, index: int, bound: float,
     Args:
         controls: Controls the check passed (each confirmation re-runs the first).
         index: Which check tested in the episode this is (1-based).
-        bound: ``RewardConfig.strength_luck_bound``.
+        bound: ``StrengthConfig.luck_bound``.
         draws: Mutants it was shown per kind of mutation (empty: not counted).
     """
     chances = _log_chances(controls, tuple(sorted(draws)), controls > 0)

@@ -93,7 +93,7 @@ def mutate_content(name: str, content: bytes, *, n: int, seed: int) -> list[Muta
         name: The file's workspace name (part of the seed and of each label).
         content: The decoded content (already cut to the window).
         n: Mutants wanted; fewer come back when the content allows no more.
-        seed: ``RewardConfig.strength_seed``.
+        seed: ``StrengthConfig.seed``.
     """
     if not content:
         return []
@@ -126,7 +126,7 @@ def mutant_candidates(name: str, content: bytes, *, seed: int, limit: int,
     Args:
         name: The file's workspace name (part of the seed and of each label).
         content: The decoded content (already cut to the window).
-        seed: ``RewardConfig.strength_seed``.
+        seed: ``StrengthConfig.seed``.
         limit: Candidates wanted at most.
         aimed: The family's mutators for this file (``Reference.mutators``).
     """
@@ -175,7 +175,7 @@ def mutant_kinds(name: str, content: bytes, *, seed: int, draws: int = DRAWS,
     Args:
         name: The file's workspace name (part of the seed and of each label).
         content: The decoded content (already cut to the window).
-        seed: ``RewardConfig.strength_seed``.
+        seed: ``StrengthConfig.seed``.
         draws: Mutants per kind.
         aimed: The family's mutators for this file (``Reference.mutators``).
 

@@ -50,8 +50,8 @@ from vera_env.wire.protocol import verdict_from_output
 
 if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult, Sandbox, SandboxLimits, Workspace
-    from vera_env.verification.rewards import RewardConfig
-    from vera_env.verification.strength.reference import Reference
+    from vera_env.verification.rewards import StrengthConfig
+    from vera_env.verification.strength.task import StrengthTask
 
 __all__ = ["StrengthSession"]
 
@@ -93,40 +93,36 @@ class StrengthSession:
 
     Args:
         sandbox: The episode's sandbox; shadows are staged by it.
-        sources: The task's files (``Task.data_files()``), as staged for the episode.
+        task: The task's files (``Task.data_files()``, as staged for the episode), its
+            reference, its grader's agreement and cache key.
         workspace: The episode's workspace (its scratch space holds the variant files).
-        config: ``strength_*`` settings of ``RewardConfig``.
+        config: The strength settings (``RewardConfig.strength``).
         limits: The sandbox's limits (replays and check runs are cut by them).
-        reference: The task's reference (None: format-level controls, unclassified).
-        same: Whether two answers agree under the task's grader (with a reference).
-        task_key: Names the task, for the per-process cache of classified variants.
         workers: Sandbox runs in flight at once (default: CPUs, 2 to 8). Verdicts do
             not depend on it.
         verdicts: Verdicts shared with other episodes (``verdicts``); None: every
             run is made.
     """
 
-    def __init__(self, sandbox: Sandbox, sources: Mapping[str, Path], workspace: Workspace,
-                 config: RewardConfig, limits: SandboxLimits, *,
-                 reference: Reference | None = None,
-                 same: Callable[[str, str], bool] | None = None, task_key: str = "",
+    def __init__(self, sandbox: Sandbox, task: StrengthTask, workspace: Workspace,
+                 config: StrengthConfig, limits: SandboxLimits, *,
                  workers: int | None = None, verdicts: VerdictStore | None = None) -> None:
-        self._sources = dict(sources)
+        self._sources = dict(task.sources)
         self._workspace, self._config, self._limits = workspace, config, limits
         self._runs = RunPool(workers or min(8, max(2, os.cpu_count() or 2)))
         self.log = CommandLog(workspace.path, list(self._sources),
-                              scan_budget_s=config.strength_scan_budget_s)
-        staged = {name: _stat(workspace.path / name, path) for name, path in sources.items()}
+                              scan_budget_s=config.scan_budget_s)
+        staged = {name: _stat(workspace.path / name, path)
+                  for name, path in self._sources.items()}
         self._staged_inode = {name: (st.st_dev, st.st_ino) for name, st in staged.items()}
         self._tested = 0
         self._count_lock = threading.Lock()
         self._verdicts, self._views, self._node = verdicts, Views(), 0
         self._setting = f"{getattr(sandbox, 'name', type(sandbox).__name__)}|{limits!r}"
-        self.bank = TargetBank(sandbox, self._sources,
+        self.bank = TargetBank(sandbox, task,
                                lambda: workspace.scratch_dir("strength-"),
                                {n: (st.st_mtime_ns, st.st_mode & 0o777)
-                                for n, st in staged.items()}, config,
-                               reference=reference, same=same, task_key=task_key)
+                                for n, st in staged.items()}, config)
 
     def record(self, command: str, result: ExecResult) -> None:
         """Note a command the model ran (replayed later if it changed the workspace)."""
@@ -138,8 +134,7 @@ class StrengthSession:
         cfg = self._config
         base = sum(run_cost(r.duration_s, r.cpu_s, r.cpu_wait_s)
                    for r in results if r.passed) + self.log.derivation_work_s
-        return min(cfg.strength_deadline_max_s,
-                   max(cfg.strength_deadline_floor_s, cfg.strength_deadline_factor * base))
+        return min(cfg.deadline_max_s, max(cfg.deadline_floor_s, cfg.deadline_factor * base))
 
     def assess(self, results: Sequence[CheckResult], *,
                artifact: str = "") -> tuple[CheckResult, ...]:
@@ -161,7 +156,7 @@ class StrengthSession:
         if not passing:
             return tuple(results)
         budget = Budget.for_deadline(self.deadline_s(results),
-                                     max_deadline_s=self._config.strength_deadline_max_s)
+                                     max_deadline_s=self._config.deadline_max_s)
         index = WorkspaceIndex(self._workspace.listing())
         with self._count_lock:  # the i-th check tested this episode: its share of luck
             order = {i: self._tested + k + 1 for k, i in enumerate(passing)}
@@ -204,7 +199,7 @@ class StrengthSession:
         try:
             return self._probe_files(result, nth, index, artifact, runs, budget)
         except ShadowBudgetSpent:
-            return _weak(result, "the shadows' disk budget (strength_max_shadow_mb) was "
+            return _weak(result, "the shadows' disk budget (strength.max_shadow_mb) was "
                                  "full before its variants were run")
         except StrengthDeadline:
             if budget() > 0:  # not spent: the backstop was too near for a start or replay
@@ -220,7 +215,7 @@ class StrengthSession:
                                  "tell what data it checks")
         untouched = [n for n in named if self._untouched(n)]
         model = [n for n in named if n not in untouched]
-        plan = [(name, False) for name in untouched[:self._config.strength_max_files]]
+        plan = [(name, False) for name in untouched[:self._config.max_files]]
         if model:  # its files came from the model: vary their sources, replay the episode
             plan += [(name, True) for name in self._targets(model, time_left)]
         if not plan:
@@ -264,7 +259,7 @@ class StrengthSession:
         nearest first: varying any other file cannot change what a replay writes."""
         behind = self.log.sources_behind(model_files, list(self._sources),
                                          time_left=time_left)
-        return behind[:self._config.strength_max_files]
+        return behind[:self._config.max_files]
 
     def _probe_file(self, result: CheckResult, nth: int, name: str, replay: bool,
                     runs: Executor, time_left: Budget) -> Outcome:
@@ -366,7 +361,7 @@ class StrengthSession:
                       max(_MIN_RUN_TIMEOUT_S, 5 * result.duration_s + 5))
         store = self._verdicts if shareable(result.command) else None
         run = _PhaseRunner(result.command, runs, timeout, time_left,
-                           random.Random(f"{self._config.strength_seed}|{result.command}"),
+                           random.Random(f"{self._config.seed}|{result.command}"),
                            store, self._setting)
         first = run({"m": mutants[0], **({"c": controls[0]} if controls else {})})
         if controls and first["c"] is not True:
@@ -386,7 +381,7 @@ class StrengthSession:
                                    "both or on neither, so its verdict follows something "
                                    "else (a gate on the value's hash, a threshold)")
         draws = Counter(kind_of(site.label) for site in mutants)
-        repeats = confirmations(len(controls), nth, self._config.strength_luck_bound,
+        repeats = confirmations(len(controls), nth, self._config.luck_bound,
                                 tuple(draws.values()))
         if repeats is None:
             return Outcome("weak", f"{name} has too few controls ({len(controls)}) to "
@@ -488,7 +483,7 @@ def _mark(verdict: Verdict) -> str:
 
 def _flaky(name: str, windowed: bool) -> str:
     if windowed:
-        return (f"its verdict depends on {name} past the first strength_max_mb "
+        return (f"its verdict depends on {name} past the first strength.max_mb "
                 "(after decompression), the window strength varies")
     return (f"it failed on a control (a variant of {name} with the same answer: records "
             "re-ordered or re-encoded, irrelevant ones dropped), so it checks the bytes, "

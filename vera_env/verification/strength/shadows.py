@@ -26,8 +26,8 @@ did not end as the real command did). The confirmation replay of a killing mutan
 (``twin``) is a separate shadow with a copy of the mutant's file, settled the same way
 after its replay; it can only confirm a kill, never make one.
 
-Bounds (``RewardConfig``): at most ``strength_max_shadows`` shadows live at once and
-``strength_max_shadow_mb`` of disk between them (variant files plus what replays
+Bounds (``StrengthConfig``): at most ``max_shadows`` shadows live at once and
+``max_shadow_mb`` of disk between them (variant files plus what replays
 wrote), enforced by dropping the least recently used groups; every replayed command
 gets the real command's timeout cut to what is left to the node's strength backstop,
 and is charged to its budget (``budget``).
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 __all__ = ["CUT", "OUT_OF_SPACE", "UNWALKABLE", "Shadow", "ShadowBudgetSpent", "ShadowGroup"]
 
 CUT = "the step's deadline cut a replayed command short"
-OUT_OF_SPACE = "its replay ran out of the shadows' disk budget (strength_max_shadow_mb)"
+OUT_OF_SPACE = "its replay ran out of the shadows' disk budget (strength.max_shadow_mb)"
 UNWALKABLE = (f"its replays wrote a tree the harness cannot walk whole (unreadable, or "
               f"more than {MAX_DEPTH} levels deep)")
 _ORDER = random.SystemRandom()  # the order must not be learnable from episode to episode
@@ -149,7 +149,7 @@ class Shadow:
                 self.replayed = i + 1
                 self.measure()
                 if over_budget():
-                    self.broken = "its replays outgrew strength_max_shadow_mb"
+                    self.broken = "its replays outgrew strength.max_shadow_mb"
                     return
 
     def _cut(self) -> None:

@@ -7,8 +7,8 @@ each variant (``shadows``). Both are per episode — a cache in a module global,
 workspace, outlives its episode and leaks between them — and both are bounded, because a model that
 writes a gigabyte per command must not turn strength into a disk filler on the host:
 
-* at most ``strength_max_shadows`` shadow workspaces (twins aside), and
-* at most ``strength_max_shadow_mb`` of disk for variant files and replays together.
+* at most ``StrengthConfig.max_shadows`` shadow workspaces (twins aside), and
+* at most ``StrengthConfig.max_shadow_mb`` of disk for variant files and replays together.
 
 When a new group would break a bound, the least recently used task files not in use
 are dropped whole — variants, shadows, twins — so the variants of one file always
@@ -30,6 +30,7 @@ from vera_env.verification.strength.inodes import discard_pool
 from vera_env.verification.strength.outcome import Outcome, StrengthDeadline, TimeLeft
 from vera_env.verification.strength.shadows import ShadowGroup
 from vera_env.verification.strength.variants import (
+    Settings,
     VariantSet,
     build_variants,
     decoded_contents,
@@ -37,8 +38,9 @@ from vera_env.verification.strength.variants import (
 
 if TYPE_CHECKING:
     from vera_env.sandbox import Sandbox
-    from vera_env.verification.rewards import RewardConfig
-    from vera_env.verification.strength.reference import Contents, Reference
+    from vera_env.verification.rewards import StrengthConfig
+    from vera_env.verification.strength.reference import Contents
+    from vera_env.verification.strength.task import StrengthTask
 
 __all__ = ["Target", "TargetBank"]
 
@@ -74,21 +76,16 @@ class TargetBank:
 
     Args:
         sandbox: The episode's sandbox (shadows use its backend and limits).
-        sources: The task's files (name -> host path).
+        task: The task's files, reference and cache key (classifies the variants).
         scratch: Makes the harness's private directory for variant files (called once).
         stat_of: name -> (mtime_ns, mode) of the staged task file, given to every variant.
-        config: ``strength_*`` settings.
-        reference: The task's reference (classifies the variants; None: unclassified).
-        same: Whether two answers agree under the task's grader.
-        task_key: Names the task for the per-process cache of classified variants.
+        config: The strength settings.
     """
 
-    def __init__(self, sandbox: Sandbox, sources: Mapping[str, Path],
-                 scratch: Callable[[], Path], stat_of: Mapping[str, tuple[int, int]],
-                 config: RewardConfig, *, reference: Reference | None = None,
-                 same: Callable[[str, str], bool] | None = None, task_key: str = "") -> None:
-        self._sandbox, self._sources = sandbox, dict(sources)
-        self._reference, self._same, self._task_key = reference, same, task_key
+    def __init__(self, sandbox: Sandbox, task: StrengthTask, scratch: Callable[[], Path],
+                 stat_of: Mapping[str, tuple[int, int]], config: StrengthConfig) -> None:
+        self._sandbox, self._task = sandbox, task
+        self._settings = Settings.of(config)
         self._area: CappedArea | None = None
         self._contents: Contents | None = None
         self._contents_lock = threading.Lock()
@@ -110,9 +107,9 @@ class TargetBank:
         return sum(t.bytes for t in self._targets.values())
 
     def over_budget(self) -> bool:
-        """The live targets take more than ``strength_max_shadow_mb``, or the capped
+        """The live targets take more than ``max_shadow_mb``, or the capped
         area the shadows are staged on is full."""
-        return (self.bytes > self._config.strength_max_shadow_mb * 2**20
+        return (self.bytes > self._config.max_shadow_mb * 2**20
                 or (self._area is not None and self._area.spent()))
 
     def scratch(self) -> Path:
@@ -164,14 +161,14 @@ class TargetBank:
         with self._cond:
             while target.group is None:
                 self._evict(extra_shadows=size)
-                if self.shadows + size <= self._config.strength_max_shadows or \
+                if self.shadows + size <= self._config.max_shadows or \
                         self.shadows == 0:
                     assert self._scratch is not None
                     if self._area is None:  # one kernel-capped area for all the shadows
                         self._area = CappedArea(self._sandbox,
-                                                self._config.strength_max_shadow_mb * 2**20,
-                                                self._sources)
-                    target.group = ShadowGroup(target.variants, self._area, self._sources,
+                                                self._config.max_shadow_mb * 2**20,
+                                                self._task.sources)
+                    target.group = ShadowGroup(target.variants, self._area, self._task.sources,
                                                self._scratch)
                     break
                 if time_left() <= 0:
@@ -208,7 +205,7 @@ class TargetBank:
 
     def _evict(self, extra_shadows: int) -> None:
         for name, target in list(self._targets.items()):  # least recently used first
-            over = self.shadows + extra_shadows > self._config.strength_max_shadows
+            over = self.shadows + extra_shadows > self._config.max_shadows
             if not (over or self.over_budget()):
                 return
             if target.in_use == 0:
@@ -223,22 +220,16 @@ class TargetBank:
     def _build(self, name: str, time_left: TimeLeft) -> VariantSet:
         if self._scratch is None:
             self._scratch = self._scratch_factory()
-        mtime_ns, mode = self._stat_of[name]
-        cfg = self._config
-        return build_variants(name, self._sources[name], self._scratch,
-                              mutants=cfg.strength_mutants, controls=cfg.strength_controls,
-                              seed=cfg.strength_seed, max_bytes=cfg.strength_max_mb * 2**20,
-                              budget_s=max(0.5, time_left() / 4), mtime_ns=mtime_ns,
-                              mode=mode, reference=self._reference, same=self._same,
-                              contents=lambda: self._decoded(time_left),
-                              cache_key=self._task_key, time_left=time_left)
+        return build_variants(name, self._task, self._settings, self._scratch,
+                              budget_s=max(0.5, time_left() / 4), stamp=self._stat_of[name],
+                              contents=lambda: self._decoded(time_left), time_left=time_left)
 
     def _decoded(self, time_left: TimeLeft) -> Contents:
         """Every task file's decoded content, once per episode (the solver's input)."""
         with self._contents_lock:
             if self._contents is None:
                 self._contents = decoded_contents(
-                    self._sources, self._config.strength_max_mb * 2**20,
+                    self._task.sources, self._settings.max_bytes,
                     max(0.5, time_left() / 4))
             return self._contents
 

@@ -39,6 +39,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vera_env.errors import GraderError
 from vera_env.verification.strength.encoding import Decoded, decode
@@ -47,13 +48,16 @@ from vera_env.verification.strength.mutants import Mutant, mutant_candidates, mu
 from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.reference import FORMAT_TRANSFORMS, Contents, Reference
 from vera_env.verification.strength.rewrites import probe_rewrites, rewrite_kept
+from vera_env.verification.strength.task import Same, StrengthTask
 from vera_env.verification.strength.transforms import apply_control
+
+if TYPE_CHECKING:
+    from vera_env.verification.rewards import StrengthConfig
 
 __all__ = ["Blob", "Classified", "Settings", "Variant", "VariantSet", "build_variants",
            "census", "classify", "clear_cache", "copy_variant", "decoded_contents",
            "write_variants"]
 
-Same = Callable[[str, str], bool]
 _CACHE_BYTES = 256 * 2**20
 _ORDER = random.SystemRandom()
 
@@ -150,30 +154,31 @@ class Settings:
     seed: int
     max_bytes: int
 
+    @classmethod
+    def of(cls, config: StrengthConfig) -> Settings:
+        """The variant settings of a strength configuration."""
+        return cls(config.mutants, config.controls, config.seed, config.max_mb * 2**20)
 
-def classify(name: str, source: Path, settings: Settings, *, budget_s: float,
-             reference: Reference | None = None, same: Same | None = None,
-             contents: Callable[[], Contents] | None = None, cache_key: str = "",
+
+def classify(name: str, task: StrengthTask, settings: Settings, *, budget_s: float,
+             contents: Callable[[], Contents] | None = None,
              time_left: Callable[[], float] | None = None) -> Classified:
-    """Build and classify the variants of one task file (cached by ``cache_key``).
+    """Build and classify the variants of one task file (cached by ``task.key``).
 
     Args:
-        name: The file's workspace name.
-        source: The task's file on the host.
+        name: The file's workspace name (one of ``task.sources``).
+        task: The task's files, reference, grader agreement and cache key.
         settings: Counts, seed and window.
         budget_s: Wall-time bound on decoding.
-        reference: The task's reference (None: format-level controls, unclassified).
-        same: Whether two answers agree under the task's grader (needed with a
-            reference).
         contents: Every task file's decoded content (for the reference's solver).
-        cache_key: Names the task; "" disables the cache.
         time_left: The step's deadline, checked between solver runs.
 
     Raises:
         OSError: The source could not be read.
         StrengthDeadline: The deadline passed while classifying (nothing is cached).
     """
-    key = _key(cache_key, name, source, settings)
+    source, reference, same = task.sources[name], task.reference, task.same
+    key = _key(task.key, name, source, settings)
     if key and (hit := _CACHE.get(key)) is not None:
         return hit
     with open(source, "rb") as handle:
@@ -193,20 +198,19 @@ def classify(name: str, source: Path, settings: Settings, *, budget_s: float,
     return built
 
 
-def build_variants(name: str, source: Path, directory: Path, *, mutants: int, controls: int,
-                   seed: int, max_bytes: int, budget_s: float, mtime_ns: int,
-                   mode: int = 0o444, reference: Reference | None = None,
-                   same: Same | None = None, contents: Callable[[], Contents] | None = None,
-                   cache_key: str = "", time_left: Callable[[], float] | None = None
-                   ) -> VariantSet:
-    """``classify`` then ``write_variants``: one file's variants, on disk for an episode.
+def build_variants(name: str, task: StrengthTask, settings: Settings, directory: Path, *,
+                   budget_s: float, stamp: tuple[int, int],
+                   contents: Callable[[], Contents] | None = None,
+                   time_left: Callable[[], float] | None = None) -> VariantSet:
+    """``classify`` then ``write_variants``: one file's variants, on disk for an episode,
+    each with the staged file's ``stamp`` (mtime in ns, mode).
 
     Raises:
         OSError: The source could not be read or a variant not written.
     """
-    built = classify(name, source, Settings(mutants, controls, seed, max_bytes),
-                     budget_s=budget_s, reference=reference, same=same, contents=contents,
-                     cache_key=cache_key, time_left=time_left)
+    built = classify(name, task, settings, budget_s=budget_s, contents=contents,
+                     time_left=time_left)
+    mtime_ns, mode = stamp
     return write_variants(built, directory, mtime_ns=mtime_ns, mode=mode)
 
 
@@ -491,9 +495,8 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
-def census(sources: Mapping[str, Path], settings: Settings, *,
-           reference: Reference | None, same: Same | None, cache_key: str = "",
-           budget_s: float = 30.0) -> list[Classified]:
+def census(task: StrengthTask, settings: Settings, *, budget_s: float = 30.0
+           ) -> list[Classified]:
     """Every task file's classified variants, as an episode would build them (the same
     cache): what ``vera-env tasks validate`` reports per family.
 
@@ -504,11 +507,10 @@ def census(sources: Mapping[str, Path], settings: Settings, *,
 
     def contents() -> Contents:
         if not files:
-            files.update(decoded_contents(sources, settings.max_bytes, budget_s))
+            files.update(decoded_contents(task.sources, settings.max_bytes, budget_s))
         return files
-    return [classify(name, path, settings, budget_s=budget_s, reference=reference,
-                     same=same, contents=contents, cache_key=cache_key)
-            for name, path in sources.items()]
+    return [classify(name, task, settings, budget_s=budget_s, contents=contents)
+            for name in task.sources]
 
 
 def decoded_contents(sources: Mapping[str, Path], max_bytes: int, budget_s: float

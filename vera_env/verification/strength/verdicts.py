@@ -258,7 +258,7 @@ _PROCESS_STORE = VerdictStore()
 
 
 def process_store() -> VerdictStore:
-    """The store every episode of this process shares (``strength_share_verdicts``)."""
+    """The store every episode of this process shares (``StrengthConfig.share_verdicts``)."""
     return _PROCESS_STORE
 
 
