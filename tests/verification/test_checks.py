@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from vera_env.records import NodeRecord
 from vera_env.sandbox import ExecResult, SandboxLimits, make_sandbox
 from vera_env.verification.checks import (
     MAX_CHECKS_PER_NODE,
     CheckResult,
     result_from_exec,
-    rho,
     run_checks,
 )
 from vera_env.wire.protocol import CheckSpec
@@ -82,11 +82,11 @@ def test_earns_needs_a_pass_not_shown_non_discriminating():
     assert not CheckResult("c", "range", "cmd", False, discriminating=True).earns
 
 
-def test_rho_is_the_pass_fraction_and_zero_without_checks():
+def test_a_nodes_rho_is_the_pass_fraction_and_zero_without_checks():
     passed, failed = CheckResult("a", "range", "x", True), CheckResult("b", "range", "y", False)
-    assert rho([]) == 0.0
-    assert rho([passed, failed, failed, passed]) == 0.5
-    assert rho(iter([passed])) == 1.0
+    assert NodeRecord("n1", "qc", "s").rho == 0.0
+    assert NodeRecord("n1", "qc", "s", checks=(passed, failed, failed, passed)).rho == 0.5
+    assert NodeRecord("n1", "qc", "s", checks=(passed,)).rho == 1.0
 
 
 def test_to_dict_is_json_ready_with_every_field():

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from vera_env.sandbox import ExecResult, Workspace
 
 __all__ = ["MAX_CHECKS_PER_NODE", "CheckResult", "evidence_share", "evidence_units", "fact_of",
-           "result_from_exec", "rho", "run_checks"]
+           "result_from_exec", "run_checks"]
 
 _DETAIL_CHARS = 200
 MAX_CHECKS_PER_NODE = 16
@@ -94,14 +94,6 @@ def evidence_units(results: Iterable[CheckResult], seen: Collection[str] = ()) -
     """
     facts = {fact_of(r): evidence_share(r) for r in results if r.earns}
     return sum(share for fact, share in facts.items() if fact not in seen)
-
-
-def rho(results: Iterable[CheckResult]) -> float:
-    """Pass fraction of ``results``; 0.0 when there are none (nothing verified)."""
-    items = list(results)
-    if not items:
-        return 0.0
-    return sum(r.passed for r in items) / len(items)
 
 
 def _last_line(text: str) -> str:
