@@ -101,7 +101,7 @@ def measure(name: str, run: Any, repeats: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="runs/smollm2", help="checkpoint folder "
-                        "(python -m vera_env.training.checkpoint)")
+                        "(python -m vera_env.training.scripts.checkpoint)")
     parser.add_argument("--group", type=int, default=8, help="contexts per batch (G)")
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2)

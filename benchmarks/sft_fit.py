@@ -4,8 +4,8 @@ The learning run's sampled episodes can fail in two ways that look the same in a
 evaluation: the model never learned the teacher's command, or it learned almost every
 token of it and one wrong token (a repeated clause, a dropped quote) breaks the awk.
 This separates the two. Each model scores the teacher's own turns on held-out task
-instances (``vera_env.training.collect --policy analyst --tasks <held-out suite>``), laid out as
-the SFT saw them (``vera_env.training.sft``'s turns layout), and reports per turn index (0: the
+instances (``vera_env.training.scripts.collect --policy analyst --tasks <held-out suite>``), laid out as
+the SFT saw them (``vera_env.training.scripts.sft``'s turns layout), and reports per turn index (0: the
 command, 1: the node, 2: the answer):
 
 - token accuracy: the share of label tokens that are the model's argmax;
@@ -81,7 +81,7 @@ def load(folder: str) -> tuple[Any, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rollouts", required=True, type=Path,
-                        help="teacher episodes (vera_env.training.collect JSONL)")
+                        help="teacher episodes (vera_env.training.scripts.collect JSONL)")
     parser.add_argument("--model", nargs="+", required=True, help="checkpoint folders")
     parser.add_argument("--limit", type=int, default=0, help="score the first N episodes")
     parser.add_argument("--out", type=Path, default=None, help="write the table as JSON")

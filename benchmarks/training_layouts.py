@@ -10,7 +10,7 @@ The memory of a training pass grows with its longest sequence, so "the longest
 episode a layout can train under the same memory" is read off as the last turn whose
 sample fits a per-sequence budget (``--budget``, default 8192 tokens, the README's GPU
 recipe). Tokens are counted with SmolLM2's tokenizer (``--tokenizer``, a checkpoint
-folder from ``vera_env.training.checkpoint``) or the tiny one.
+folder from ``vera_env.training.scripts.checkpoint``) or the tiny one.
 
 Usage::
 

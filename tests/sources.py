@@ -25,6 +25,6 @@ def python_files() -> list[Path]:
 
 
 def module_name(path: Path) -> str:
-    """``vera_env/training/grpo.py`` -> ``vera_env.training.grpo`` (``__init__`` is its package)."""
+    """``vera_env/training/scripts/grpo.py`` -> ``vera_env.training.scripts.grpo`` (``__init__`` is its package)."""
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)

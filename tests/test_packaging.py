@@ -84,7 +84,7 @@ def _assert_wheel_ships_the_package(wheel: Path) -> None:
     files are in the wheel, under the one import name: nothing else is top-level."""
     names = set(zipfile.ZipFile(wheel).namelist())
     package = [p.relative_to(ROOT).as_posix() for p in python_files()]
-    assert {"vera_env/training/grpo.py", "vera_env/policies/openai.py"} <= set(package)
+    assert {"vera_env/training/scripts/grpo.py", "vera_env/policies/openai.py"} <= set(package)
     assert sorted({*package, "vera_env/py.typed"} - names) == []
     assert {name.split("/")[0] for name in names} == {"vera_env", f"vera_env-{__version__}.dist-info"}
     assert f"vera_env-{__version__}.dist-info/licenses/LICENSE" in names
@@ -116,7 +116,7 @@ def _assert_optional_parts_name_their_extra(venv: Path, wheel: Path, cwd: Path, 
 
 def test_train_command_runs_from_a_folder_with_its_own_training_package(tmp_path: Path) -> None:
     # Documented as `python -m training.grpo` before, which a user's own training/ package
-    # shadowed ("No module named training.checkpoint"); the scripts are vera_env.training now.
+    # shadowed ("No module named training.checkpoint"); the scripts are vera_env.training.scripts now.
     (tmp_path / "training").mkdir()
     (tmp_path / "training" / "__init__.py").write_text("raise ImportError('the user package')\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -154,7 +154,7 @@ def _string_key_reads(path: Path) -> list[str]:
 
 def test_readers_no_module_reads_a_step_node_or_check_by_string_key() -> None:
     # (Benchmarks are left out: their own result rows have a "checks" count.)
-    readers = [*sorted((ROOT / "vera_env").rglob("*.py")), ROOT / "training" / "collect.py",
+    readers = [*sorted((ROOT / "vera_env").rglob("*.py")), ROOT / "training" / "scripts" / "collect.py",
                ROOT / "training" / "collection.py"]
     parser = ROOT / "vera_env" / "records.py"
     found = [hit for path in readers if path != parser for hit in _string_key_reads(path)]

@@ -1,7 +1,8 @@
 """Training on the verification reward with TRL (needs the ``training`` extra).
 
-The scripts (``python -m vera_env.training.NAME`` or ``vera-env train NAME``), each read
-top to bottom: its ``Args``, its setup, its one run:
+The scripts are the subpackage ``scripts`` (``vera-env train NAME`` or ``python -m
+vera_env.training.scripts.NAME``), each read top to bottom: its ``Args``, its setup,
+its one run:
 
 * ``grpo`` — GRPO through the environment, the trainer's own model playing the episodes;
 * ``collect`` — rollouts of any policy to a datasets-loadable JSONL/Parquet file;
@@ -9,7 +10,8 @@ top to bottom: its ``Args``, its setup, its one run:
 * ``checkpoint``, ``lora``, ``throughput`` — a GGUF to a checkpoint, adapters merged
   into a model, seconds per GRPO step.
 
-The library they drive (training/README.md lists every module):
+The library they drive, the other modules here (training/README.md lists every
+module; the library never imports a script):
 
 * ``grpo_trainer`` — ``MultiTurnGRPOTrainer``: TRL's GRPO over multi-turn episodes;
 * ``lockstep`` — the one rollout loop (``play_lockstep``, ``LockstepRollout``), both layouts;
@@ -18,6 +20,8 @@ The library they drive (training/README.md lists every module):
 * ``transcripts`` — ``ChatFormat`` and ``tokenize_transcript``: transcripts as token ids (no torch);
 * ``collection``, ``sft_data``, ``adapters`` — the library halves of ``collect``, ``sft``
   and ``lora`` (``adapters``: the ``--lora-rank`` / ``--adapter`` flags of every script);
+* ``models`` — the model and tokenizer ``grpo`` and ``sft`` start from (``--model`` or
+  ``--tiny``, ``--bf16``, adapters);
 * ``envs`` — ``EnvOptions``, the environment flags every script shares, defaulting to
   the package's ``EnvSpec``;
 * ``tiny`` — a tiny random model and a locally trained tokenizer (offline runs).

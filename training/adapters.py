@@ -1,6 +1,6 @@
-"""LoRA adapters for ``vera_env.training.sft`` and ``vera_env.training.grpo``: state that fits in git.
+"""LoRA adapters for ``vera_env.training.scripts.sft`` and ``vera_env.training.scripts.grpo``: state that fits in git.
 
-The library half of LoRA; ``vera_env.training.lora`` is the script that merges saved
+The library half of LoRA; ``vera_env.training.scripts.lora`` is the script that merges saved
 adapters into a model folder (``vera-env train lora``).
 
 Why. A learning run on a CPU spans several sittings, and what a sitting trained must
@@ -35,11 +35,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["ADAPTER_STACK", "ALL_LINEAR", "LLAMA_PROJECTIONS", "LoraOptions", "add_lora",
-           "is_adapter", "merge_adapters", "prepare", "save_merged", "target_modules",
-           "write_stack"]
+__all__ = ["ADAPTER_STACK", "ALL_LINEAR", "LLAMA_PROJECTIONS", "LoraOptions", "LoraSettings",
+           "add_lora", "is_adapter", "merge_adapters", "prepare", "save_merged",
+           "target_modules", "write_stack"]
 
 LLAMA_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                      "down_proj")
@@ -81,6 +81,16 @@ class LoraOptions:
             raise ValueError("--lora-targets is empty: name modules or 'all-linear'")
 
 
+class LoraSettings(Protocol):
+    """The LoRA fields ``add_lora`` and ``prepare`` read: a ``LoraOptions`` has them, so
+    every script's ``Args`` does (and ``vera_env.training.models.ModelArgs`` extends this)."""
+
+    lora_rank: int
+    lora_alpha: int
+    lora_targets: tuple[str, ...]
+    adapter: tuple[str, ...]
+
+
 def is_adapter(folder: str | Path) -> bool:
     """Whether ``folder`` holds a saved PEFT adapter (not a whole model)."""
     return (Path(folder) / "adapter_config.json").is_file()
@@ -110,7 +120,7 @@ def target_modules(model: Any, targets: Sequence[str]) -> list[str] | str:
                      f"(it has {sorted(linear)}); name those, or 'all-linear'")
 
 
-def add_lora(model: Any, options: LoraOptions, *, checkpointing: bool = False) -> Any:
+def add_lora(model: Any, options: LoraSettings, *, checkpointing: bool = False) -> Any:
     """``model`` wrapped in a fresh LoRA adapter (a ``PeftModel``): only it trains.
 
     Args:
@@ -130,7 +140,7 @@ def add_lora(model: Any, options: LoraOptions, *, checkpointing: bool = False) -
     return wrapped
 
 
-def prepare(model: Any, options: LoraOptions, *, checkpointing: bool = False) -> Any:
+def prepare(model: Any, options: LoraSettings, *, checkpointing: bool = False) -> Any:
     """``model`` as a fine-tuning script trains it: the ``--adapter`` folders merged in,
     then wrapped in a fresh adapter where ``--lora-rank`` asks for one."""
     model = merge_adapters(model, options.adapter)

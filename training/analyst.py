@@ -21,7 +21,7 @@ tokenizer (``vera_env.training.tiny``, about SmolLM2's count): the command 101-1
 116-162 with the extra checks (under the 208 of ``learning_curve.py --turn-tokens``),
 the answer <= 14.
 
-**Evidence** (``evidence``, ``vera_env.training.collect --analyst-evidence``). One check
+**Evidence** (``evidence``, ``vera_env.training.scripts.collect --analyst-evidence``). One check
 that recomputes the answer is one fact, 1/12 of the verification an episode can earn: every
 mutant moves the answer, so any rewrite of that check rejects the same mutants. A check on
 an intermediate (the rows averaged, the transitions) moves on some kinds of mutation and
@@ -37,9 +37,9 @@ codebook (a count that reads it moves with the answer's codebook mutants: the sa
 fact); it is the malignant count from easy up (sklearn's 0 = malignant), but at warmup
 (1 = malignant) it counts benign rows, which a control drops, and earns nothing.
 
-    python -m vera_env.training.collect --policy analyst --observation-variant compact ...
+    python -m vera_env.training.scripts.collect --policy analyst --observation-variant compact ...
 
-**Repair** (``repair``, ``vera_env.training.collect --analyst-repair``). A model fine-tuned on
+**Repair** (``repair``, ``vera_env.training.scripts.collect --analyst-repair``). A model fine-tuned on
 this teacher never saw a command fail, so it never retried one: on a family whose
 harder files are gzipped it read the ``.gz`` as text, the error stood on screen, and
 its next turns declared and answered anyway (0 of 32 sampled episodes retried,

@@ -1,6 +1,6 @@
 """Episodes of any policy played through the environment and recorded as rows.
 
-The library half of ``vera_env.training.collect`` (the script): the script picks the
+The library half of ``vera_env.training.scripts.collect`` (the script): the script picks the
 policy and writes the file; this module plays the episodes, records what the policy
 saw and answered (``Recording``) and lays each episode out as one row
 (``episode_row``), so tests and benchmarks collect without the script's flags.
@@ -80,7 +80,7 @@ class Recording:
 
 def episode_row(attempt: Attempt, recording: Recording, question: str, policy: str,
                 fmt: ChatFormat | None) -> dict[str, Any]:
-    """One output row (see ``vera_env.training.collect``'s docstring)."""
+    """One output row (see ``vera_env.training.scripts.collect``'s docstring)."""
     row: dict[str, Any] = {
         "task_id": attempt.task_id, "seed": attempt.seed, "attempt_index": attempt.attempt_index,
         "policy": policy, "question": question, "status": attempt.status,

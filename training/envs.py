@@ -58,7 +58,7 @@ def task_source(spec: str, difficulties: Sequence[str], num_prompts: int,
 class EnvOptions:
     """The environment knobs of the training scripts, declared once (a dataclass base).
 
-    ``vera_env.training.grpo.Args`` and ``vera_env.training.collect.Args`` both inherit
+    ``vera_env.training.scripts.grpo.Args`` and ``vera_env.training.scripts.collect.Args`` both inherit
     these fields, so a collection and a training run given the same flags play the same
     environment. The defaults are ``EnvSpec``'s own (``_PACKAGE``), the environment every
     other entry point builds: declared per script they had drifted apart (a 6-step budget

@@ -1,7 +1,7 @@
 """``MultiTurnGRPOTrainer``: TRL's GRPO over lockstep episodes, in either layout.
 
 The library half of GRPO, as TRL keeps ``GRPOTrainer`` apart from its ``grpo`` script:
-``vera_env.training.grpo`` is the script (flags, model, dataset, one ``fit``) and builds
+``vera_env.training.scripts.grpo`` is the script (flags, model, dataset, one ``fit``) and builds
 this trainer. It serves both layouts, step-wise and concatenated, so it is named for
 multi-turn episodes (it was ``StepwiseGRPOTrainer``, in ``stepwise_trainer``).
 

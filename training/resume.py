@@ -1,7 +1,7 @@
 """Training that survives a session: checkpoints, ``--resume``, and the logged curve.
 
-A learning run on two CPU cores spans several sittings, so ``vera_env.training.grpo`` and
-``vera_env.training.sft`` checkpoint every ``--save-steps`` optimizer steps and ``--resume``
+A learning run on two CPU cores spans several sittings, so ``vera_env.training.scripts.grpo`` and
+``vera_env.training.scripts.sft`` checkpoint every ``--save-steps`` optimizer steps and ``--resume``
 continues from the last checkpoint in ``--output-dir``. What continues, and who keeps it:
 
 * the global step, optimizer, scheduler and RNG states: transformers'

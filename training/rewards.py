@@ -1,6 +1,6 @@
 """Reward functions for TRL: the environment's measurement, never the decoded text.
 
-``vera_env.training.grpo`` hands these to ``GRPOTrainer`` in both layouts. Each reads the env's
+``vera_env.training.scripts.grpo`` hands these to ``GRPOTrainer`` in both layouts. Each reads the env's
 reward parts from fields the rollout returns, one value per episode; their sum is the
 env's episode reward (weigh them with ``GRPOConfig.reward_weights``). An infrastructure
 fault (sandbox, or a grader that cannot decide) makes every one of them return

@@ -1,7 +1,7 @@
 """The data of expert iteration: collected rows, the ones worth imitating, as examples.
 
-The library half of ``vera_env.training.sft`` (the script): rows written by
-``vera_env.training.collect`` are loaded (``load_rollouts``), kept on the env's own
+The library half of ``vera_env.training.scripts.sft`` (the script): rows written by
+``vera_env.training.scripts.collect`` are loaded (``load_rollouts``), kept on the env's own
 verdicts (``select_rows``: never an unscorable row or a fault, since nobody knows
 whether it went well) and tokenized with the trained model's chat template, the loss on
 the model's turns only (``to_examples``).

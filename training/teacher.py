@@ -13,7 +13,7 @@ command window — the way a model must — so its turns are right only because 
 output was read; it answers with the task's reference answer (a privileged teacher,
 like the oracle), and the answer turn continues the forced prefill when there is one.
 
-    python -m vera_env.training.collect --policy brief --observation-variant compact ...
+    python -m vera_env.training.scripts.collect --policy brief --observation-variant compact ...
 """
 
 from __future__ import annotations

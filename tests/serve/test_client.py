@@ -169,7 +169,7 @@ def test_translate_server_error_frames_to_local_exceptions(text, code, kind, mes
 
 
 def test_training_collection_runs_unchanged_on_remote_envs():
-    collect = pytest.importorskip("vera_env.training.collect").collect
+    collect = pytest.importorskip("vera_env.training.scripts.collect").collect
     from vera_env.training.starts import Start
 
     starts = [Start(task_id, 0) for task_id in BUILTIN.ids()[:2]]

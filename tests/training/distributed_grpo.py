@@ -22,8 +22,8 @@ from training_turns import TWO_TURN_RUN, answer_at_once, train_scripted
 
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin import make_task
-from vera_env.training import grpo
 from vera_env.training.arguments import parse_args
+from vera_env.training.scripts import grpo
 from vera_env.training.tiny import tiny_model, tiny_tokenizer
 
 TASKS = ("tab.sentinel_mean.easy.s0", "seq.gc_content.easy.s0")

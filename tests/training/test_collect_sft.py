@@ -13,7 +13,7 @@ from vera_env.rollout import Attempt
 from vera_env.tasks import load_tasks
 from vera_env.training.collection import collect, write_rows
 from vera_env.training.envs import EnvOptions, make_env
-from vera_env.training.sft import Args, sft_config
+from vera_env.training.scripts.sft import Args, sft_config
 from vera_env.training.sft_data import load_rollouts, select_rows, to_examples
 from vera_env.training.starts import Start
 from vera_env.training.transcripts import IGNORE, ChatFormat

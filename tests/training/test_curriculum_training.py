@@ -1,4 +1,4 @@
-"""``vera_env.training.grpo`` on a ``Curriculum``: tasks drawn when played, outcomes fed back.
+"""``vera_env.training.scripts.grpo`` on a ``Curriculum``: tasks drawn when played, outcomes fed back.
 
 A dataset built up front cannot follow pass rates that the run itself produces, so a
 curriculum's starts are deferred (``drawn:K``) and drawn by the rollout the first time
@@ -15,12 +15,12 @@ from stepwise_sampler import StepScripted
 from training_turns import TWO_TURN_RUN
 
 from vera_env.tasks import Curriculum, curriculum_source
-from vera_env.training import grpo
 from vera_env.training.arguments import parse_args
 from vera_env.training.envs import EnvOptions, task_source
 from vera_env.training.lockstep import LockstepRollout
 from vera_env.training.resume import fit
 from vera_env.training.samplers import trainer_sampler
+from vera_env.training.scripts import grpo
 from vera_env.training.starts import DRAWN, Start, build_dataset
 
 TYPES = ("tab.sentinel_mean", "seq.gc_content")

@@ -23,9 +23,9 @@ from training_turns import JUDGED_NODE, MOTIF
 
 from vera_env.policies import ScriptedPolicy
 from vera_env.rollout import run_episode
-from vera_env.training import grpo
 from vera_env.training.envs import EnvOptions, make_env, task_source
 from vera_env.training.samplers import trainer_sampler
+from vera_env.training.scripts import grpo
 
 GROUP = 4
 BUDGET = 1600

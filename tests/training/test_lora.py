@@ -1,4 +1,4 @@
-"""LoRA through ``vera_env.training.sft``: only the adapter trains, the saved adapter is
+"""LoRA through ``vera_env.training.scripts.sft``: only the adapter trains, the saved adapter is
 small, and base + adapter reloaded (merged) reproduces the trained model's logits."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from vera_env.tasks import load_tasks
-from vera_env.training import sft
 from vera_env.training.adapters import (
     ADAPTER_STACK,
     ALL_LINEAR,
@@ -23,6 +22,7 @@ from vera_env.training.adapters import (
 from vera_env.training.arguments import parse_args
 from vera_env.training.collection import collect, write_rows
 from vera_env.training.envs import EnvOptions, make_env
+from vera_env.training.scripts import sft
 from vera_env.training.starts import Start
 
 
@@ -138,7 +138,7 @@ def test_parse_args_bad_lora_options_exit_saying_why(flags, message, capsys):
 
 
 def test_collect_adapter_flag_samples_from_base_plus_adapter_merged(lora_sft):
-    from vera_env.training import collect as collect_script
+    from vera_env.training.scripts import collect as collect_script
 
     tasks = load_tasks("builtin")
     args = parse_args(collect_script.Args, ["--policy", "transformers", "--model",

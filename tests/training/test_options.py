@@ -8,9 +8,9 @@ import typing
 import pytest
 
 from vera_env.spec import EnvSpec
-from vera_env.training import collect, grpo, sft
 from vera_env.training.arguments import parse_args
 from vera_env.training.envs import EnvOptions
+from vera_env.training.scripts import collect, grpo, sft
 
 
 def test_parse_args_bad_wrapper_in_a_tuple_exits_naming_the_choices(capsys):

@@ -19,10 +19,10 @@ import pytest
 from training_turns import TWO_TURN_RUN, train_scripted
 
 from vera_env.tasks.builtin import builtin_source
-from vera_env.training import grpo
 from vera_env.training.arguments import parse_args
 from vera_env.training.lockstep import LockstepRollout
 from vera_env.training.phase_log import PhaseLog
+from vera_env.training.scripts import grpo
 from vera_env.training.starts import DRAWN, Start, format_start, parse_start
 
 MIXED, DEAD = "tab.sentinel_mean", "seq.gc_content"

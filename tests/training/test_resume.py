@@ -23,10 +23,10 @@ from transformers import TrainerCallback
 
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin import make_task
-from vera_env.training import grpo, sft
 from vera_env.training.arguments import parse_args
 from vera_env.training.resume import CURVE, TASK_STATE, RunOptions, fit, keep_until, last_checkpoint, resume_point
 from vera_env.training.samplers import trainer_sampler
+from vera_env.training.scripts import grpo, sft
 
 TASKS = ("tab.sentinel_mean.easy.s0", "seq.gc_content.easy.s0")
 STEPS = 4

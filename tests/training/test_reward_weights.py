@@ -13,10 +13,10 @@ import pytest
 import torch
 from training_turns import TWO_TURN_RUN, answer_at_once
 
-from vera_env.training import grpo
 from vera_env.training.advantages import group_advantages, weighted_rewards
 from vera_env.training.arguments import parse_args
 from vera_env.training.phase_log import PhaseLog
+from vera_env.training.scripts import grpo
 
 # One group of four episodes: (verification, correctness, format) per episode. Members 0
 # and 1 verify and format alike and differ only in correctness; so do 2 and 3.

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from vera_env.training import collect, grpo, sft
 from vera_env.training.arguments import field_docs, parse_args
+from vera_env.training.scripts import collect, grpo, sft
 
 
 def test_parse_args_reads_flags_and_uses_field_docstrings_as_help(capsys):
@@ -90,7 +90,7 @@ def test_grpo_without_model_or_tiny_says_what_to_give():
 
 
 def test_throughput_reports_where_a_step_went(tmp_path):
-    from vera_env.training import throughput
+    from vera_env.training.scripts import throughput
 
     report = throughput.main(parse_args(throughput.Args, [
         "--train-steps", "1", "--num-generations", "2", "--per-device-train-batch-size", "2",

@@ -1,4 +1,4 @@
-"""Step-wise GRPO end to end: ``vera_env.training.grpo.main`` with ``--env-max-steps 12`` and a dump.
+"""Step-wise GRPO end to end: ``vera_env.training.scripts.grpo.main`` with ``--env-max-steps 12`` and a dump.
 
 One run (module fixture) of a tiny random model through the real env and sandbox, on
 two task starts with four episodes each; some members are scripted so that the run
@@ -30,10 +30,10 @@ from stepwise_sampler import StepScripted
 from training_turns import JUDGED_NODE, MOTIF
 
 from vera_env.policies.chat import prompt_text
-from vera_env.training import grpo
 from vera_env.training.arguments import parse_args
 from vera_env.training.phase_log import PhaseLog
 from vera_env.training.samplers import trainer_sampler
+from vera_env.training.scripts import grpo
 
 GROUP = 4
 MAX_STEPS = 12

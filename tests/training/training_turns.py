@@ -14,7 +14,7 @@ TWO_TURN_RUN = ["--tiny", "--env-max-steps", "2", "--wrappers", "forced", "--res
                 "--num-generations", "2", "--per-device-train-batch-size", "2",
                 "--steps-per-generation", "1", "--learning-rate", "1e-2",
                 "--max-turn-tokens", "8", "--env-workers", "2"]
-"""``vera_env.training.grpo`` flags of a tiny two-turn run: groups of two, one update per batch."""
+"""``vera_env.training.scripts.grpo`` flags of a tiny two-turn run: groups of two, one update per batch."""
 
 
 def answer_at_once(tasks) -> dict:
@@ -24,13 +24,13 @@ def answer_at_once(tasks) -> dict:
 
 
 def train_scripted(args, tasks, model, tokenizer, plans, *, model_tokens: int = 8, log=None):
-    """Build ``vera_env.training.grpo``'s trainer for ``args`` (its phase lines to ``log``),
+    """Build ``vera_env.training.scripts.grpo``'s trainer for ``args`` (its phase lines to ``log``),
     script ``plans`` over the model's sampler (``StepScripted``; a two-turn run's first
     observation), train, close the rollout; returns the trainer."""
     from stepwise_sampler import StepScripted
 
-    from vera_env.training import grpo
     from vera_env.training.samplers import trainer_sampler
+    from vera_env.training.scripts import grpo
 
     trainer, rollout = grpo.build_trainer(args, tasks, model, tokenizer, log=log)
     rollout._sampler_factory = lambda t: StepScripted(trainer_sampler(t), tokenizer, plans,

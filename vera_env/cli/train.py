@@ -1,12 +1,15 @@
 """``vera-env train SCRIPT [FLAGS]``: the training scripts as one command.
 
-The scripts are modules of ``vera_env.training`` (the repository's ``training/`` folder,
-shipped under the one import name): ``python -m vera_env.training.grpo`` works too. They
-were documented as ``python -m training.grpo``, which a user's own ``training/`` package
-shadows (run from such a project it failed with "No module named training.grpo"), and a
-generic top-level ``training`` in site-packages could be overwritten by another
-distribution's. The environment must not import torch or TRL, so the script is loaded
-here by name when the command runs, never at import time (the import contracts).
+The scripts are the modules of ``vera_env.training.scripts`` (the repository's
+``training/scripts/`` folder, shipped under the one import name): ``python -m
+vera_env.training.scripts.grpo`` works too. They were documented as ``python -m
+training.grpo``, which a user's own ``training/`` package shadows (run from such a
+project it failed with "No module named training.grpo"), and a generic top-level
+``training`` in site-packages could be overwritten by another distribution's; until
+2026-12-07 they were modules of ``vera_env.training`` itself, beside the library they
+drive. ``SCRIPT`` is the module's name either way. The environment must not import
+torch or TRL, so the script is loaded here by name when the command runs, never at
+import time (the import contracts).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def cmd_train(args: argparse.Namespace) -> int:
     """Import the script's module and run its ``main`` on its own parsed flags."""
     try:
-        module = importlib.import_module(f"vera_env.training.{args.script}")
+        module = importlib.import_module(f"vera_env.training.scripts.{args.script}")
         arguments = importlib.import_module("vera_env.training.arguments")
         options = arguments.parse_args(module.Args, args.flags,
                                        prog=f"vera-env train {args.script}")

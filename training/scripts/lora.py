@@ -1,7 +1,7 @@
 """Merge LoRA adapters into a base model and save the result as a model folder.
 
     vera-env train lora --model BASE --adapter runs/sft runs/grpo --output runs/merged
-    python -m vera_env.training.lora --model BASE --adapter runs/sft --output runs/merged
+    python -m vera_env.training.scripts.lora --model BASE --adapter runs/sft --output runs/merged
 
 A merged model is an ordinary ``transformers`` folder, what every policy and ``vera-env
 eval`` read. The adapters themselves, and the ``--lora-rank`` / ``--adapter`` flags of

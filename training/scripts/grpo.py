@@ -6,7 +6,7 @@ the 6-step budget that was then the default: 2 min 14 s at load average 6.2 (sta
 4.7 (end); another run that day took 4 min 06 s at 2.5 to 4.8, and an earlier one
 471 s, so expect 2 to 8 minutes:
 
-    python -m vera_env.training.grpo --tiny --env-max-steps 6
+    python -m vera_env.training.scripts.grpo --tiny --env-max-steps 6
 
 The environment flags are ``vera_env.training.envs.EnvOptions``, whose defaults are the
 package's: until 2026-12-07 this script declared its own, a 6-step budget and the
@@ -17,17 +17,18 @@ times as long.
 
 A real run (see training/README.md for the GPU recipe):
 
-    python -m vera_env.training.grpo --model Qwen/Qwen2.5-1.5B-Instruct --use-vllm \\
+    python -m vera_env.training.scripts.grpo --model Qwen/Qwen2.5-1.5B-Instruct --use-vllm \\
         --vllm-mode colocate --bf16 --train-steps 200 --output-dir runs/grpo
 
 Verification alone (correctness weighed 0: a guard, not a target), with a LoRA adapter
 (``vera_env.training.adapters``; the output folder then holds the adapter alone):
 
-    python -m vera_env.training.grpo --model BASE --adapter runs/sft --lora-rank 8 \
+    python -m vera_env.training.scripts.grpo --model BASE --adapter runs/sft --lora-rank 8 \
         --reward-weights 1 0 1 --output-dir runs/grpo
 
-This file is the script, read top to bottom: its ``Args``, then loading the model, the
-trainer's config and the trainer, then ``main``. The library it drives: episodes are
+This file is the script, read top to bottom: its ``Args``, then loading the model
+(``vera_env.training.models``, shared with ``sft``), the trainer's config and the
+trainer, then ``main``. The library it drives: episodes are
 played by one lockstep loop (``vera_env.training.lockstep``), each recorded as an
 ``Attempt``, and trained by ``vera_env.training.grpo_trainer.MultiTurnGRPOTrainer``. Two
 layouts (``--layout``) pack the same loop's turns differently (``vera_env.training.packing``):
@@ -60,6 +61,7 @@ from typing import Any, Literal
 
 from vera_env.tasks import TaskSource
 from vera_env.tasks.builtin.instance import Difficulty
+from vera_env.training import models
 from vera_env.training.adapters import LoraOptions
 from vera_env.training.envs import EnvOptions, task_source
 from vera_env.training.packing import LayoutName
@@ -175,31 +177,13 @@ class Args(EnvOptions, RunOptions, LoraOptions):
 
 def load_model(args: Args) -> tuple[Any, Any]:
     """The model and tokenizer named by ``args`` (a tiny local pair with ``--tiny``),
-    ``--adapter`` folders merged in, wrapped in a fresh adapter with ``--lora-rank``."""
-    from vera_env.training.adapters import prepare  # noqa: PLC0415
-
-    model, tokenizer = _load_base(args)
-    return prepare(model, args, checkpointing=args.activation_checkpointing), tokenizer
-
-
-def _load_base(args: Args) -> tuple[Any, Any]:
-    if args.tiny:
-        if args.beta:
-            # TRL rebuilds the reference model from the model's folder; this one has none.
-            raise SystemExit("--beta > 0 needs a saved model: save one with "
-                             "vera_env.training.tiny.build_tiny(FOLDER) and pass --model FOLDER")
-        from vera_env.training.tiny import tiny_model, tiny_tokenizer  # noqa: PLC0415
-
-        tokenizer = tiny_tokenizer()
-        return tiny_model(tokenizer, seed=args.seed), tokenizer
-    if not args.model:
-        raise SystemExit("give --model PATH (a chat model) or --tiny")
-    import torch  # noqa: PLC0415
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
-
-    tokenizer = AutoTokenizer.from_pretrained(args.model, padding_side="left")
-    dtype = torch.bfloat16 if args.bf16 else torch.float32
-    return AutoModelForCausalLM.from_pretrained(args.model, dtype=dtype), tokenizer
+    ``--adapter`` folders merged in, wrapped in a fresh adapter with ``--lora-rank``;
+    the tokenizer pads on the left (``vera_env.training.models``)."""
+    if args.tiny and args.beta:
+        # TRL rebuilds the reference model from the model's folder; this one has none.
+        raise SystemExit("--beta > 0 needs a saved model: save one with "
+                         "vera_env.training.tiny.build_tiny(FOLDER) and pass --model FOLDER")
+    return models.load_model(args, padding_side="left")
 
 
 def grpo_config(args: Args) -> Any:

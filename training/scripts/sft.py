@@ -1,6 +1,6 @@
 """Expert iteration: fine-tune on the collected episodes that went well.
 
-    python -m vera_env.training.sft --rollouts runs/teacher.parquet --model Qwen/Qwen2.5-1.5B-Instruct \\
+    python -m vera_env.training.scripts.sft --rollouts runs/teacher.parquet --model Qwen/Qwen2.5-1.5B-Instruct \\
         --select correct --output-dir runs/sft
 
 Rejection sampling on the env's own verdicts: keep the episodes whose answer was graded
@@ -11,15 +11,16 @@ sandbox faults) are never kept — nobody knows whether they went well.
 Each kept episode is tokenized with the trained model's tokenizer (collected ids may
 come from another one) in one of two layouts: ``turns`` (the default) — one sequence
 per turn whose context is exactly what ``OpenAIChatPolicy``, ``TransformersPolicy``
-and step-wise ``vera_env.training.grpo`` give the model (``vera_env.policies.chat``: system prompt,
+and step-wise ``vera_env.training.scripts.grpo`` give the model (``vera_env.policies.chat``: system prompt,
 observation, a forced answer's prefill) — or ``episode`` — the whole transcript as one
-sequence, the context of ``vera_env.training.grpo --layout episode``. Either way
+sequence, the context of ``vera_env.training.scripts.grpo --layout episode``. Either way
 the loss is on the model's turns only: prompt and observation tokens are labelled -100
 (``vera_env.training.transcripts.tokenize_transcript``), and ``SFTTrainer`` takes the
 pre-tokenized ``input_ids`` and ``labels`` as they are.
 
-This file is the script, read top to bottom (``Args``, the model, the trainer's config,
-``main``); loading, selecting and tokenizing the rows is ``vera_env.training.sft_data``.
+This file is the script, read top to bottom (``Args``, the trainer's config, ``main``);
+loading the model is ``vera_env.training.models`` (shared with ``grpo``), and loading,
+selecting and tokenizing the rows ``vera_env.training.sft_data``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vera_env.training.adapters import LoraOptions
+from vera_env.training.models import load_model
 from vera_env.training.phase_log import PhaseLog, main_process, trainer_callback
 from vera_env.training.resume import RunOptions, fit
 from vera_env.training.sft_data import Selection, load_rollouts, select_rows, to_examples
@@ -40,7 +42,7 @@ class Args(RunOptions, LoraOptions):
     """Supervised fine-tuning on selected collected rollouts."""
 
     rollouts: tuple[str, ...] = ("runs/rollouts.jsonl",)
-    """Files written by vera_env.training.collect (.jsonl or .parquet)."""
+    """Files written by vera_env.training.scripts.collect (.jsonl or .parquet)."""
     model: str = ""
     """Model folder or hub id to fine-tune. Empty with --tiny."""
     tiny: bool = False
@@ -78,31 +80,6 @@ class Args(RunOptions, LoraOptions):
         if self.lora_rank and self.trainable_layers:
             raise ValueError("--lora-rank and --trainable-layers both choose what trains; "
                              "give one")
-
-
-def load_model(args: Args) -> tuple[Any, Any]:
-    """The model and tokenizer named by ``args`` (a tiny local pair with ``--tiny``),
-    ``--adapter`` folders merged in, wrapped in a fresh adapter with ``--lora-rank``."""
-    from vera_env.training.adapters import prepare  # noqa: PLC0415
-
-    model, tokenizer = _load_base(args)
-    return prepare(model, args, checkpointing=args.activation_checkpointing), tokenizer
-
-
-def _load_base(args: Args) -> tuple[Any, Any]:
-    if args.tiny:
-        from vera_env.training.tiny import tiny_model, tiny_tokenizer  # noqa: PLC0415
-
-        tokenizer = tiny_tokenizer()
-        return tiny_model(tokenizer, seed=args.seed), tokenizer
-    if not args.model:
-        raise SystemExit("give --model PATH (a chat model) or --tiny")
-    import torch  # noqa: PLC0415
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
-
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
-    dtype = torch.bfloat16 if args.bf16 else torch.float32
-    return AutoModelForCausalLM.from_pretrained(args.model, dtype=dtype), tokenizer
 
 
 def sft_config(args: Args) -> Any:

@@ -1,12 +1,12 @@
 """Measure the GRPO loop's throughput with a random-weight model (no hub, no download).
 
-    python -m vera_env.training.throughput --shape tiny            # CPU: the plumbing's own cost
-    python -m vera_env.training.throughput --shape 0.5b --bf16     # GPU: a Qwen2.5-0.5B-shaped body
+    python -m vera_env.training.scripts.throughput --shape tiny            # CPU: the plumbing's own cost
+    python -m vera_env.training.scripts.throughput --shape 0.5b --bf16     # GPU: a Qwen2.5-0.5B-shaped body
 
 The model is built from a ``Qwen2Config`` with random weights and the locally trained
 2k-token tokenizer (``vera_env.training.tiny``), saved to a folder and trained by
-``vera_env.training.grpo.main`` exactly as a real run would be — real env, real sandbox, real
-checks, every ``vera_env.training.grpo`` flag (``--layout``, batch sizes, budgets) as given; the
+``vera_env.training.scripts.grpo.main`` exactly as a real run would be — real env, real sandbox, real
+checks, every ``vera_env.training.scripts.grpo`` flag (``--layout``, batch sizes, budgets) as given; the
 random model is saved under ``--output-dir``. Random weights never write a valid turn,
 so this measures the cost of the loop (sampling, env steps, the update), not learning;
 with the 2k vocabulary, ``0.5b`` has Qwen2.5-0.5B's transformer body (24 layers, width
@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from vera_env.training import grpo
+from vera_env.training.scripts import grpo
 
 SHAPES: dict[str, dict[str, int]] = {
     "tiny": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
@@ -39,7 +39,7 @@ SHAPES: dict[str, dict[str, int]] = {
 
 @dataclass
 class Args(grpo.Args):
-    """Throughput of vera_env.training.grpo with a random-weight model (every grpo flag applies;
+    """Throughput of vera_env.training.scripts.grpo with a random-weight model (every grpo flag applies;
     the model is the random one)."""
 
     shape: Literal["tiny", "0.5b"] = "tiny"
