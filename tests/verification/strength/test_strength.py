@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,7 +16,9 @@ from vera_env.verification.checks import CheckResult, fact_of, run_checks
 from vera_env.verification.rewards import RewardConfig, StrengthConfig
 from vera_env.verification.strength import Reference, StrengthSession, StrengthTask
 from vera_env.verification.strength.budget import Budget
+from vera_env.verification.strength.mutants import kind_of
 from vera_env.verification.strength.session import _Site, _Sites
+from vera_env.verification.strength.variants import Settings, census
 from vera_env.wire.protocol import CheckSpec
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
@@ -400,6 +404,43 @@ def test_assess_recount_of_what_the_question_is_about_earns(classified):
                                 f"l.split()[9] in ('0|1', '1|0', '0/1')); print(n == {n})\"")
     assert _earns(results) == [True, True], [r.detail for r in results]
     assert all(r.evidence.startswith("calls.vcf.gz:") for r in results)
+
+
+def _main_and_reserve_counts(sources) -> tuple[set[str], set[str]]:
+    """The het counts of calls.vcf.gz's mutants a check is shown, and of the reserve
+    draws its kills are confirmed on, as strength classifies them."""
+    [vcf] = [f for f in census(StrengthTask(sources, REFERENCE, lambda a, b: a == b),
+                               Settings.of(StrengthConfig())) if f.name == "calls.vcf.gz"]
+    def count(raw: bytes) -> str:  # as the checks count: grep over the 10th column
+        rows = [line.split("\t") for line in raw.decode().splitlines()
+                if not line.startswith("#")]
+        return str(sum(1 for r in rows if re.search(r"0[|/]1|1[|]0", r[9 if len(r) > 9 else 0])))
+    shown = {count(gzip.decompress(b.data)) for b in vcf.mutants}
+    first = kind_of(vcf.mutants[0].label)  # the first kill's kind: confirmed on its reserves
+    drawn = [vcf.reserve_for(first, k) for k in range(3)]
+    return shown, {count(gzip.decompress(b.data)) for b in drawn if b is not None}
+
+
+def test_a_check_that_rejects_only_the_mutants_it_was_shown_fails_its_confirmations(
+        classified, sources):
+    """A check can tell the mutants it is shown by a value (here: the het counts of
+    exactly those draws) and reject only them -- the shape of a pin gated on a hash of
+    what it reads. Re-running the same mutant to confirm a kill gives the same verdict;
+    a confirmation on a reserve draw of the kind, which the check never saw, does not.
+    The honest recount rejects the reserve draws as it rejects the others."""
+    shown, reserves = _main_and_reserve_counts(sources)
+    assert reserves and not reserves & shown  # else the test would prove nothing
+    classified.run("zcat calls.vcf.gz | grep -v '^#' | cut -f10 | grep -c -E '0[|/]1|1[|]0' "
+                   "> het.txt")
+    n = classified.run("cat het.txt").strip()
+    recount = "zcat calls.vcf.gz | grep -v '^#' | cut -f10 | grep -c -E '0[|/]1|1[|]0'"
+    memorised = "|".join(sorted(shown))
+    results = classified.assess(
+        f'test "$({recount})" -eq {n}{V}',
+        f'case "$({recount})" in {memorised}) echo False ;; *) echo True ;; esac',
+        f'case "$(cat het.txt)" in {memorised}) echo False ;; *) echo True ;; esac')
+    assert _earns(results) == [True, False, False], [r.detail for r in results]
+    assert all("did not fail it again" in r.detail for r in results[1:]), [r.detail for r in results]
 
 
 def test_assess_repeated_check_gives_one_piece_of_evidence(classified):

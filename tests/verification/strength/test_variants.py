@@ -6,7 +6,7 @@ import gzip
 import os
 from pathlib import Path
 
-from vera_env.verification.strength.mutants import DRAWS, kind_of
+from vera_env.verification.strength.mutants import DRAWS, RESERVE, draw_of, kind_of, mutant_kinds
 from vera_env.verification.strength.reference import Reference
 from vera_env.verification.strength.task import StrengthTask
 from vera_env.verification.strength.variants import (
@@ -212,3 +212,39 @@ def test_classify_a_single_outcome_kind_no_edit_keeps_stays_one_draw(tmp_path):
                           mutators={"m.tsv": (_raise_first,)})
     built = _classified(tmp_path, reference, cache_key="")
     assert [b.label for b in built.mutants if kind_of(b.label) == "aimed0"] == ["m.tsv:aimed0#0"]
+
+
+def test_classify_keeps_reserve_draws_of_each_kind_for_confirmations(tmp_path):
+    """Each kind keeps further draws, after and apart from the ones a check is shown:
+    mutants whose answer is neither the file's nor any shown for the kind, none of
+    them among the shown mutants, encoded as the file is when asked for."""
+    reference = Reference(_mean_of_kept, preserving={"m.tsv": ("shuffle_records",)},
+                          mutators={"m.tsv": (_raise_first,)})
+    built = _classified(tmp_path, reference, cache_key="")
+    base = _mean_of_kept({"m.tsv": MEAN_TABLE})
+    shown = {b.label for b in built.mutants}
+    assert built.reserves and not shown & {b.label for b in built.reserves}
+    kinds = {kind_of(b.label) for b in built.mutants}
+    for kind in kinds - {"aimed0"}:  # a single-outcome edit has no further draw
+        drawn = [built.reserve_for(kind, k) for k in range(RESERVE)]
+        kept = [b for b in drawn if b is not None]
+        assert kept, kind
+        assert [int(b.label.rpartition("#")[2]) >= DRAWS for b in kept] == [True] * len(kept)
+        answers = [_mean_of_kept({"m.tsv": b.data}) for b in kept]
+        seen = {_mean_of_kept({"m.tsv": b.data}) for b in built.mutants if kind_of(b.label) == kind}
+        assert base not in answers and not seen & set(answers)
+        assert len(set(answers)) == len(answers)  # no two reserves land on one value
+        assert drawn[len(kept):] == [None] * (RESERVE - len(kept))  # then none
+    assert built.reserve_for("aimed0", 0) is None
+    assert built.reserve_for("no_such_kind", 0) is None
+
+
+def test_mutant_kinds_reserve_draws_leave_the_shown_draws_as_they_were():
+    plain = list(mutant_kinds("m.tsv", MEAN_TABLE, seed=0))
+    reserved = list(mutant_kinds("m.tsv", MEAN_TABLE, seed=0, reserve=RESERVE))
+    assert [[m for m in kind if draw_of(m.label) < DRAWS] for kind in reserved] == plain
+    extra = [m for kind in reserved for m in kind if draw_of(m.label) >= DRAWS]
+    assert extra and all(m.content not in {x.content for k in plain for x in k} for m in extra)
+    for kind in reserved:  # each further draw compounds the one before
+        labels = [m.label for m in kind]
+        assert labels == [f"{labels[0].rpartition('#')[0]}#{i}" for i in range(len(kind))]

@@ -8,9 +8,13 @@ A check that reads the clock, a PID or ``/dev/urandom`` passes with some probabi
   least one kind (``StrengthSession`` refuses a check that holds on one draw of a kind
   and rejects another): with ``d_k`` draws of kind ``k``, probability
   ``prod_k (p^d_k + (1 - p)^d_k) - prod_k p^d_k``;
-* then, ``r`` times, reject the killed mutant again (a fresh file, or a fresh replay)
-  *and* pass the first control again (a later run: what stops checks on the time,
-  which are not coins -- a later run sees a later clock): ``((1 - p) p)^r``.
+* then, ``r`` times, reject a reserve draw of the killed kind (one it was never shown:
+  ``mutants.RESERVE``; the killed mutant again where the kind has none) *and* pass the
+  first control again (a later run: what stops checks on the time, which are not
+  coins -- a later run sees a later clock): ``((1 - p) p)^r``. For a coin a fresh draw
+  changes nothing; for a check that is a function of what it reads, shaped to reject
+  exactly the mutants it was shown (a gate on a hash of the value), the reserve draw is
+  what makes it a coin again -- re-running the same mutant would repeat its verdict.
 
 The harness takes the largest value of that product over ``p`` and chooses the fewest
 ``r >= 1`` that keep it within the check's share of the episode's bound (one

@@ -43,7 +43,7 @@ from hashlib import sha256
 
 import numpy as np
 
-__all__ = ["DRAWS", "RECORD_OPERATORS", "TEXT_OPERATORS", "Mutant", "kind_of",
+__all__ = ["DRAWS", "RECORD_OPERATORS", "RESERVE", "TEXT_OPERATORS", "Mutant", "draw_of", "kind_of",
            "mutant_candidates", "mutant_kinds", "mutate_content", "window"]
 
 TEXT_OPERATORS: tuple[str, ...] = ("drop_lines", "perturb_numbers", "shuffle_rows",
@@ -58,6 +58,11 @@ DRAWS = 2
 """Mutants drawn per kind of mutation for a classified file (``mutant_kinds``): a check
 of a fact of the data says the same on every draw of one kind, a gate on a hash of the
 value it reads does not."""
+RESERVE = 3
+"""Further draws of each kind kept for confirmations (``mutant_kinds``): a kill is
+confirmed on mutants of its kind the check has not seen, so a gate on a hash of what it
+reads (True on some mismatches) is tossed again on each, where re-running the same
+mutant would give its verdict again."""
 _SHARE = 0.1
 # Edits per mutant are capped so a mutant of a million-line file costs about a second
 # (a changed sum, count or order is as visible in 10^4 lines as in 10^6).
@@ -153,8 +158,8 @@ def mutant_candidates(name: str, content: bytes, *, seed: int, limit: int,
 
 
 def mutant_kinds(name: str, content: bytes, *, seed: int, draws: int = DRAWS,
-                 aimed: tuple[Callable[[bytes, random.Random], bytes | None], ...] = ()
-                 ) -> Iterator[list[Mutant]]:
+                 aimed: tuple[Callable[[bytes, random.Random], bytes | None], ...] = (),
+                 reserve: int = 0) -> Iterator[list[Mutant]]:
     """Kinds of mutation of ``content``, each as ``draws`` distinct mutants, for a
     reference to classify: the family's aimed mutators first, then the bulk operators
     (``TEXT_OPERATORS``), then the single-record ones (``RECORD_OPERATORS``), then all
@@ -178,10 +183,13 @@ def mutant_kinds(name: str, content: bytes, *, seed: int, draws: int = DRAWS,
         seed: ``StrengthConfig.seed``.
         draws: Mutants per kind.
         aimed: The family's mutators for this file (``Reference.mutators``).
+        reserve: Further draws of each kind, made after its ``draws`` (so those are the
+            same with or without them), for confirmations on mutants a check has not
+            seen: labelled ``#draws``, ``#draws+1``, ...; fewer where the edit runs out.
 
     Yields:
-        Lists of ``draws`` mutants labelled ``<file>:<kind>#<draw>``; ``kind_of`` reads
-        the kind back.
+        Lists of ``draws`` mutants (then the reserve draws) labelled
+        ``<file>:<kind>#<draw>``; ``kind_of`` reads the kind back.
     """
     if not content:
         return
@@ -205,7 +213,39 @@ def mutant_kinds(name: str, content: bytes, *, seed: int, draws: int = DRAWS,
                 seen.add(digest)
                 built.append(Mutant(f"{name}:{label}#{len(built)}", changed))
         if len(built) == draws or (built and label.startswith("aimed") and "+" not in label):
-            yield built
+            yield built + _reserve(name, label, operator, built, seed, reserve) \
+                if len(built) == draws else built
+
+
+def _reserve(name: str, label: str, operator: Callable[[bytes, random.Random], bytes | None],
+             built: list[Mutant], seed: int, n: int) -> list[Mutant]:
+    """Up to ``n`` further draws of one kind, each compounding the one before (a header
+    drop is not repeated: twice would drop a data row)."""
+    if n <= 0 or label.startswith("drop_header"):
+        return []
+    out: list[Mutant] = []
+    seen = {sha256(m.content).digest() for m in built}
+    for attempt in range(3 * n):
+        if len(out) >= n:
+            break
+        start = (out or built)[-1].content
+        changed = operator(start, random.Random(f"{seed}|{name}|{label}|reserve{attempt}"))
+        digest = sha256(changed).digest() if changed else b""
+        if changed and digest not in seen:
+            seen.add(digest)
+            out.append(Mutant(f"{name}:{label}#{len(built) + len(out)}", changed))
+    return out
+
+
+def draw_of(label: str) -> int:
+    """The draw of a mutant's label (``<file>:<kind>#<draw>``), 0 for a label without one.
+
+    Example:
+        >>> draw_of("calls.vcf.gz:aimed0#3")
+        3
+    """
+    tail = label.rpartition("#")[2]
+    return int(tail) if tail.isdigit() else 0
 
 
 def kind_of(label: str) -> str:

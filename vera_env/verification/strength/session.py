@@ -44,7 +44,7 @@ from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
 from vera_env.verification.strength.run_pool import RunPool
 from vera_env.verification.strength.shadows import Shadow, ShadowBudgetSpent, ShadowGroup
 from vera_env.verification.strength.targets import Target, TargetBank
-from vera_env.verification.strength.variants import Variant, copy_variant
+from vera_env.verification.strength.variants import Variant, VariantSet, copy_variant, write_like
 from vera_env.verification.strength.verdicts import VerdictKey, VerdictStore, Views, shareable
 from vera_env.wire.protocol import verdict_from_output
 
@@ -282,12 +282,29 @@ class StrengthSession:
 
     def _frozen_sites(self, target: Target) -> _Sites:
         """The frozen counterfactual: each variant bound over the task file in the real
-        workspace; a confirmation runs the same variant again, on a fresh file."""
+        workspace; the ``k``-th confirmation of a kill runs the kind's ``k``-th reserve
+        draw (the same variant again, on a fresh file, where the kind has none left)."""
         variants, scratch = target.variants, self.bank.scratch()
+
+        def confirm_on(site: _Site, k: int) -> _Site:
+            fresh = self._reserve(variants, site.label, k, scratch)
+            return site if fresh is None else self._frozen(variants.name, fresh, scratch)
         return _Sites(variants.name, variants.windowed,
                       [self._frozen(variants.name, v, scratch) for v in variants.controls],
                       [self._frozen(variants.name, v, scratch) for v in variants.mutants],
-                      lambda site, _k: site)
+                      confirm_on)
+
+    def _reserve(self, variants: VariantSet, label: str, k: int, scratch: Path
+                 ) -> Variant | None:
+        """The ``k``-th reserve draw of the kind of mutant ``label``, written as the
+        variants are (None where the kind has no ``k``-th reserve: a single-outcome
+        edit, or a file the reference does not classify)."""
+        blob = variants.source.reserve_for(kind_of(label), k) \
+            if variants.source is not None and variants.mutants else None
+        if blob is None:
+            return None
+        return Variant(blob.label, False, write_like(blob.data, variants.mutants[0].path,
+                                                      scratch))
 
     def _replayed_sites(self, target: Target, runs: Executor, time_left: Budget
                         ) -> _Sites | Outcome:
@@ -297,7 +314,7 @@ class StrengthSession:
         Raises:
             StrengthDeadline: A replay is unfinished.
         """
-        variants = target.variants
+        variants, scratch = target.variants, self.bank.scratch()
         group = self.bank.shadow_group(target, time_left)
         group.extend(self.log, self._limits, runs, time_left, self.bank.over_budget,
                      charge=time_left.charge)
@@ -308,7 +325,9 @@ class StrengthSession:
                       [self._shadow_site(group.shadows[v.label]) for v in variants.controls],
                       [self._shadow_site(group.shadows[v.label]) for v in variants.mutants
                        if not group.shadows[v.label].broken],
-                      lambda site, k: self._twin(group, site, time_left, k))
+                      lambda site, k: self._twin(group, site, time_left, k,
+                                                 self._reserve(variants, site.label, k,
+                                                               scratch)))
 
     def _frozen(self, name: str, variant: Variant, scratch: Path) -> _Site:
         ws = self._workspace
@@ -326,13 +345,17 @@ class StrengthSession:
             return None if tree is None or part is None else tree.view({name: part})
         return _Site(variant.label, run, view=view)
 
-    def _twin(self, group: ShadowGroup, site: _Site, time_left: Budget, k: int) -> _Site:
-        if not len(self.log):
+    def _twin(self, group: ShadowGroup, site: _Site, time_left: Budget, k: int,
+              fresh: Variant | None) -> _Site:
+        """Where the ``k``-th confirmation of a kill at ``site`` runs: a shadow of the
+        kind's reserve draw ``fresh``, the episode replayed in it; without one, the
+        killed mutant's twin (replayed at the first confirmation, re-run after)."""
+        if fresh is None and not len(self.log):
             return site  # nothing to replay: the same shadow is an identical replay
-        twin = group.twin(site.label)
+        twin = group.twin(site.label if fresh is None else fresh.label, fresh)
 
         def ready() -> bool | None:
-            if k == 0:  # the first confirmation replays; the others re-run on the twin
+            if k == 0 or fresh is not None:  # a new shadow replays; a twin re-runs
                 twin.extend(self.log, self._limits, time_left, self.bank.over_budget,
                             charge=time_left.charge)
                 twin.settle(self.log.root)

@@ -245,17 +245,18 @@ class ShadowGroup:
         """Disk the replays wrote."""
         return sum(s.bytes for s in (*self.shadows.values(), *self.twins.values()))
 
-    def twin(self, label: str) -> Shadow:
-        """The confirmation shadow of mutant ``label`` (made on first use).
+    def twin(self, label: str, variant: Variant | None = None) -> Shadow:
+        """The confirmation shadow of mutant ``label`` (made on first use): of that
+        shadow's variant, or of ``variant`` (a reserve draw no shadow was made of).
 
         Raises:
             ShadowBudgetSpent: The area had no room left to stage it.
         """
         with self.lock:
             if label not in self.twins:
-                variant = self.shadows[label].variant
-                self._twin_paths[label] = copy_variant(variant, self._scratch)
-                self.twins[label] = self._stage(variant, self._twin_paths[label])
+                source = variant or self.shadows[label].variant
+                self._twin_paths[label] = copy_variant(source, self._scratch)
+                self.twins[label] = self._stage(source, self._twin_paths[label])
             return self.twins[label]
 
     def _stage(self, variant: Variant, path: Path) -> Shadow:

@@ -42,9 +42,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vera_env.errors import GraderError
-from vera_env.verification.strength.encoding import Decoded, decode
+from vera_env.verification.strength.encoding import Codec, Decoded, decode
 from vera_env.verification.strength.inodes import fresh_file
-from vera_env.verification.strength.mutants import Mutant, mutant_candidates, mutant_kinds, window
+from vera_env.verification.strength.mutants import (
+    DRAWS,
+    RESERVE,
+    Mutant,
+    draw_of,
+    kind_of,
+    mutant_candidates,
+    mutant_kinds,
+    window,
+)
 from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.reference import FORMAT_TRANSFORMS, Contents, Reference
 from vera_env.verification.strength.rewrites import probe_rewrites, rewrite_kept
@@ -56,7 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Blob", "Classified", "Settings", "Variant", "VariantSet", "build_variants",
            "census", "classify", "clear_cache", "copy_variant", "decoded_contents",
-           "write_variants"]
+           "write_like", "write_variants"]
 
 _CACHE_BYTES = 256 * 2**20
 _ORDER = random.SystemRandom()
@@ -89,6 +98,9 @@ class Classified:
             encoding): only then can a fingerprint of the content be told from a check
             of the answer (``StrengthSession`` refuses kills through a classified file
             without one).
+        reserves: Further draws of the mutants' kinds, each moving the answer (so a
+            mutant), never shown to a check before a kill: its confirmations run on them
+            (``reserve_for``).
     """
 
     name: str
@@ -100,11 +112,22 @@ class Classified:
     refuted: tuple[str, ...] = ()
     note: str = ""
     content_varied: bool = False
+    reserves: tuple[Blob, ...] = ()
+    codec: Codec | None = field(default=None, compare=False)
 
     @property
     def nbytes(self) -> int:
         """Memory its variants take."""
-        return sum(len(b.data) for b in (*self.controls, *self.mutants))
+        return sum(len(b.data) for b in (*self.controls, *self.mutants, *self.reserves))
+
+    def reserve_for(self, kind: str, k: int) -> Blob | None:
+        """The ``k``-th (0-based) reserve draw of mutation ``kind``, encoded as the file
+        is (reserves are kept decoded: most are never used), if there is one."""
+        drawn = [b for b in self.reserves if kind_of(b.label) == kind]
+        if k >= len(drawn):
+            return None
+        blob = drawn[k]
+        return Blob(blob.label, False, self.codec.encode(blob.data) if self.codec else blob.data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,8 +262,18 @@ def copy_variant(variant: Variant, directory: Path) -> Path:
     Raises:
         OSError: The copy could not be written.
     """
-    st = os.stat(variant.path)
-    return _write(directory, variant.path.read_bytes(), st.st_mtime_ns, st.st_mode & 0o7777)
+    return write_like(variant.path.read_bytes(), variant.path, directory)
+
+
+def write_like(data: bytes, like: Path, directory: Path) -> Path:
+    """A fresh file of ``data`` with ``like``'s mode and mtime (its own inode): a reserve
+    draw written beside the variants it was kept apart from.
+
+    Raises:
+        OSError: The file could not be written.
+    """
+    st = os.stat(like)
+    return _write(directory, data, st.st_mtime_ns, st.st_mode & 0o7777)
 
 
 # ----- building -----
@@ -287,20 +320,42 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
     controls = _mixed(controls, rewritten, settings.controls)
     varied = varied or bool(rewritten)
     mutants: list[Blob] = []
+    reserves: list[Blob] = []
     kinds = 0
-    for kind in mutant_kinds(name, content, seed=settings.seed,
-                             aimed=tuple(reference.mutators.get(name, ()))):
+    for drawn in mutant_kinds(name, content, seed=settings.seed,
+                              aimed=tuple(reference.mutators.get(name, ())), reserve=RESERVE):
         if kinds >= settings.mutants:
             break
+        kind = [m for m in drawn if draw_of(m.label) < DRAWS]
         moved = [answer(m.content) for m in kind]
         if all(got is not None and not same(base, got) for got in moved):
             if len(kind) == 1:
                 kind = [*kind, *_disguised(name, kind[0], moved[0], reference, answer, same,
                                            settings.seed)]
             mutants += [Blob(m.label, False, _encode(decoded, m.content, False)) for m in kind]
+            reserves += _reserves(drawn, [base, *(a for a in moved if a is not None)],
+                                  answer, same)
             kinds += 1
     return Classified(name, not decoded.complete, True, tuple(controls), tuple(mutants),
-                      declared, tuple(refuted), content_varied=varied)
+                      declared, tuple(refuted), content_varied=varied,
+                      reserves=tuple(reserves), codec=decoded.codec)
+
+
+def _reserves(drawn: list[Mutant], seen: list[str], answer: Callable[[bytes], str | None],
+              same: Same) -> list[Blob]:
+    """The reserve draws of one kind worth a confirmation: each a mutant whose answer
+    is neither the file's nor any the check was shown for this kind (a further draw
+    that lands on a value already seen would give a gate on that value its verdict
+    again), kept decoded."""
+    kept: list[Blob] = []
+    for mutant in drawn:
+        if draw_of(mutant.label) < DRAWS:
+            continue
+        got = answer(mutant.content)
+        if got is not None and not any(_agree(got, old, same) for old in seen):
+            kept.append(Blob(mutant.label, False, mutant.content))
+            seen = [*seen, got]
+    return kept
 
 
 def _disguised(name: str, mutant: Mutant, moved: str | None, reference: Reference,
