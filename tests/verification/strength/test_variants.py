@@ -216,8 +216,8 @@ def test_classify_a_single_outcome_kind_no_edit_keeps_stays_one_draw(tmp_path):
 
 def test_classify_keeps_reserve_draws_of_each_kind_for_confirmations(tmp_path):
     """Each kind keeps further draws, after and apart from the ones a check is shown:
-    mutants whose answer is neither the file's nor any shown for the kind, none of
-    them among the shown mutants, encoded as the file is when asked for."""
+    mutants (the answer is not the file's), those whose answer is also none shown for
+    the kind first, none of them among the shown mutants."""
     reference = Reference(_mean_of_kept, preserving={"m.tsv": ("shuffle_records",)},
                           mutators={"m.tsv": (_raise_first,)})
     built = _classified(tmp_path, reference, cache_key="")
@@ -225,6 +225,7 @@ def test_classify_keeps_reserve_draws_of_each_kind_for_confirmations(tmp_path):
     shown = {b.label for b in built.mutants}
     assert built.reserves and not shown & {b.label for b in built.reserves}
     kinds = {kind_of(b.label) for b in built.mutants}
+    numeric: list[bool] = []
     for kind in kinds - {"aimed0"}:  # a single-outcome edit has no further draw
         drawn = [built.reserve_for(kind, k) for k in range(RESERVE)]
         kept = [b for b in drawn if b is not None]
@@ -232,9 +233,12 @@ def test_classify_keeps_reserve_draws_of_each_kind_for_confirmations(tmp_path):
         assert [int(b.label.rpartition("#")[2]) >= DRAWS for b in kept] == [True] * len(kept)
         answers = [_mean_of_kept({"m.tsv": b.data}) for b in kept]
         seen = {_mean_of_kept({"m.tsv": b.data}) for b in built.mutants if kind_of(b.label) == kind}
-        assert base not in answers and not seen & set(answers)
-        assert len(set(answers)) == len(answers)  # no two reserves land on one value
+        assert base not in answers
+        new = [a not in seen and a not in answers[:i] for i, a in enumerate(answers)]
+        assert new == sorted(new, reverse=True), (kind, answers)  # unseen values first
         assert drawn[len(kept):] == [None] * (RESERVE - len(kept))  # then none
+        numeric.append(new[0])
+    assert all(numeric)  # a mean moves to a new value on a further draw of every kind
     assert built.reserve_for("aimed0", 0) is None
     assert built.reserve_for("no_such_kind", 0) is None
 

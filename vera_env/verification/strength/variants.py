@@ -343,19 +343,23 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
 
 def _reserves(drawn: list[Mutant], seen: list[str], answer: Callable[[bytes], str | None],
               same: Same) -> list[Blob]:
-    """The reserve draws of one kind worth a confirmation: each a mutant whose answer
-    is neither the file's nor any the check was shown for this kind (a further draw
-    that lands on a value already seen would give a gate on that value its verdict
-    again), kept decoded."""
-    kept: list[Blob] = []
+    """The reserve draws of one kind, kept decoded: each a mutant (its answer is not the
+    file's, ``seen[0]``). Those whose answer is also none the check was shown for the
+    kind come first: a further draw that lands on a value already seen gives a gate on
+    that value its verdict again (a categorical answer -- a gene, a yes -- may have no
+    other value: its draws still differ in every fact but the answer)."""
+    fresh: list[Blob] = []
+    repeated: list[Blob] = []
     for mutant in drawn:
         if draw_of(mutant.label) < DRAWS:
             continue
         got = answer(mutant.content)
-        if got is not None and not any(_agree(got, old, same) for old in seen):
-            kept.append(Blob(mutant.label, False, mutant.content))
-            seen = [*seen, got]
-    return kept
+        if got is None or _agree(got, seen[0], same):
+            continue
+        new = not any(_agree(got, old, same) for old in seen[1:])
+        (fresh if new else repeated).append(Blob(mutant.label, False, mutant.content))
+        seen = [*seen, got] if new else seen
+    return fresh + repeated
 
 
 def _disguised(name: str, mutant: Mutant, moved: str | None, reference: Reference,
