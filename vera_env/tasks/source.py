@@ -7,8 +7,8 @@ Why `OutcomeListener` is a protocol the env checks for. A source that adapts wha
 serves to how episodes end (`vera_env.tasks.curriculum.Curriculum`) needs every finished
 episode's verdict, whoever drives the env: ``vera_env.training.scripts.grpo``,
 ``vera_env.training.scripts.collect``, a Ray worker or a user's loop. Reporting it from
-``VeraEnv.step`` when the source listens gives all of them the hook without code of their own; a source that does not listen
-costs one ``isinstance``.
+``VeraEnv.step`` when the source listens gives all of them the hook without code of their
+own; a source that does not listen costs one ``isinstance``.
 """
 
 from __future__ import annotations
