@@ -14,11 +14,12 @@ from vera_env.errors import SandboxError, SandboxStartTimeout
 from vera_env.sandbox import ExecResult, LocalSandbox, SandboxLimits
 from vera_env.verification.checks import CheckResult, fact_of, run_checks
 from vera_env.verification.rewards import RewardConfig, StrengthConfig
-from vera_env.verification.strength import Reference, StrengthSession, StrengthTask
+from vera_env.verification.strength import Reference, StrengthSession, StrengthTask, variants
 from vera_env.verification.strength.budget import Budget
+from vera_env.verification.strength.luck import confirmations
 from vera_env.verification.strength.mutants import kind_of
 from vera_env.verification.strength.session import _Site, _Sites
-from vera_env.verification.strength.variants import Settings, census
+from vera_env.verification.strength.variants import Settings, census, clear_cache
 from vera_env.wire.protocol import CheckSpec
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
@@ -441,6 +442,30 @@ def test_a_check_that_rejects_only_the_mutants_it_was_shown_fails_its_confirmati
         f'case "$(cat het.txt)" in {memorised}) echo False ;; *) echo True ;; esac')
     assert _earns(results) == [True, False, False], [r.detail for r in results]
     assert all("did not fail it again" in r.detail for r in results[1:]), [r.detail for r in results]
+
+
+def test_a_kind_with_fewer_reserves_than_confirmations_confirms_on_a_replayed_twin(
+        sandbox, sources, monkeypatch):
+    """One reserve draw per kind, and checks late enough in the episode to need two
+    confirmations: the first runs on the reserve's shadow, the second on the killed
+    mutant's own twin, which must then be replayed (it was not at the first: an
+    unreplayed twin read as a deadline, and the episode as starved)."""
+    monkeypatch.setattr(variants, "RESERVE", 1)
+    clear_cache()
+    ep = Episode(sandbox, sources, reference=REFERENCE, same=lambda a, b: a == b,
+                 task_key=f"one-reserve-{os.getpid()}")
+    try:
+        ep.run("zcat calls.vcf.gz | grep -v '^#' | cut -f10 | grep -c -E '0[|/]1|1[|]0' "
+               "> het.txt")
+        n = ep.run("cat het.txt").strip()
+        checks = [f'test "$(cat het.txt)" -eq {n}{V}', f"grep -qx {n} het.txt{V}",
+                  f'test "$(head -1 het.txt)" = {n}{V}', f'[ "$(cat het.txt)" -eq {n} ]{V}']
+        results = ep.assess(*checks)
+    finally:
+        ep.close()
+        clear_cache()
+    assert all(r.discriminating is True for r in results), [r.detail for r in results]
+    assert confirmations(4, 4, 0.05, (2, 2, 2, 2)) == 2  # the fourth check: two
 
 
 def test_assess_repeated_check_gives_one_piece_of_evidence(classified):

@@ -348,22 +348,37 @@ class StrengthSession:
     def _twin(self, group: ShadowGroup, site: _Site, time_left: Budget, k: int,
               fresh: Variant | None) -> _Site:
         """Where the ``k``-th confirmation of a kill at ``site`` runs: a shadow of the
-        kind's reserve draw ``fresh``, the episode replayed in it; without one, the
-        killed mutant's twin (replayed at the first confirmation, re-run after)."""
+        kind's reserve draw ``fresh``, the episode replayed in it; without one, or where
+        the episode does not replay the same way on it (a command that ends otherwise
+        on the further-mutated data), the killed mutant's twin (replayed at the first
+        confirmation, re-run after)."""
         if fresh is None and not len(self.log):
             return site  # nothing to replay: the same shadow is an identical replay
-        twin = group.twin(site.label if fresh is None else fresh.label, fresh)
+        chosen: list[Shadow] = []
 
-        def ready() -> bool | None:
-            if k == 0 or fresh is not None:  # a new shadow replays; a twin re-runs
+        def replay(twin: Shadow, first: bool) -> None:
+            if first or twin.replayed < len(self.log):
                 twin.extend(self.log, self._limits, time_left, self.bank.over_budget,
                             charge=time_left.charge)
                 twin.settle(self.log.root)
+
+        def ready() -> bool | None:
+            twin = group.twin(fresh.label, fresh) if fresh is not None else None
+            if twin is not None:
+                replay(twin, True)
+                if twin.broken and not twin.cut:
+                    twin = None
+            if twin is None:
+                twin = group.twin(site.label)
+                replay(twin, k == 0)
+            chosen.append(twin)
             if twin.cut or twin.replayed < len(self.log):
                 raise StrengthDeadline(site.label)
             return None if twin.broken else True
-        shadow_site = self._shadow_site(twin)
-        return _Site(site.label, shadow_site.run, ready, shadow_site.view)
+
+        def run(cmd: str, timeout_s: float) -> ExecResult:
+            return chosen[-1].workspace.run_check(cmd, timeout_s=timeout_s)
+        return _Site(site.label, run, ready)
 
     def _shadow_site(self, shadow: Shadow) -> _Site:
         ws = shadow.workspace
