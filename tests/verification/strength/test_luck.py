@@ -12,12 +12,13 @@ from vera_env.verification.strength.luck import confirmations, share, worst_case
 
 
 def _earns(p: float, controls: int, draws: tuple[int, ...], r: int) -> float:
-    """A coin's chance to earn as the session decides (written out, not from ``luck``):
-    the real run and every control pass, each kind's draws agree with one kind at least
-    rejected, then ``r`` times the mutant is rejected and the first control passes."""
+    """A tested coin's chance to earn as the session decides (written out, not from
+    ``luck``): given it passed the real run (only such a check is tested), every control
+    passes, each kind's draws agree with one kind at least rejected, then ``r`` times
+    the mutant is rejected and the first control passes."""
     agree = math.prod(p ** d + (1 - p) ** d for d in draws) - p ** sum(draws) if draws else 1.0
     late = p if controls else 1.0
-    return p ** (1 + controls) * agree * ((1 - p) * late) ** r
+    return p ** controls * agree * ((1 - p) * late) ** r
 
 
 def test_shares_over_any_number_of_checks_sum_to_at_most_the_bound():

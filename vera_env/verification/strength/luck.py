@@ -3,7 +3,9 @@
 A check that reads the clock, a PID or ``/dev/urandom`` passes with some probability
 ``p`` on each run, whatever the data. To earn it must
 
-* pass on the real workspace and on each of the ``c`` controls: ``p^(1 + c)``;
+* pass on each of the ``c`` controls: ``p^c`` (the real workspace is given, not
+  counted: only a check that passed there is tested, so the bound is on what a tested
+  check earns -- and a pin gated on the task's own value passes there by design);
 * give one verdict on every draw of each kind of mutation it is shown, and reject at
   least one kind (``StrengthSession`` refuses a check that holds on one draw of a kind
   and rejects another): with ``d_k`` draws of kind ``k``, probability
@@ -110,7 +112,7 @@ def _log_chances(controls: int, draws: tuple[int, ...], late: bool) -> np.ndarra
     powers; the grid's step, 5e-5, moves it by far less than the shares differ), with a
     margin of 1% for what falls between grid points."""
     p = _GRID
-    log = (1 + max(0, controls)) * np.log(p)
+    log = max(0, controls) * np.log(p)
     if draws:
         agree = np.prod([p ** d + (1 - p) ** d for d in draws], axis=0)
         log = log + np.log(np.maximum(agree - p ** sum(draws), 1e-300))
