@@ -39,6 +39,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
+from processes import processes_with
 
 from vera_env import info as keys
 from vera_env.errors import PolicyError
@@ -145,7 +146,7 @@ def play(scenario: dict[str, Any]) -> list[str]:
     failures += _check_reward(block, recorder.infos)
     failures += _check_discriminating(block, recorder.infos)
     failures += [f"process left running: {m!r}" for m in block.get("no_process_matching", [])
-                 if _processes_with(m)]
+                 if processes_with(m, settle_s=0)]
     return failures
 
 
@@ -214,16 +215,3 @@ def _snapshot(root: Path) -> dict[str, tuple[str, int]]:
     return found
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
-                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            found.append(int(name))
-    return found

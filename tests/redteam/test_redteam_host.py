@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from processes import processes_with
 
 from vera_env import info as keys
 from vera_env.env import VeraEnv
@@ -75,23 +76,6 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as handle:
         return handle.read().split()[2] != "Z"
-
-
-def _processes_with(marker: str, settle_s: float = 2.0) -> list[int]:
-    deadline = time.monotonic() + settle_s
-    while True:
-        found = []
-        for name in os.listdir("/proc"):
-            if name.isdigit() and int(name) != os.getpid():
-                try:
-                    with open(f"/proc/{name}/cmdline", "rb") as handle:
-                        if marker.encode() in handle.read().replace(b"\0", b" "):
-                            found.append(int(name))
-                except OSError:
-                    continue
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
 
 
 # ----- no forging, no peeking -----
@@ -238,7 +222,7 @@ def test_bombs_end_within_their_limit_and_the_next_step_works(env, command, says
     started = time.monotonic()
     assert _run(env, "rm -rf f* d*; echo next")[keys.COMMAND_OUTPUT].startswith("next")
     assert time.monotonic() - started < 3
-    assert _processes_with("sleep 1014.5") == [] and _processes_with("sleep 1015.5") == []
+    assert processes_with("sleep 1014.5", settle_s=2.0) == [] and processes_with("sleep 1015.5", settle_s=2.0) == []
 
 
 def test_nothing_outlives_close(tmp_path):
@@ -247,7 +231,7 @@ def test_nothing_outlives_close(tmp_path):
     root = env.workspace.path
     env.step("<command>setsid nohup sleep 1016.5 > /dev/null 2>&1 & sleep 1017.5</command>")
     env.close()
-    assert _processes_with("sleep 1016.5") == [] and _processes_with("sleep 1017.5") == []
+    assert processes_with("sleep 1016.5", settle_s=2.0) == [] and processes_with("sleep 1017.5", settle_s=2.0) == []
     assert not root.exists()
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 from gymnasium.spaces.utils import flatten, unflatten
 from gymnasium.vector import AutoresetMode
+from processes import owned_roots, processes_with
 
 import vera_env
 from vera_env import info as keys
@@ -45,26 +45,6 @@ def comparable(attempt) -> dict:
             return [strip(v) for v in value]
         return value
     return strip(attempt.to_dict())
-
-
-def owned_roots(pid: int) -> list[Path]:
-    return list(Path(tempfile.gettempdir()).glob(f"vera-owned-*-{pid}-*"))
-
-
-def processes_with(marker: str, settle_s: float = 3.0) -> list[int]:
-    deadline = time.monotonic() + settle_s
-    while True:
-        found = []
-        for name in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as handle:  # args NUL-separated
-                    if marker.encode() in handle.read().replace(b"\0", b" "):
-                        found.append(int(name))
-            except OSError:
-                continue
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
 
 
 def test_free_text_flattens_to_code_points_and_back():

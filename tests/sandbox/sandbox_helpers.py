@@ -15,7 +15,6 @@ __all__ = [
     "FAST",
     "data_files",
     "processes_of",
-    "processes_with",
     "requires_bwrap",
     "requires_root",
     "snapshot",
@@ -43,26 +42,6 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
             content = b"" if path.is_dir() else path.read_bytes()
             found[rel] = (content, path.lstat().st_mode)
     return found
-
-
-def processes_with(marker: str, *, settle_s: float = 2.0) -> list[int]:
-    """Host pids whose command line contains ``marker``, after letting kills land."""
-    deadline = time.monotonic() + settle_s
-    while True:
-        found = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) == os.getpid():
-                continue
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as handle:
-                    cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if marker in cmdline:
-                found.append(int(name))
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
 
 
 def processes_of(uid: int, *, settle_s: float = 2.0, mine_only: bool = True) -> list[str]:

@@ -17,14 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import (
-    FAST,
-    data_files,
-    processes_of,
-    processes_with,
-    requires_bwrap,
-    snapshot,
-)
+from processes import processes_with
+from sandbox_helpers import FAST, data_files, processes_of, requires_bwrap, snapshot
 
 from vera_env.sandbox import BwrapSandbox, BwrapWorkspace, ExecResult
 from vera_env.sandbox import server as server_module

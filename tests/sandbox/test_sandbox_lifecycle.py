@@ -9,7 +9,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import FAST, data_files, processes_with, requires_bwrap
+from processes import processes_with
+from sandbox_helpers import FAST, data_files, requires_bwrap
 
 import vera_env.sandbox as sandbox_pkg
 from vera_env.errors import SandboxError

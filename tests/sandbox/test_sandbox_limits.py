@@ -7,7 +7,8 @@ import tracemalloc
 from collections.abc import Iterator
 
 import pytest
-from sandbox_helpers import processes_of, processes_with, requires_bwrap, requires_root
+from processes import processes_with
+from sandbox_helpers import processes_of, requires_bwrap, requires_root
 
 from vera_env.errors import SandboxError, SandboxStartTimeout
 from vera_env.sandbox import BwrapSandbox, BwrapWorkspace, SandboxLimits

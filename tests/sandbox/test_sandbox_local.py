@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import FAST, data_files, processes_with, snapshot
+from processes import processes_with
+from sandbox_helpers import FAST, data_files, snapshot
 
 from vera_env.sandbox import LocalSandbox, LocalWorkspace, SandboxLimits
 

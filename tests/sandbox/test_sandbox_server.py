@@ -12,7 +12,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from sandbox_helpers import BWRAP_REASON, FAST, processes_with
+from processes import processes_with
+from sandbox_helpers import BWRAP_REASON, FAST
 
 from vera_env.errors import SandboxError
 from vera_env.sandbox import BwrapSandbox, make_sandbox

@@ -94,28 +94,6 @@ class ServerProcess:
         os.unlink(self.log.name)
 
 
-def processes_with(marker: str, settle_s: float = 5.0) -> list[int]:
-    """Pids whose command line contains ``marker``; waits up to ``settle_s`` for none."""
-    deadline = time.monotonic() + settle_s
-    while True:
-        found = []
-        for name in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as handle:
-                    if marker.encode() in handle.read().replace(b"\0", b" "):  # NUL-separated args
-                        found.append(int(name))
-            except OSError:
-                continue
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
-
-
-def owned_roots(pid: int) -> list[Path]:
-    """The workspace roots the process ``pid`` owns (``vera_env.sandbox.reaper``)."""
-    return list(Path(tempfile.gettempdir()).glob(f"vera-owned-*-{pid}-*"))
-
-
 def eventually(check, timeout_s: float = 10.0):
     """Poll ``check()`` until it is truthy (server-side cleanup follows a client's close)."""
     deadline = time.monotonic() + timeout_s

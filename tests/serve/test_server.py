@@ -13,7 +13,8 @@ import signal
 import threading
 
 from ors.client import AsyncORS
-from serve_helpers import ServerProcess, eventually, owned_roots, processes_with
+from processes import owned_roots, processes_with
+from serve_helpers import ServerProcess, eventually
 
 from vera_env.serve import RemoteEnvError, VeraRemoteEnv
 from vera_env.tasks import load_tasks
@@ -56,7 +57,7 @@ def test_sigkill_mid_episode_client_errors_and_restart_reaps_the_workspace():
         thread.join(timeout=60)
         assert not thread.is_alive(), "the client hung on a dead server"
         assert isinstance(outcome.get("error"), RemoteEnvError)
-        assert processes_with(marker) == []  # the sandbox died with the server
+        assert processes_with(marker, settle_s=5.0) == []  # the sandbox died with the server
         assert roots[0].exists()  # nothing ran the dead server's cleanup...
         # ...so the next start removes its workspace (on a shared machine any other
         # vera_env process may have reaped it first: the property is that it is gone)
@@ -82,7 +83,7 @@ def test_sigterm_mid_step_kills_the_sandbox_and_leaves_no_workspace():
         assert '"message": "server stopped"' in server.text()
         thread.join(timeout=60)
         assert isinstance(outcome.get("error"), RemoteEnvError)
-        assert processes_with(marker) == []
+        assert processes_with(marker, settle_s=5.0) == []
         assert owned_roots(server.proc.pid) == []
         assert '"sessions_closed": 1' in server.text()
         env.close()
@@ -113,6 +114,6 @@ def test_ors_client_gets_an_error_not_a_hang_when_the_server_is_killed():
     try:
         error = asyncio.run(episode())
         assert error is not None
-        assert processes_with(marker) == []
+        assert processes_with(marker, settle_s=5.0) == []
     finally:
         server.stop()
