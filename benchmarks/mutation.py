@@ -28,6 +28,12 @@ Usage::
     python benchmarks/mutation.py --resume --work DIR        # continue a stopped run
     python benchmarks/mutation.py --report-only --work DIR   # tables from a finished run
     python benchmarks/mutation.py --retest --work COPY       # its survivors vs today's tests
+    python benchmarks/mutation.py --tree OLD --only 'vera_env/x/*.py' --tests tests/x  # a part
+
+``--tests PATH...`` replaces the test selection (``TESTS``, or ``OWN_TESTS`` with
+``--own-tests``) by the paths given, relative to the tree: for modules ``OWN_TESTS`` does
+not list, or for two trees whose tests live at different paths (each run then names its
+own tree's paths for the same tests; the results JSON records the selection).
 
 Prints a markdown table (mutants, killed, survived, timeouts, kill rate per module),
 writes the counts to ``benchmarks/results/mutation.json`` and every surviving mutant's
@@ -104,8 +110,9 @@ OWN_TESTS = {
                                     "tests/rollout/test_attempt_endings.py"],
     "vera_env/evaluation/summary.py": ["tests/evaluation/test_metrics.py", "tests/test_records.py"],
 }
-# Copied next to the package: what the selected tests import or read.
-ALSO_COPY = ["policies", "training", "tests", "README.md", "docs"]
+# Copied next to the package: what the selected tests import or read (benchmarks: the
+# strength rewrite tests import benchmarks/read_pins.py).
+ALSO_COPY = ["policies", "training", "tests", "README.md", "docs", "benchmarks"]
 
 PLUGIN = "mutation_guard"
 PLUGIN_SOURCE = '''"""pytest plugin for benchmarks/mutation.py (generated; see its docstring)."""
@@ -119,8 +126,8 @@ settings.load_profile("mutation")
 
 
 def pytest_sessionstart(session):
-    import vera_env.policies
     import vera_env
+    import vera_env.policies as policies
 
     here = Path.cwd().resolve()
     for module in (vera_env, policies):
@@ -321,11 +328,16 @@ def main() -> None:
                         help="select only the OWN_TESTS of the mutated modules: a mutant of a module "
                              "every suite imports (records) is then tested in seconds, not minutes, "
                              "and only its own tests may kill it (stricter than TESTS)")
+    parser.add_argument("--tests", nargs="+", metavar="PATH",
+                        help="select only these tests (paths relative to --tree); overrides TESTS "
+                             "and --own-tests")
     parser.add_argument("--results", type=Path, default=RESULTS,
                         help="JSON of counts (survivor diffs go next to it, *_survivors.md)")
     args = parser.parse_args()
     work = args.work.resolve()
-    tests = own_tests(args.only) if args.own_tests else TESTS
+    tests = args.tests or (own_tests(args.only) if args.own_tests else TESTS)
+    if missing := [t for t in args.tests or [] if not (args.tree / t).exists()]:
+        raise SystemExit(f"not in {args.tree}: {' '.join(missing)}")
 
     wall_s = None
     if args.retest:
