@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-from vera_env.training.adapters import LoraSettings, prepare
+from vera_env.training.adapters import LoraSettings, prepare, write_stack
 
-__all__ = ["ModelArgs", "load_model"]
+__all__ = ["ModelArgs", "load_model", "save_model"]
 
 
 class ModelArgs(LoraSettings, Protocol):
@@ -48,6 +48,16 @@ def load_model(args: ModelArgs, *,
     """
     model, tokenizer = _load_base(args, padding_side)
     return prepare(model, args, checkpointing=args.activation_checkpointing), tokenizer
+
+
+def save_model(trainer: Any, tokenizer: Any, args: ModelArgs, output_dir: str) -> None:
+    """What a fine-tuning script leaves in ``output_dir``: the trained model (the adapter
+    alone with ``--lora-rank``), its tokenizer and, for an adapter, the stack it was
+    trained on (``adapters.write_stack``: the base and the ``--adapter`` folders under it)."""
+    trainer.save_model(output_dir)
+    tokenizer.save_pretrained(output_dir)
+    if args.lora_rank:
+        write_stack(output_dir, "tiny" if args.tiny else args.model, args.adapter)
 
 
 def _load_base(args: ModelArgs, padding_side: Literal["left", "right"] | None) -> tuple[Any, Any]:

@@ -273,12 +273,7 @@ def main(args: Args) -> Any:
         rollout.close()
     if args.save_final:
         log(f"saving the model to {args.output_dir}")
-        trainer.save_model(args.output_dir)
-        tokenizer.save_pretrained(args.output_dir)
-        if args.lora_rank:
-            from vera_env.training.adapters import write_stack  # noqa: PLC0415
-
-            write_stack(args.output_dir, "tiny" if args.tiny else args.model, args.adapter)
+        models.save_model(trainer, tokenizer, args, args.output_dir)
     log(f"done in {log.elapsed_s:.0f} s")
     return trainer
 

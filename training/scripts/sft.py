@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vera_env.training.adapters import LoraOptions
-from vera_env.training.models import load_model
+from vera_env.training.models import load_model, save_model
 from vera_env.training.phase_log import PhaseLog, main_process, trainer_callback
 from vera_env.training.resume import RunOptions, fit
 from vera_env.training.sft_data import Selection, load_rollouts, select_rows, to_examples
@@ -134,12 +134,7 @@ def main(args: Args) -> Any:
     trainer.add_callback(trainer_callback(log))
     fit(trainer, args.output_dir, resume=args.resume)
     log(f"saving the model to {args.output_dir}")
-    trainer.save_model(args.output_dir)
-    tokenizer.save_pretrained(args.output_dir)
-    if args.lora_rank:
-        from vera_env.training.adapters import write_stack  # noqa: PLC0415
-
-        write_stack(args.output_dir, "tiny" if args.tiny else args.model, args.adapter)
+    save_model(trainer, tokenizer, args, args.output_dir)
     log(f"done in {log.elapsed_s:.0f} s")
     return trainer
 

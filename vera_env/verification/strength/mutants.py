@@ -202,39 +202,34 @@ def mutant_kinds(name: str, content: bytes, *, seed: int, draws: int = DRAWS,
     seen = {sha256(content).digest()}
     for label, operator in kinds:
         built: list[Mutant] = []
-        for attempt in range(3 * draws):
-            if len(built) >= draws:
-                break
-            compound = bool(built) and not label.startswith("drop_header")  # twice: a row
-            start = built[-1].content if compound else content
-            changed = operator(start, random.Random(f"{seed}|{name}|{label}|{attempt}"))
-            digest = sha256(changed).digest() if changed else b""
-            if changed and digest not in seen:
-                seen.add(digest)
-                built.append(Mutant(f"{name}:{label}#{len(built)}", changed))
-        if len(built) == draws or (built and label.startswith("aimed") and "+" not in label):
-            yield built + _reserve(name, label, operator, built, seed, reserve) \
-                if len(built) == draws else built
+        _draw(name, label, operator, content, built, seen, n=draws, seed=seed)
+        if len(built) == draws:
+            if reserve > 0 and not label.startswith("drop_header"):
+                _draw(name, label, operator, content, built,
+                      {sha256(m.content).digest() for m in built}, n=reserve, seed=seed,
+                      tag="reserve")
+            yield built
+        elif built and label.startswith("aimed") and "+" not in label:
+            yield built
 
 
-def _reserve(name: str, label: str, operator: Callable[[bytes, random.Random], bytes | None],
-             built: list[Mutant], seed: int, n: int) -> list[Mutant]:
-    """Up to ``n`` further draws of one kind, each compounding the one before (a header
-    drop is not repeated: twice would drop a data row)."""
-    if n <= 0 or label.startswith("drop_header"):
-        return []
-    out: list[Mutant] = []
-    seen = {sha256(m.content).digest() for m in built}
+def _draw(name: str, label: str, operator: Callable[[bytes, random.Random], bytes | None],
+          content: bytes, built: list[Mutant], seen: set[bytes], *, n: int, seed: int,
+          tag: str = "") -> None:
+    """Append to ``built`` up to ``n`` more draws of one kind (``3n`` attempts), each the
+    edit applied again to the draw before (the header drop aside: twice would drop a data
+    row), none whose digest is in ``seen`` (which takes theirs)."""
+    goal = len(built) + n
     for attempt in range(3 * n):
-        if len(out) >= n:
+        if len(built) >= goal:
             break
-        start = (out or built)[-1].content
-        changed = operator(start, random.Random(f"{seed}|{name}|{label}|reserve{attempt}"))
+        compound = bool(built) and not label.startswith("drop_header")
+        start = built[-1].content if compound else content
+        changed = operator(start, random.Random(f"{seed}|{name}|{label}|{tag}{attempt}"))
         digest = sha256(changed).digest() if changed else b""
         if changed and digest not in seen:
             seen.add(digest)
-            out.append(Mutant(f"{name}:{label}#{len(built) + len(out)}", changed))
-    return out
+            built.append(Mutant(f"{name}:{label}#{len(built)}", changed))
 
 
 def draw_of(label: str) -> int:
