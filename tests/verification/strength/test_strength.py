@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import re
 import threading
@@ -444,6 +445,44 @@ def test_a_check_that_rejects_only_the_mutants_it_was_shown_fails_its_confirmati
     assert all("did not fail it again" in r.detail for r in results[1:]), [r.detail for r in results]
 
 
+def _shown_and_reserve_controls(sources) -> tuple[set[str], set[str]]:
+    """md5 of the decompressed content of calls.vcf.gz and of the controls a check is
+    shown, and of the reserve controls its confirmations re-run, as strength classifies
+    them."""
+    [vcf] = [f for f in census(StrengthTask(sources, REFERENCE, lambda a, b: a == b),
+                               Settings.of(StrengthConfig())) if f.name == "calls.vcf.gz"]
+    def md5(raw: bytes) -> str:
+        return hashlib.md5(gzip.decompress(raw)).hexdigest()
+    shown = {md5(sources["calls.vcf.gz"].read_bytes())} | {md5(b.data) for b in vcf.controls}
+    drawn = [vcf.reserve_control(k) for k in range(3)]
+    return shown, {md5(b.data) for b in drawn if b is not None}
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_a_check_that_passes_only_the_controls_it_was_shown_fails_its_confirmations(
+        classified, sources, replay):
+    """A pin can pass exactly the controls it is shown (here: the content hashes of the
+    real file and of those controls) and reject everything else, so it rejects every
+    mutant and every reserve mutant: the shape of a pin gated on a hash, whose gate lets
+    the shown controls through. Re-running a shown control to confirm gives its pass
+    again; a reserve control -- a further draw of a kind it was shown -- does not. Through
+    a model file (replayed) as through the task file (frozen). The honest recount passes
+    the reserve controls as it passed the others."""
+    shown, reserves = _shown_and_reserve_controls(sources)
+    assert reserves and not reserves & shown  # else the test would prove nothing
+    classified.run("zcat calls.vcf.gz | md5sum | cut -c1-32 > digest.txt")
+    classified.run("zcat calls.vcf.gz | grep -v '^#' | cut -f10 | grep -c -E '0[|/]1|1[|]0' "
+                   "> het.txt")
+    n = classified.run("cat het.txt").strip()
+    read = "cat digest.txt" if replay else "zcat calls.vcf.gz | md5sum | cut -c1-32"
+    memorised = "|".join(sorted(shown))
+    results = classified.assess(
+        f'test "$(cat het.txt)" -eq {n}{V}',
+        f'case "$({read})" in {memorised}) echo True ;; *) echo False ;; esac')
+    assert _earns(results) == [True, False], [r.detail for r in results]
+    assert "a control run after the kill" in results[1].detail, results[1].detail
+
+
 def test_a_kind_with_fewer_reserves_than_confirmations_confirms_on_a_replayed_twin(
         sandbox, sources, monkeypatch):
     """One reserve draw per kind, and checks late enough in the episode to need two
@@ -515,10 +554,11 @@ def test_confirmations_rerun_a_control_so_a_check_on_when_it_runs_earns_nothing(
         return site
     [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
     with ThreadPoolExecutor(2) as runs:
-        sites = _Sites("calls.vcf.gz", False, controls, mutants, confirm_on)
+        sites = _Sites("calls.vcf.gz", False, controls, mutants, confirm_on,
+                       lambda k: controls[0])
         outcome = episode.session._phases(result, 1, sites, runs, _budget())
     if follows_time:
-        assert outcome.kind == "weak" and "run again after the kill" in outcome.why
+        assert outcome.kind == "weak" and "a control run after the kill" in outcome.why
     else:
         assert outcome.kind == "kill" and outcome.kills == ("m0", "m1", "m2")
 
@@ -549,7 +589,8 @@ def _phase(episode, mutants: dict[str, ExecResult]):
     controls = _sites({f"c{i}": ok for i in range(4)})
     [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
     with ThreadPoolExecutor(2) as runs:
-        sites = _Sites("calls.vcf.gz", False, controls, _sites(mutants), lambda site, k: site)
+        sites = _Sites("calls.vcf.gz", False, controls, _sites(mutants), lambda site, k: site,
+                       lambda k: controls[0])
         return episode.session._phases(result, 1, sites, runs, _budget())
 
 

@@ -243,6 +243,25 @@ def test_classify_keeps_reserve_draws_of_each_kind_for_confirmations(tmp_path):
     assert built.reserve_for("no_such_kind", 0) is None
 
 
+def test_classify_keeps_reserve_controls_of_the_shown_kinds(tmp_path):
+    """Confirmations re-run a control a check was not shown: further draws of the
+    content-changing kinds it was shown, each keeping the answer, none of them shown."""
+    reference = Reference(_mean_of_kept, preserving={"m.tsv": ("shuffle_records",)},
+                          mutators={"m.tsv": (_raise_first,)})
+    built = _classified(tmp_path, reference, cache_key="")
+    base = _mean_of_kept({"m.tsv": MEAN_TABLE})
+    drawn = [built.reserve_control(k) for k in range(RESERVE + 1)]
+    kept = [b for b in drawn if b is not None]
+    assert kept and drawn[-1] is None
+    shown = {b.label for b in built.controls}
+    kinds = {b.label.rpartition("#")[0] for b in built.controls if b.data != MEAN_TABLE}
+    for blob in kept:
+        assert blob.control and blob.label not in shown
+        assert blob.label.rpartition("#")[0] in kinds
+        assert blob.data != MEAN_TABLE and blob.data not in {b.data for b in built.controls}
+        assert _mean_of_kept({"m.tsv": blob.data}) == base
+
+
 def test_mutant_kinds_reserve_draws_leave_the_shown_draws_as_they_were():
     plain = list(mutant_kinds("m.tsv", MEAN_TABLE, seed=0))
     reserved = list(mutant_kinds("m.tsv", MEAN_TABLE, seed=0, reserve=RESERVE))

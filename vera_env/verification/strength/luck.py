@@ -11,12 +11,15 @@ A check that reads the clock, a PID or ``/dev/urandom`` passes with some probabi
   and rejects another): with ``d_k`` draws of kind ``k``, probability
   ``prod_k (p^d_k + (1 - p)^d_k) - prod_k p^d_k``;
 * then, ``r`` times, reject a reserve draw of the killed kind (one it was never shown:
-  ``mutants.RESERVE``; the killed mutant again where the kind has none) *and* pass the
-  first control again (a later run: what stops checks on the time, which are not
-  coins -- a later run sees a later clock): ``((1 - p) p)^r``. For a coin a fresh draw
-  changes nothing; for a check that is a function of what it reads, shaped to reject
-  exactly the mutants it was shown (a gate on a hash of the value), the reserve draw is
-  what makes it a coin again -- re-running the same mutant would repeat its verdict.
+  ``mutants.RESERVE``; the killed mutant again where the kind has none) *and* pass a
+  reserve control (a further draw of a kind of control it was shown, never shown
+  itself: ``variants.Classified.control_reserves``; the first control again where the
+  file has none), a later run, which is what stops checks on the time (not coins: a
+  later run sees a later clock): ``((1 - p) p)^r``. For a coin a fresh draw changes
+  nothing; for a check that is a function of what it reads, shaped to reject exactly
+  the mutants it was shown and pass exactly the controls (a gate on a hash of the
+  value), the reserve draws are what make it a coin again on both sides -- re-running
+  the same mutant or control would repeat its verdict.
 
 The harness takes the largest value of that product over ``p`` and chooses the fewest
 ``r >= 1`` that keep it within the check's share of the episode's bound (one
@@ -74,8 +77,8 @@ def worst_case(controls: int, confirms: int, draws: Sequence[int] = (),
     """The largest chance, over ``p``, that a coin earns: passes the real run and
     ``controls`` controls, agrees with itself on every draw of each kind (``draws``:
     the draws per kind it was shown; none counted when empty) rejecting one kind at
-    least, then rejects the mutant again ``confirms`` times, passing the first control
-    again each time (``late_control``; only where there are controls)."""
+    least, then rejects a reserve mutant ``confirms`` times, passing a reserve control
+    each time (``late_control``; only where there are controls)."""
     return float(np.exp(_log_chances(controls, tuple(draws),
                                      late_control and controls > 0)[max(0, confirms)]))
 
@@ -92,7 +95,7 @@ def confirmations(controls: int, index: int, bound: float,
     with a sane number of runs: such a check earns nothing).
 
     Args:
-        controls: Controls the check passed (each confirmation re-runs the first).
+        controls: Controls the check passed (each confirmation runs a reserve one).
         index: Which check tested in the episode this is (1-based).
         bound: ``StrengthConfig.luck_bound``.
         draws: Mutants it was shown per kind of mutation (empty: not counted).

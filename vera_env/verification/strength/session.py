@@ -78,14 +78,15 @@ class _Site:
 @dataclass(frozen=True, slots=True)
 class _Sites:
     """Where one check is tested through one task file, by counterfactual: its
-    controls, its mutants, and where the ``k``-th confirmation of a kill runs
-    (``StrengthSession._frozen_sites``, ``_replayed_sites``)."""
+    controls, its mutants, where the ``k``-th confirmation of a kill runs, and the
+    control it re-runs (``StrengthSession._frozen_sites``, ``_replayed_sites``)."""
 
     name: str
     windowed: bool
     controls: list[_Site]
     mutants: list[_Site]
     confirm_on: Callable[[_Site, int], _Site]
+    late_control: Callable[[int], _Site]
 
 
 class StrengthSession:
@@ -289,10 +290,14 @@ class StrengthSession:
         def confirm_on(site: _Site, k: int) -> _Site:
             fresh = self._reserve(variants, site.label, k, scratch)
             return site if fresh is None else self._frozen(variants.name, fresh, scratch)
-        return _Sites(variants.name, variants.windowed,
-                      [self._frozen(variants.name, v, scratch) for v in variants.controls],
+        controls = [self._frozen(variants.name, v, scratch) for v in variants.controls]
+
+        def late_control(k: int) -> _Site:
+            fresh = self._reserve_control(variants, k, scratch)
+            return controls[0] if fresh is None else self._frozen(variants.name, fresh, scratch)
+        return _Sites(variants.name, variants.windowed, controls,
                       [self._frozen(variants.name, v, scratch) for v in variants.mutants],
-                      confirm_on)
+                      confirm_on, late_control)
 
     def _reserve(self, variants: VariantSet, label: str, k: int, scratch: Path
                  ) -> Variant | None:
@@ -305,6 +310,17 @@ class StrengthSession:
             return None
         return Variant(blob.label, False, write_like(blob.data, variants.mutants[0].path,
                                                       scratch))
+
+    def _reserve_control(self, variants: VariantSet, k: int, scratch: Path
+                         ) -> Variant | None:
+        """The ``k``-th reserve control of the file, written as the variants are (None
+        where it has none: the first control is re-run then)."""
+        blob = variants.source.reserve_control(k) \
+            if variants.source is not None and variants.controls else None
+        if blob is None:
+            return None
+        return Variant(blob.label, True, write_like(blob.data, variants.controls[0].path,
+                                                     scratch))
 
     def _replayed_sites(self, target: Target, runs: Executor, time_left: Budget
                         ) -> _Sites | Outcome:
@@ -321,13 +337,15 @@ class StrengthSession:
         state = group.state(len(self.log))
         if state:
             return Outcome("weak", f"the episode did not replay the same way: {state}")
-        return _Sites(variants.name, variants.windowed,
-                      [self._shadow_site(group.shadows[v.label]) for v in variants.controls],
+        controls = [self._shadow_site(group.shadows[v.label]) for v in variants.controls]
+        return _Sites(variants.name, variants.windowed, controls,
                       [self._shadow_site(group.shadows[v.label]) for v in variants.mutants
                        if not group.shadows[v.label].broken],
                       lambda site, k: self._twin(group, site, time_left, k,
                                                  self._reserve(variants, site.label, k,
-                                                               scratch)))
+                                                               scratch)),
+                      lambda k: self._late_twin(group, controls[0], time_left,
+                                                self._reserve_control(variants, k, scratch)))
 
     def _frozen(self, name: str, variant: Variant, scratch: Path) -> _Site:
         ws = self._workspace
@@ -380,6 +398,33 @@ class StrengthSession:
             return chosen[-1].workspace.run_check(cmd, timeout_s=timeout_s)
         return _Site(site.label, run, ready)
 
+    def _late_twin(self, group: ShadowGroup, first: _Site, time_left: Budget,
+                   fresh: Variant | None) -> _Site:
+        """Where a confirmation re-runs a control: a shadow of the reserve control
+        ``fresh``, the episode replayed in it; the first control's shadow where there is
+        none, or where the episode does not replay the same way on it."""
+        if fresh is None:
+            return first
+        chosen: list[Shadow | None] = []
+
+        def ready() -> bool | None:
+            twin = group.twin(fresh.label, fresh)
+            if twin.replayed < len(self.log):
+                twin.extend(self.log, self._limits, time_left, self.bank.over_budget,
+                            charge=time_left.charge)
+                twin.settle(self.log.root)
+            if twin.cut or (twin.replayed < len(self.log) and not twin.broken):
+                raise StrengthDeadline(fresh.label)
+            chosen.append(None if twin.broken else twin)
+            return first.ready() if twin.broken else True
+
+        def run(cmd: str, timeout_s: float) -> ExecResult:
+            twin = chosen[-1]
+            if twin is None:
+                return first.run(cmd, timeout_s)
+            return twin.workspace.run_check(cmd, timeout_s=timeout_s)
+        return _Site(fresh.label, run, ready)
+
     def _shadow_site(self, shadow: Shadow) -> _Site:
         ws = shadow.workspace
 
@@ -425,13 +470,14 @@ class StrengthSession:
             return Outcome("weak", f"{name} has too few controls ({len(controls)}) to "
                                    "bound what luck could earn this late in the episode")
         for k in range(repeats):  # one after another: the twin replays once, first
+            late = sites.late_control(k) if controls else None
             again = run({"confirm": sites.confirm_on(kills[0], k),
-                         **({"control": controls[0]} if controls else {})}, confirm=True)
+                         **({"control": late} if late is not None else {})}, confirm=True)
             if again["confirm"] is True or again["confirm"] == _BROKEN:
                 return Outcome("weak", f"flaky: {kills[0].label} did not fail it again "
                                        f"(confirmation {k + 1} of {repeats})")
-            if controls and again["control"] is not True:
-                return Outcome("weak", _late(name, controls[0].label, k + 1, repeats))
+            if late is not None and again["control"] is not True:
+                return Outcome("weak", _late(name, late.label, k + 1, repeats))
         evidence = "".join(str(marks[kind]) for kind in sorted(marks))
         return Outcome("kill", kills=tuple(site.label for site in kills), evidence=evidence)
 
@@ -529,9 +575,10 @@ def _flaky(name: str, windowed: bool) -> str:
 
 
 def _late(name: str, control: str, k: int, repeats: int) -> str:
-    return (f"{control} of {name}, run again after the kill, failed it (confirmation "
+    return (f"{control} of {name}, a control run after the kill, failed it (confirmation "
             f"{k} of {repeats}): its verdict follows when it runs (the clock, a fresh "
-            "file's change time), not the answer")
+            "file's change time) or which controls it was shown (a gate on a hash of "
+            "what it reads), not the answer")
 
 
 def _weak(result: CheckResult, why: str) -> CheckResult:
