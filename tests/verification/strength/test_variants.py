@@ -10,7 +10,9 @@ from vera_env.verification.strength.mutants import DRAWS, RESERVE, draw_of, kind
 from vera_env.verification.strength.reference import Reference
 from vera_env.verification.strength.task import StrengthTask
 from vera_env.verification.strength.variants import (
+    Blob,
     Settings,
+    _control_reserves,
     build_variants,
     classify,
     clear_cache,
@@ -260,6 +262,22 @@ def test_classify_keeps_reserve_controls_of_the_shown_kinds(tmp_path):
         assert blob.label.rpartition("#")[0] in kinds
         assert blob.data != MEAN_TABLE and blob.data not in {b.data for b in built.controls}
         assert _mean_of_kept({"m.tsv": blob.data}) == base
+
+
+def test_reserve_controls_are_fresh_draws_of_shown_changing_kinds_reorderings_last():
+    """A reserve control is a control the check was not shown, of a kind it was shown
+    that changes the content; one that only re-orders the lines comes last (a hash of
+    the sorted records passes it for free, so it is no toss for such a gate)."""
+    def blob(label: str) -> Blob:
+        return Blob(f"t.tsv:{label}", True, label.encode())
+    shown = [blob("shuffle_records#0"), blob("drop_irrelevant#1"), blob("recompress#2")]
+    kept = [*shown, blob("shuffle_records#3"), blob("drop_irrelevant#4"),
+            blob("recompress#5"), blob("respell_fields#6"), blob("drop_irrelevant#7")]
+    changing = {b.label for b in kept} - {"t.tsv:recompress#2", "t.tsv:recompress#5"}
+    reordered = {"t.tsv:shuffle_records#0", "t.tsv:shuffle_records#3"}
+    got = [b.label for b in _control_reserves(shown, kept, changing, reordered)]
+    assert got == ["t.tsv:drop_irrelevant#4", "t.tsv:drop_irrelevant#7",
+                   "t.tsv:shuffle_records#3"]
 
 
 def test_mutant_kinds_reserve_draws_leave_the_shown_draws_as_they_were():

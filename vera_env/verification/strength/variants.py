@@ -311,6 +311,7 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
     controls: list[Blob] = []
     spare: list[Blob] = []  # kept past the shown ones: reserves, if of a shown kind
     changing: set[str] = set()
+    reordered: set[str] = set()  # the same lines in another order
     refuted: list[str] = []
     varied = False
     for label, changed, alt in _control_candidates(name, content, settings, reference):
@@ -321,6 +322,8 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
             varied = varied or (changed != content and not full)
             if changed != content:
                 changing.add(label)
+            if sorted(changed.splitlines()) == sorted(content.splitlines()):
+                reordered.add(label)
         elif not full:
             refuted.append(label)
         if len(controls) >= settings.controls and len(spare) >= 2 * RESERVE:
@@ -333,7 +336,7 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
                                                       seed=settings.seed)]
     shown = _mixed(controls, rewritten, settings.controls)
     varied = varied or bool(rewritten)
-    control_reserves = _control_reserves(shown, [*controls, *spare], changing)
+    control_reserves = _control_reserves(shown, [*controls, *spare], changing, reordered)
     controls = shown
     mutants: list[Blob] = []
     reserves: list[Blob] = []
@@ -358,10 +361,12 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
                       codec=decoded.codec)
 
 
-def _control_reserves(shown: list[Blob], kept: list[Blob], changing: set[str]
-                      ) -> tuple[Blob, ...]:
+def _control_reserves(shown: list[Blob], kept: list[Blob], changing: set[str],
+                      reordered: set[str]) -> tuple[Blob, ...]:
     """Up to ``RESERVE`` controls a check was not shown, each a further draw of a kind of
-    control it was (the same transform, another random draw) that changes the content.
+    control it was (the same transform, another random draw) that changes the content;
+    those that only re-order the lines last (a fingerprint of the sorted records passes
+    them for free: no toss).
 
     Why. Each confirmation re-runs a control as well as a mutant: for a coin, a second
     toss. For a check that is a function of what it reads, shaped to pass exactly the
@@ -372,8 +377,9 @@ def _control_reserves(shown: list[Blob], kept: list[Blob], changing: set[str]
     honest check, which passed that kind already."""
     kinds = {_control_kind(b.label) for b in shown if b.label in changing}
     seen = {b.label for b in shown}
-    return tuple([b for b in kept if b.label not in seen and b.label in changing
-                  and _control_kind(b.label) in kinds][:RESERVE])
+    fresh = [b for b in kept if b.label not in seen and b.label in changing
+             and _control_kind(b.label) in kinds]
+    return tuple(sorted(fresh, key=lambda b: b.label in reordered)[:RESERVE])
 
 
 def _control_kind(label: str) -> str:
