@@ -584,14 +584,26 @@ def _sites(verdicts: dict[str, ExecResult]) -> list[_Site]:
     return [_Site(label, lambda cmd, timeout_s, res=res: res) for label, res in verdicts.items()]
 
 
-def _phase(episode, mutants: dict[str, ExecResult]):
+def _phase(episode, mutants: dict[str, ExecResult], tossing: int | None = None):
     ok = ExecResult("True\n", "", 0, False, 0.01)
     controls = _sites({f"c{i}": ok for i in range(4)})
     [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
     with ThreadPoolExecutor(2) as runs:
         sites = _Sites("calls.vcf.gz", False, controls, _sites(mutants), lambda site, k: site,
-                       lambda k: controls[0])
+                       lambda k: controls[0], tossing)
         return episode.session._phases(result, 1, sites, runs, _budget())
+
+
+def test_luck_counts_only_the_controls_that_change_more_than_the_order(episode):
+    """Four controls that only re-order or re-encode the lines are no toss for a hash of
+    the sorted records: the luck bound then has nothing to count on, and the kill is not
+    paid; with tosses to count, the same verdicts kill."""
+    no = ExecResult("False\n", "", 0, False, 0.01)
+    mutants = {"f:k1#0": no, "f:k1#1": no, "f:k2#0": no, "f:k2#1": no}
+    assert _phase(episode, mutants).kind == "kill"
+    assert _phase(episode, mutants, tossing=4).kind == "kill"
+    none = _phase(episode, mutants, tossing=0)
+    assert none.kind == "weak" and "(0 of 4)" in none.why, none.why
 
 
 def test_an_error_on_a_mutant_is_a_rejection_not_a_verdict_of_its_own(episode):

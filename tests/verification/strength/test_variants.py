@@ -264,6 +264,18 @@ def test_classify_keeps_reserve_controls_of_the_shown_kinds(tmp_path):
         assert _mean_of_kept({"m.tsv": blob.data}) == base
 
 
+def test_classify_counts_as_tosses_only_controls_that_change_more_than_the_order(tmp_path):
+    """A fingerprint of the sorted records passes a control that only re-orders the
+    lines (or re-encodes them) for free, so the luck bound counts only the others."""
+    reference = Reference(_mean_of_kept, preserving={"m.tsv": ("shuffle_records",)},
+                          mutators={"m.tsv": (_raise_first,)})
+    built = _classified(tmp_path, reference, cache_key="")
+    same_lines = [sorted(b.data.splitlines()) == sorted(MEAN_TABLE.splitlines())
+                  for b in built.controls]
+    assert any(same_lines) and not all(same_lines), [b.label for b in built.controls]
+    assert built.tossing == same_lines.count(False)
+
+
 def test_reserve_controls_are_fresh_draws_of_shown_changing_kinds_reorderings_last():
     """A reserve control is a control the check was not shown, of a kind it was shown
     that changes the content; one that only re-orders the lines comes last (a hash of

@@ -87,6 +87,7 @@ class _Sites:
     mutants: list[_Site]
     confirm_on: Callable[[_Site, int], _Site]
     late_control: Callable[[int], _Site]
+    tossing: int | None = None  # controls the luck bound counts (``Classified.tossing``)
 
 
 class StrengthSession:
@@ -297,7 +298,7 @@ class StrengthSession:
             return controls[0] if fresh is None else self._frozen(variants.name, fresh, scratch)
         return _Sites(variants.name, variants.windowed, controls,
                       [self._frozen(variants.name, v, scratch) for v in variants.mutants],
-                      confirm_on, late_control)
+                      confirm_on, late_control, _tossing(variants))
 
     def _reserve(self, variants: VariantSet, label: str, k: int, scratch: Path
                  ) -> Variant | None:
@@ -345,7 +346,8 @@ class StrengthSession:
                                                  self._reserve(variants, site.label, k,
                                                                scratch)),
                       lambda k: self._late_twin(group, controls[0], time_left,
-                                                self._reserve_control(variants, k, scratch)))
+                                                self._reserve_control(variants, k, scratch)),
+                      _tossing(variants))
 
     def _frozen(self, name: str, variant: Variant, scratch: Path) -> _Site:
         ws = self._workspace
@@ -464,11 +466,14 @@ class StrengthSession:
                                    "both or on neither, so its verdict follows something "
                                    "else (a gate on the value's hash, a threshold)")
         draws = Counter(kind_of(site.label) for site in mutants)
-        repeats = confirmations(len(controls), nth, self._config.luck_bound,
+        tossing = len(controls) if sites.tossing is None else min(len(controls),
+                                                                    sites.tossing)
+        repeats = confirmations(tossing, nth, self._config.luck_bound,
                                 tuple(draws.values()))
         if repeats is None:
-            return Outcome("weak", f"{name} has too few controls ({len(controls)}) to "
-                                   "bound what luck could earn this late in the episode")
+            return Outcome("weak", f"{name} has too few controls that change more than "
+                                   f"the order of its lines ({tossing} of {len(controls)}) "
+                                   "to bound what luck could earn this late in the episode")
         for k in range(repeats):  # one after another: the twin replays once, first
             late = sites.late_control(k) if controls else None
             again = run({"confirm": sites.confirm_on(kills[0], k),
@@ -544,6 +549,10 @@ class _PhaseRunner:
         if key is not None and self._store is not None:
             self._store.observe(key, res, verdict, confirmation=confirm)
         return verdict
+
+
+def _tossing(variants: VariantSet) -> int | None:
+    return variants.source.tossing if variants.source is not None else None
 
 
 def _marks_by_kind(mutants: Sequence[_Site], verdicts: Mapping[str, Verdict]

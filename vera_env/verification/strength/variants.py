@@ -104,6 +104,9 @@ class Classified:
         control_reserves: Further draws of the content-changing controls' kinds, each
             keeping the answer, never shown before a kill: the control each confirmation
             re-runs (``reserve_control``).
+        tossing: Controls whose lines are not the file's own in another order (None:
+            not counted, every control is): the only ones a fingerprint of the sorted
+            records cannot pass for free, so the ones ``luck`` counts as tosses.
     """
 
     name: str
@@ -117,6 +120,7 @@ class Classified:
     content_varied: bool = False
     reserves: tuple[Blob, ...] = ()
     control_reserves: tuple[Blob, ...] = ()
+    tossing: int | None = None
     codec: Codec | None = field(default=None, compare=False)
 
     @property
@@ -358,6 +362,7 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
     return Classified(name, not decoded.complete, True, tuple(controls), tuple(mutants),
                       declared, tuple(refuted), content_varied=varied,
                       reserves=tuple(reserves), control_reserves=control_reserves,
+                      tossing=sum(1 for b in controls if b.label not in reordered),
                       codec=decoded.codec)
 
 
