@@ -16,6 +16,7 @@ from vera_env.sandbox import ExecResult, LocalSandbox, SandboxLimits
 from vera_env.verification.checks import CheckResult, fact_of, run_checks
 from vera_env.verification.rewards import RewardConfig, StrengthConfig
 from vera_env.verification.strength import Reference, StrengthSession, StrengthTask, variants
+from vera_env.verification.strength import session as strength_session
 from vera_env.verification.strength.budget import Budget
 from vera_env.verification.strength.luck import confirmations
 from vera_env.verification.strength.mutants import kind_of
@@ -594,16 +595,22 @@ def _phase(episode, mutants: dict[str, ExecResult], tossing: int | None = None):
         return episode.session._phases(result, 1, sites, runs, _budget())
 
 
-def test_luck_counts_only_the_controls_that_change_more_than_the_order(episode):
-    """Four controls that only re-order or re-encode the lines are no toss for a hash of
-    the sorted records: the luck bound then has nothing to count on, and the kill is not
-    paid; with tosses to count, the same verdicts kill."""
+def test_luck_counts_only_the_controls_that_change_more_than_the_order(episode, monkeypatch):
+    """Controls that only re-order or re-encode the lines are no toss for a hash of the
+    sorted records, so the luck bound counts the others: fewer controls counted, more
+    confirmations asked for the same verdicts. A file whose controls all re-order (a sum
+    over three values) is counted as before, or no check through it could earn."""
+    counted: list[int] = []
+
+    def spy(controls: int, *args: object, **kwargs: object) -> int | None:
+        counted.append(controls)
+        return confirmations(controls, *args, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr(strength_session, "confirmations", spy)
     no = ExecResult("False\n", "", 0, False, 0.01)
     mutants = {"f:k1#0": no, "f:k1#1": no, "f:k2#0": no, "f:k2#1": no}
-    assert _phase(episode, mutants).kind == "kill"
-    assert _phase(episode, mutants, tossing=4).kind == "kill"
-    none = _phase(episode, mutants, tossing=0)
-    assert none.kind == "weak" and "(0 of 4)" in none.why, none.why
+    outcomes = [_phase(episode, mutants, tossing=t).kind for t in (None, 4, 1, 0)]
+    assert outcomes == ["kill"] * 4
+    assert counted == [4, 4, 1, 4]
 
 
 def test_an_error_on_a_mutant_is_a_rejection_not_a_verdict_of_its_own(episode):

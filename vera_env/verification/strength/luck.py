@@ -5,7 +5,8 @@ A check that reads the clock, a PID or ``/dev/urandom`` passes with some probabi
 
 * pass on each of the ``c`` controls that change more than the order of the file's
   lines (``variants.Classified.tossing``: a hash of the sorted records passes a
-  re-ordering or a re-encoding for free, so those are no toss): ``p^c`` (the real workspace is given, not
+  re-ordering or a re-encoding for free, so those are no toss; all of them where
+  every control re-orders): ``p^c`` (the real workspace is given, not
   counted: only a check that passed there is tested, so the bound is on what a tested
   check earns -- and a pin gated on the task's own value passes there by design);
 * give one verdict on every draw of each kind of mutation it is shown, and reject at

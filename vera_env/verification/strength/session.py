@@ -466,14 +466,17 @@ class StrengthSession:
                                    "both or on neither, so its verdict follows something "
                                    "else (a gate on the value's hash, a threshold)")
         draws = Counter(kind_of(site.label) for site in mutants)
-        tossing = len(controls) if sites.tossing is None else min(len(controls),
-                                                                    sites.tossing)
+        # Only the controls a sorted-record hash cannot pass for free are tosses; a file
+        # whose controls all re-order (a sum over a few values) is counted as before,
+        # or no check through it could earn.
+        tossing = len(controls) if not sites.tossing else min(len(controls), sites.tossing)
         repeats = confirmations(tossing, nth, self._config.luck_bound,
                                 tuple(draws.values()))
         if repeats is None:
             return Outcome("weak", f"{name} has too few controls that change more than "
-                                   f"the order of its lines ({tossing} of {len(controls)}) "
-                                   "to bound what luck could earn this late in the episode")
+                                   f"the order of its lines ({tossing} of {len(controls)} "
+                                   "counted) to bound what luck could earn this late in "
+                                   "the episode")
         for k in range(repeats):  # one after another: the twin replays once, first
             late = sites.late_control(k) if controls else None
             again = run({"confirm": sites.confirm_on(kills[0], k),
