@@ -409,11 +409,17 @@ def test_assess_recount_of_what_the_question_is_about_earns(classified):
     assert all(r.evidence.startswith("calls.vcf.gz:") for r in results)
 
 
+def _classified_vcf(sources):
+    """calls.vcf.gz as strength classifies it (controls, mutants, reserves)."""
+    [vcf] = [f for f in census(StrengthTask(sources, REFERENCE, lambda a, b: a == b),
+                               Settings.of(StrengthConfig())) if f.name == "calls.vcf.gz"]
+    return vcf
+
+
 def _main_and_reserve_counts(sources) -> tuple[set[str], set[str]]:
     """The het counts of calls.vcf.gz's mutants a check is shown, and of the reserve
     draws its kills are confirmed on, as strength classifies them."""
-    [vcf] = [f for f in census(StrengthTask(sources, REFERENCE, lambda a, b: a == b),
-                               Settings.of(StrengthConfig())) if f.name == "calls.vcf.gz"]
+    vcf = _classified_vcf(sources)
     def count(raw: bytes) -> str:  # as the checks count: grep over the 10th column
         rows = [line.split("\t") for line in raw.decode().splitlines()
                 if not line.startswith("#")]
@@ -450,8 +456,7 @@ def _shown_and_reserve_controls(sources) -> tuple[set[str], set[str]]:
     """md5 of the decompressed content of calls.vcf.gz and of the controls a check is
     shown, and of the reserve controls its confirmations re-run, as strength classifies
     them."""
-    [vcf] = [f for f in census(StrengthTask(sources, REFERENCE, lambda a, b: a == b),
-                               Settings.of(StrengthConfig())) if f.name == "calls.vcf.gz"]
+    vcf = _classified_vcf(sources)
     def md5(raw: bytes) -> str:
         return hashlib.md5(gzip.decompress(raw)).hexdigest()
     shown = {md5(sources["calls.vcf.gz"].read_bytes())} | {md5(b.data) for b in vcf.controls}

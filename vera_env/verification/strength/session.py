@@ -44,7 +44,13 @@ from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
 from vera_env.verification.strength.run_pool import RunPool
 from vera_env.verification.strength.shadows import Shadow, ShadowBudgetSpent, ShadowGroup
 from vera_env.verification.strength.targets import Target, TargetBank
-from vera_env.verification.strength.variants import Variant, VariantSet, copy_variant, write_like
+from vera_env.verification.strength.variants import (
+    Blob,
+    Variant,
+    VariantSet,
+    copy_variant,
+    write_like,
+)
 from vera_env.verification.strength.verdicts import VerdictKey, VerdictStore, Views, shareable
 from vera_env.wire.protocol import verdict_from_output
 
@@ -307,10 +313,7 @@ class StrengthSession:
         edit, or a file the reference does not classify)."""
         blob = variants.source.reserve_for(kind_of(label), k) \
             if variants.source is not None and variants.mutants else None
-        if blob is None:
-            return None
-        return Variant(blob.label, False, write_like(blob.data, variants.mutants[0].path,
-                                                      scratch))
+        return None if blob is None else _written(blob, variants.mutants[0].path, scratch)
 
     def _reserve_control(self, variants: VariantSet, k: int, scratch: Path
                          ) -> Variant | None:
@@ -318,10 +321,7 @@ class StrengthSession:
         where it has none: the first control is re-run then)."""
         blob = variants.source.reserve_control(k) \
             if variants.source is not None and variants.controls else None
-        if blob is None:
-            return None
-        return Variant(blob.label, True, write_like(blob.data, variants.controls[0].path,
-                                                     scratch))
+        return None if blob is None else _written(blob, variants.controls[0].path, scratch)
 
     def _replayed_sites(self, target: Target, runs: Executor, time_left: Budget
                         ) -> _Sites | Outcome:
@@ -552,6 +552,11 @@ class _PhaseRunner:
         if key is not None and self._store is not None:
             self._store.observe(key, res, verdict, confirmation=confirm)
         return verdict
+
+
+def _written(blob: Blob, like: Path, scratch: Path) -> Variant:
+    """A reserve draw written as the variants it was kept apart from are."""
+    return Variant(blob.label, blob.control, write_like(blob.data, like, scratch))
 
 
 def _tossing(variants: VariantSet) -> int | None:

@@ -316,6 +316,7 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
     spare: list[Blob] = []  # kept past the shown ones: reserves, if of a shown kind
     changing: set[str] = set()
     reordered: set[str] = set()  # the same lines in another order
+    lines = sorted(content.splitlines())
     refuted: list[str] = []
     varied = False
     for label, changed, alt in _control_candidates(name, content, settings, reference):
@@ -326,7 +327,7 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
             varied = varied or (changed != content and not full)
             if changed != content:
                 changing.add(label)
-            if sorted(changed.splitlines()) == sorted(content.splitlines()):
+            if sorted(changed.splitlines()) == lines:
                 reordered.add(label)
         elif not full:
             refuted.append(label)
