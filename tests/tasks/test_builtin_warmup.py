@@ -92,6 +92,6 @@ def test_warmup_oracle_full_credit_in_the_sandbox_and_checks_discriminate(built)
     for task, verdict in zip(tasks, verdicts, strict=True):
         passed, total = map(int, verdict.checks.split("/"))
         assert passed == total >= 3, verdict
-        if task.id in strong:
+        if task.id in strong:  # every node earns (the status): one check each at least
             shown, tested = map(int, verdict.discriminating.split("/"))
-            assert shown == tested == total, verdict
+            assert tested == total and shown >= 3, verdict

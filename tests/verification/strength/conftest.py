@@ -15,7 +15,7 @@ from vera_env.sandbox import Sandbox, SandboxLimits, make_sandbox
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
 TABLE = "id\tgroup\tdrinks\n1\ta\t3\n2\tb\t5\n3\ta\t7\n4\tb\t-999\n"
 VCF = ("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tS1\n"
-       + "".join(f"chr1\t{i}\t.\tA\tG\t.\t.\t.\tGT\t{'0|1' if i % 3 else '0/0'}\n"
+       + "".join(f"chr1\t{i}\t.\tA\tG\t.\t.\t.\tGT:DP\t{'0|1' if i % 3 else '0/0'}:{10 + i * 7 % 23}\n"
                  for i in range(1, 121)))
 
 

@@ -15,13 +15,12 @@ from vera_env.errors import SandboxError, SandboxStartTimeout
 from vera_env.sandbox import ExecResult, LocalSandbox, SandboxLimits
 from vera_env.verification.checks import CheckResult, fact_of, run_checks
 from vera_env.verification.rewards import RewardConfig, StrengthConfig
-from vera_env.verification.strength import Reference, StrengthSession, StrengthTask, variants
+from vera_env.verification.strength import Reference, StrengthSession, StrengthTask
 from vera_env.verification.strength import session as strength_session
 from vera_env.verification.strength.budget import Budget
-from vera_env.verification.strength.luck import confirmations
 from vera_env.verification.strength.mutants import kind_of
 from vera_env.verification.strength.session import _Site, _Sites
-from vera_env.verification.strength.variants import Settings, census, clear_cache
+from vera_env.verification.strength.variants import Settings, census
 from vera_env.wire.protocol import CheckSpec
 
 LIMITS = SandboxLimits(timeout_s=20, check_timeout_s=20)
@@ -335,7 +334,7 @@ def test_env_episode_owns_its_session_and_reset_closes_it(sources):
     session = env._episode.strength
     paths = [s.workspace.path for t in session.bank._targets.values() if t.group
              for s in (*t.group.shadows.values(), *t.group.twins.values())]
-    assert info["checks"][0]["discriminating"] is True and paths
+    assert info["checks"][0]["discriminating"] is not None and paths  # tested: shadows made
     env.reset(seed=1)
     assert env._episode.strength is not session and not any(p.exists() for p in paths)
     env.close()
@@ -349,7 +348,8 @@ def _het_count(contents) -> str:
              if not line.startswith("#")]
     if not lines or len(lines[0].split("\t")) != 10:
         raise ValueError("not a one-sample VCF")
-    return str(sum(1 for line in lines if line.split("\t")[9] in ("0|1", "1|0", "0/1")))
+    return str(sum(1 for line in lines
+                   if line.split("\t")[9].split(":")[0] in ("0|1", "1|0", "0/1")))
 
 
 def _drinks(contents) -> str:
@@ -404,7 +404,7 @@ def test_assess_recount_of_what_the_question_is_about_earns(classified):
     results = classified.assess(f'test "$(cat het.txt)" -eq {n}{V}',
                                 "python3 -c \"import gzip; n = sum(1 for l in gzip.open("
                                 "'calls.vcf.gz', 'rt') if not l.startswith('#') and "
-                                f"l.split()[9] in ('0|1', '1|0', '0/1')); print(n == {n})\"")
+                                f"l.split()[9].split(':')[0] in ('0|1', '1|0', '0/1')); print(n == {n})\"")
     assert _earns(results) == [True, True], [r.detail for r in results]
     assert all(r.evidence.startswith("calls.vcf.gz:") for r in results)
 
@@ -489,28 +489,37 @@ def test_a_check_that_passes_only_the_controls_it_was_shown_fails_its_confirmati
     assert "a control run after the kill" in results[1].detail, results[1].detail
 
 
-def test_a_kind_with_fewer_reserves_than_confirmations_confirms_on_a_replayed_twin(
-        sandbox, sources, monkeypatch):
-    """One reserve draw per kind, and checks late enough in the episode to need two
-    confirmations: the first runs on the reserve's shadow, the second on the killed
-    mutant's own twin, which must then be replayed (it was not at the first: an
-    unreplayed twin read as a deadline, and the episode as starved)."""
-    monkeypatch.setattr(variants, "RESERVE", 1)
-    clear_cache()
+def test_a_confirmation_past_the_reserves_runs_on_a_replayed_twin(sandbox, sources,
+                                                                  monkeypatch):
+    """Two confirmations a kill, a reserve draw for the first only: the first runs on
+    the reserve's shadow, the second on the killed mutant's own twin, which must then be
+    replayed (it was not at the first: an unreplayed twin read as a deadline, and the
+    episode as starved)."""
+    plan = strength_session._plan
+
+    def one_reserve(*args: object, **kwargs: object) -> list[tuple[object, object]]:
+        planned = plan(*args, **kwargs)  # type: ignore[arg-type]
+        return [planned[0], *((None, c) for _, c in planned[1:])]
+    monkeypatch.setattr(strength_session, "_plan", one_reserve)
+    monkeypatch.setattr(strength_session, "needed", lambda *a, **k: 2)
+    ran: list[str] = []
+    twin = strength_session.StrengthSession._twin
+
+    def spy(self, group, site, time_left, k, fresh):  # type: ignore[no-untyped-def]
+        ran.append("reserve" if fresh is not None else "twin")
+        return twin(self, group, site, time_left, k, fresh)
+    monkeypatch.setattr(strength_session.StrengthSession, "_twin", spy)
     ep = Episode(sandbox, sources, reference=REFERENCE, same=lambda a, b: a == b,
                  task_key=f"one-reserve-{os.getpid()}")
     try:
         ep.run("zcat calls.vcf.gz | grep -v '^#' | cut -f10 | grep -c -E '0[|/]1|1[|]0' "
                "> het.txt")
         n = ep.run("cat het.txt").strip()
-        checks = [f'test "$(cat het.txt)" -eq {n}{V}', f"grep -qx {n} het.txt{V}",
-                  f'test "$(head -1 het.txt)" = {n}{V}', f'[ "$(cat het.txt)" -eq {n} ]{V}']
-        results = ep.assess(*checks)
+        results = ep.assess(f'test "$(cat het.txt)" -eq {n}{V}', f"grep -qx {n} het.txt{V}")
     finally:
         ep.close()
-        clear_cache()
     assert all(r.discriminating is True for r in results), [r.detail for r in results]
-    assert confirmations(4, 4, 0.05, (2, 2, 2, 2)) == 2  # the fourth check: two
+    assert sorted(ran) == ["reserve", "reserve", "twin", "twin"], ran  # checks run at once
 
 
 def test_assess_repeated_check_gives_one_piece_of_evidence(classified):
@@ -555,13 +564,13 @@ def test_confirmations_rerun_a_control_so_a_check_on_when_it_runs_earns_nothing(
     late = threading.Event()
     controls, mutants = _timed_sites(late, 4, 3, controls_follow_time=follows_time)
 
-    def confirm_on(site: _Site, k: int) -> _Site:
+    def confirm_on(site: _Site, blob: object, k: int) -> _Site:
         late.set()  # confirmations run after every phase run
         return site
     [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
     with ThreadPoolExecutor(2) as runs:
         sites = _Sites("calls.vcf.gz", False, controls, mutants, confirm_on,
-                       lambda k: controls[0])
+                       lambda blob, k: controls[0])
         outcome = episode.session._phases(result, 1, sites, runs, _budget())
     if follows_time:
         assert outcome.kind == "weak" and "a control run after the kill" in outcome.why
@@ -590,32 +599,14 @@ def _sites(verdicts: dict[str, ExecResult]) -> list[_Site]:
     return [_Site(label, lambda cmd, timeout_s, res=res: res) for label, res in verdicts.items()]
 
 
-def _phase(episode, mutants: dict[str, ExecResult], tossing: int | None = None):
+def _phase(episode, mutants: dict[str, ExecResult]):
     ok = ExecResult("True\n", "", 0, False, 0.01)
     controls = _sites({f"c{i}": ok for i in range(4)})
     [result] = run_checks([CheckSpec("range", "c", "echo True")], episode.ws, timeout_s=20)
     with ThreadPoolExecutor(2) as runs:
-        sites = _Sites("calls.vcf.gz", False, controls, _sites(mutants), lambda site, k: site,
-                       lambda k: controls[0], tossing)
+        sites = _Sites("calls.vcf.gz", False, controls, _sites(mutants),
+                       lambda site, blob, k: site, lambda blob, k: controls[0])
         return episode.session._phases(result, 1, sites, runs, _budget())
-
-
-def test_luck_counts_only_the_controls_that_change_more_than_the_order(episode, monkeypatch):
-    """Controls that only re-order or re-encode the lines are no toss for a hash of the
-    sorted records, so the luck bound counts the others: fewer controls counted, more
-    confirmations asked for the same verdicts. A file whose controls all re-order (a sum
-    over three values) is counted as before, or no check through it could earn."""
-    counted: list[int] = []
-
-    def spy(controls: int, *args: object, **kwargs: object) -> int | None:
-        counted.append(controls)
-        return confirmations(controls, *args, **kwargs)  # type: ignore[arg-type]
-    monkeypatch.setattr(strength_session, "confirmations", spy)
-    no = ExecResult("False\n", "", 0, False, 0.01)
-    mutants = {"f:k1#0": no, "f:k1#1": no, "f:k2#0": no, "f:k2#1": no}
-    outcomes = [_phase(episode, mutants, tossing=t).kind for t in (None, 4, 1, 0)]
-    assert outcomes == ["kill"] * 4
-    assert counted == [4, 4, 1, 4]
 
 
 def test_an_error_on_a_mutant_is_a_rejection_not_a_verdict_of_its_own(episode):

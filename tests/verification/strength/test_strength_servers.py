@@ -43,9 +43,11 @@ def env(tmp_path: Path):
     task = Task(id="t", question="q", answer="5.0", grader={"kind": "exact"},
                 data_dir=data).with_reference(Reference(solve=alcohol_mean))
     # Every shadow must start its servers here; a served verdict (the verdict store)
-    # starts none, so these tests of the servers run every check.
+    # starts none, so these tests of the servers run every check. A loose luck bound:
+    # these tests are about servers, and a four-row table has too few controls to tell
+    # an honest mean from a pin gated on its digit count at the default bound.
     env = VeraEnv([task], max_steps=8, limits=LIMITS,
-                  reward=RewardConfig(strength={"share_verdicts": False}))
+                  reward=RewardConfig(strength={"share_verdicts": False, "luck_bound": 0.5}))
     yield env
     env.close()
 
@@ -111,8 +113,8 @@ def test_shadow_servers_serve_the_next_node_without_restarting(env: VeraEnv, sta
     second = _node(env, "cut -f3 alcohol.txt | tail -n +2 | grep -vx -- -999 > w.txt",
                    "test \"$(awk '{ s += $1 } END { print s }' w.txt)\" = 15")
     after = {id(ws): (ws.server_pid, ws.check_server_pid) for ws in shadows}
-    assert first["checks"][0]["discriminating"] is True
-    assert second["checks"][0]["discriminating"] is True
+    assert first["checks"][0]["discriminating"] is True, first["checks"][0]["detail"]
+    assert second["checks"][0]["discriminating"] is True, second["checks"][0]["detail"]
     assert shadows and all(None not in pids for pids in before.values())
     assert after == before  # the same host processes replayed and checked node 2
     assert len(starts) - started_first < started_first / 2

@@ -103,10 +103,15 @@ def gene_table(rng: np.random.Generator, named: tuple[str, ...], n_genes: int
 
 def split_entry(content: bytes, rng: random.Random, *, axis: int = 0,
                 only: tuple[int, ...] | None = None, avoid: tuple[int, ...] = ()) -> bytes | None:
-    """One entry ``r c v`` (v >= 2) written as two, ``r c a`` and ``r c v-a`` (the size
-    line's count updated): a reader that sums entries sees the same matrix. ``only`` /
-    ``avoid`` restrict the entries by their index on ``axis`` (0 rows, 1 columns, 1-based)
-    -- e.g. a marker gene's column, read entry by entry against a threshold."""
+    """Entries ``r c v`` (v >= 2) each written as two, ``r c a`` and ``r c v-a`` (the
+    size line's count updated): a reader that sums entries sees the same matrix. One
+    entry, then 0 to 31 more (a draw): each draw moves the entry count, the records'
+    digits and bytes by its own amount, so a pin gated on one of those counts meets a
+    new value on each (with one entry split, five draws of ``mtx.knockout_gene`` gave
+    two digit counts: such a pin passed them as a gate passes one value, and an honest
+    sum could not be told from it). ``only`` / ``avoid`` restrict the entries by their
+    index on ``axis`` (0 rows, 1 columns, 1-based) -- e.g. a marker gene's column,
+    read entry by entry against a threshold."""
     mtx = read_mtx(content)
     entries = mtx.entries
     ok = (entries[:, 2] >= 2) & ~np.isin(entries[:, axis], avoid)
@@ -115,10 +120,17 @@ def split_entry(content: bytes, rng: random.Random, *, axis: int = 0,
     candidates = np.flatnonzero(ok)
     if not len(candidates):
         return None
-    k = int(candidates[rng.randrange(len(candidates))])
-    r, c, v = (int(x) for x in entries[k])
-    a = rng.randint(1, v - 1)
-    return mtx.edited({k: b"%d %d %d\n" % (r, c, a)}, (b"%d %d %d\n" % (r, c, v - a),))
+    replace: dict[int, bytes] = {}
+    added: list[bytes] = []
+    for i in range(1 + rng.randrange(32)):
+        k = int(candidates[rng.randrange(len(candidates))])
+        if i and k in replace:
+            continue
+        r, c, v = (int(x) for x in entries[k])
+        a = rng.randint(1, v - 1)
+        replace[k] = b"%d %d %d\n" % (r, c, a)
+        added.append(b"%d %d %d\n" % (r, c, v - a))
+    return mtx.edited(replace, tuple(added))
 
 
 def renamed_ids(content: bytes, rng: random.Random) -> bytes | None:

@@ -167,9 +167,14 @@ def _solution(species: str, target: str, idx: int, n: int, k: int, answer: str,
 
 
 def _recode(content: bytes, rng: random.Random) -> bytes | None:
-    """The codebook's missing-value code changed (-999 to -99): the -999 values become
-    measurements, so the mean moves -- what a check of the code must see."""
-    changed = content.replace(b"coded as -999", b"coded as -99")
+    """The codebook's missing-value code changed (-999 to another negative code, drawn:
+    -99, -9999, -1, ...): the -999 values become measurements, so the mean moves --
+    what a check of the code must see. Drawn, not fixed: each draw moves the codebook's
+    digits and bytes by its own amount, so a pin gated on a count of them meets a new
+    value on each (one fixed code gave every draw the same counts, and such a pin's
+    confirmations were free)."""
+    code = rng.choice((b"-99", b"-9999", b"-1", b"-9", b"-99999", b"-888", b"-7777", b"-77"))
+    changed = content.replace(b"coded as -999", b"coded as " + code)
     return changed if changed != content else None
 
 
@@ -258,7 +263,9 @@ def _renamed_header(content: bytes, rng: random.Random, *, target: str) -> bytes
 def _noted_codebook(content: bytes, rng: random.Random) -> bytes | None:
     """A note added to codebook.txt (a control): how missing values are coded is kept."""
     notes = (b"\nRows are in no particular order.\n", b"\nCollected 2007-2009.\n",
-             b"\nSee the field protocol for the measurement details.\n")
+             b"\nSee the field protocol for the measurement details.\n",
+             b"\nVersion 3, revised 14 March 2021.\n", b"\nData from 3 islands, 344 birds.\n",
+             b"\nContact: the field station, room 12.\n")
     end = b"" if content.endswith(b"\n") or not content else b"\n"
     return content + end + rng.choice(notes)
 

@@ -3,26 +3,31 @@
 A check that reads the clock, a PID or ``/dev/urandom`` passes with some probability
 ``p`` on each run, whatever the data. To earn it must
 
-* pass on each of the ``c`` controls that change more than the order of the file's
-  lines (``variants.Classified.tossing``: a hash of the sorted records passes a
-  re-ordering or a re-encoding for free, so those are no toss; all of them where
-  every control re-orders): ``p^c`` (the real workspace is given, not
-  counted: only a check that passed there is tested, so the bound is on what a tested
-  check earns -- and a pin gated on the task's own value passes there by design);
+* pass on each of the ``c`` controls it is shown: ``p^c`` (the real workspace is
+  given, not counted: only a check that passed there is tested, so the bound is on what
+  a tested check earns -- and a pin gated on the task's own value passes there by
+  design);
 * give one verdict on every draw of each kind of mutation it is shown, and reject at
   least one kind (``StrengthSession`` refuses a check that holds on one draw of a kind
   and rejects another): with ``d_k`` draws of kind ``k``, probability
   ``prod_k (p^d_k + (1 - p)^d_k) - prod_k p^d_k``;
-* then, ``r`` times, reject a reserve draw of the killed kind (one it was never shown:
-  ``mutants.RESERVE``; the killed mutant again where the kind has none) *and* pass a
-  reserve control (a further draw of a kind of control it was shown, never shown
-  itself: ``variants.Classified.control_reserves``; the first control again where the
-  file has none), a later run, which is what stops checks on the time (not coins: a
-  later run sees a later clock): ``((1 - p) p)^r``. For a coin a fresh draw changes
-  nothing; for a check that is a function of what it reads, shaped to reject exactly
-  the mutants it was shown and pass exactly the controls (a gate on a hash of the
-  value), the reserve draws are what make it a coin again on both sides -- re-running
-  the same mutant or control would repeat its verdict.
+* then, ``r`` times, reject a reserve draw of a killed kind (one it was never shown:
+  ``mutants.RESERVE`` per kind, the killed kinds' in turn; the killed mutant again once
+  none is left) *and* pass a reserve control (a further draw of a control it was never
+  shown, chosen for the fingerprints it moves: ``variants.Classified.control_reserves``;
+  the first control again once none is left), a later run, which is what stops checks
+  on the time (not coins: a later run sees a later clock): ``((1 - p) p)^r``.
+
+That is the coin *per run* (``Tosses`` with every variant a toss). A check that is a
+function of what it reads is a coin only over the values it reads: a pin gated on a
+hash of the records' digit count passes every variant with the file's own count for
+free, gives variants sharing a count one verdict, and wins a confirmation whose reserve
+repeats a count it has seen for free. So the session also holds a check to a gate on
+each catalogued fingerprint its verdicts fit (``fingerprints``), each counted over the
+distinct values the variants gave it (``Tosses``: the forced passes, the groups that
+passed or failed whole, the confirmations that toss), and asks for the confirmations
+that bound the worst of them (``needed``); where the planned ones cannot (reserves run
+out, or repeat the values it has seen), the check earns nothing.
 
 The harness takes the largest value of that product over ``p`` and chooses the fewest
 ``r >= 1`` that keep it within the check's share of the episode's bound (one
@@ -65,14 +70,79 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["confirmations", "share", "worst_case"]
+__all__ = ["Tosses", "confirmations", "log_chance", "needed", "share", "worst_case"]
 
 _MAX_CONFIRMS = 32
 _GRID = np.linspace(1e-6, 1 - 1e-6, 20_001)
+
+
+@dataclass(frozen=True, slots=True)
+class Tosses:
+    """What a coin must win to earn, under one hypothesis of what it is a coin over.
+
+    The first hypothesis is a coin per *run* (the clock, ``/dev/urandom``): every
+    control, every draw and every confirmation is a toss. The others are a gate on one
+    fingerprint of the file (``fingerprints``): a pin of the record count, say, True on
+    the file's own count, True or False by a hash of any other count. Then only a
+    variant with a *new* value is a toss, and variants sharing a value share one.
+
+    Attributes:
+        forced: Values the coin had to pass: the shown controls' (besides the file's own)
+            and any draw's that shares one, or whose kind shares one with a control.
+        groups: The other values, in groups that had to share one verdict (the draws
+            of one kind, linked through the values they share): each group passed
+            whole or rejected whole, and one group at least was rejected.
+        confirms: Per confirmation, in the order they run: (the reserve mutant is a
+            toss, the reserve control is a toss).
+        name: What it is a coin over, as a weak check's detail says it.
+    """
+
+    forced: int
+    groups: tuple[int, ...]
+    confirms: tuple[tuple[bool, bool], ...]
+    name: str = "a coin per run"
+
+
+def log_chance(tosses: Tosses, r: int) -> float:
+    """``log`` of the largest chance, over the coin's ``p``, that it passes the forced
+    values, agrees within each group rejecting one at least, and then wins the first
+    ``r`` confirmations (rejects each tossing reserve mutant, passes each tossing
+    reserve control); with the same 1% margin as ``worst_case``."""
+    return float(_chances(tosses, r)[-1])
+
+
+def needed(hypotheses: Sequence[Tosses], index: int, bound: float) -> int | None:
+    """The fewest confirmations (at least one) after which no hypothesis's coin earns
+    more than the ``index``-th tested check's share, or None when the planned ones
+    (each hypothesis's ``confirms``, all the same length) are not enough."""
+    target = math.log(share(index, bound))
+    planned = min((len(t.confirms) for t in hypotheses), default=0)
+    if planned < 1:
+        return None
+    worst = np.max([_chances(t, planned) for t in hypotheses], axis=0)
+    met = np.nonzero(worst[1:] <= target)[0]
+    return int(met[0]) + 1 if met.size else None
+
+
+def _chances(tosses: Tosses, upto: int) -> np.ndarray:
+    """``log_chance`` for ``r = 0 .. upto``."""
+    p = _GRID
+    if not tosses.groups:  # nothing it could reject: no coin over these values earns
+        return np.full(upto + 1, -math.inf)
+    agree = np.prod([p ** u + (1 - p) ** u for u in tosses.groups], axis=0)
+    log = tosses.forced * np.log(p) + np.log(np.maximum(agree - p ** sum(tosses.groups),
+                                                        1e-300))
+    out = [float(np.max(log))]
+    for mutant, control in tosses.confirms[:upto]:
+        log = log + (np.log1p(-p) if mutant else 0.0) + (np.log(p) if control else 0.0)
+        out.append(float(np.max(log)))
+    out += [out[-1]] * (upto + 1 - len(out))
+    return np.asarray(out) + math.log(1.01)
 
 
 def worst_case(controls: int, confirms: int, draws: Sequence[int] = (),

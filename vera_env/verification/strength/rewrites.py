@@ -110,17 +110,29 @@ Table = tuple[bytes, list[bytes], list[list[bytes] | None]]
 """(separator, column names, each record's fields or None where it is no table row)."""
 
 
+Recipe = tuple[tuple[RewriteTransform, "frozenset[int] | None"], ...]
+"""The rewrites one probe kept, in order, each with the parts it kept (None: whole)."""
+
+
 def probe_rewrites(name: str, content: bytes, reference: Reference,
-                   keeps: Callable[[bytes], bool], *, seed: int) -> list[tuple[str, bytes]]:
-    """(label, content) of the one control that rewrites a file, or none: the file's
-    declared transforms first, where ``keeps`` (the reference: same answer) accepts
-    them, then every rewrite that applies, each added only where ``keeps`` accepts the
-    result. The declared ones first: a program's ``irrelevant`` knows the records it
-    probed as the file has them, and after a respelling it found none to drop, so the
-    rewritten control kept the file's line count (measured: a gated line-count pin
-    earned on two hand-written tasks). One solver run for the declared transforms, one
-    per rewrite that applies (more for a rewrite by parts)."""
-    rng = random.Random(f"{seed}|{name}|rewrites")
+                   keeps: Callable[[bytes], bool], *, seed: int, draw: int = 0,
+                   recipe: Recipe | None = None) -> list[tuple[str, bytes, Recipe]]:
+    """(label, content, recipe) of the one control that rewrites a file, or none: the
+    file's declared transforms first, where ``keeps`` (the reference: same answer)
+    accepts them, then every rewrite that applies, each added only where ``keeps``
+    accepts the result. The declared ones first: a program's ``irrelevant`` knows the
+    records it probed as the file has them, and after a respelling it found none to
+    drop, so the rewritten control kept the file's line count (measured: a gated
+    line-count pin earned on two hand-written tasks). One solver run for the declared
+    transforms, one per rewrite that applies (more for a rewrite by parts).
+
+    ``draw`` 1, 2, ... with the first draw's ``recipe``: a further draw of that control
+    (reserve controls), the same rewrites of the same parts with other random choices,
+    each kept where ``keeps`` accepts it. Not a fresh probe: a fresh one could keep a
+    rewrite the first rejected (a value transfer the answer survives this time) and move
+    a fact an honest check reads on its way, which no control it was shown moved
+    (measured: four reference checks of ``tab.fold_change`` failed such a reserve)."""
+    rng = random.Random(f"{seed}|{name}|rewrites" + (f"|{draw}" if draw else ""))
     base = content
     for declared in reference.controls_for(name):
         if declared != "recompress":
@@ -129,22 +141,37 @@ def probe_rewrites(name: str, content: bytes, reference: Reference,
     if base != content and not keeps(base):
         base = content
     out = base
-    for transform in reference.rewrites_for(name):
-        out = rewrite_kept(transform, name, out, rng, keeps)
-    return [] if out == base else [(f"{name}:rewrites#0", out)]
+    kept: list[tuple[RewriteTransform, frozenset[int] | None]] = []
+    if recipe is None:
+        for transform in reference.rewrites_for(name):
+            out = rewrite_kept(transform, name, out, rng, keeps, kept)
+    else:
+        for transform, parts in recipe:
+            changed = apply_rewrite(transform, name, out, rng, parts=parts)
+            if changed is not None and keeps(changed):
+                out = changed
+                kept.append((transform, parts))
+    return [] if out == base else [(f"{name}:rewrites#{draw}", out, tuple(kept))]
 
 
 def rewrite_kept(transform: RewriteTransform, name: str, content: bytes, rng: random.Random,
-                 keeps: Callable[[bytes], bool]) -> bytes:
+                 keeps: Callable[[bytes], bool],
+                 kept: list[tuple[RewriteTransform, frozenset[int] | None]] | None = None
+                 ) -> bytes:
     """``content`` with as much of ``transform`` as ``keeps`` accepts: the whole rewrite
     or nothing, or -- for a rewrite by parts (``respell_fields``: columns) -- the parts
     found by halving: all at once, then each half of a rejected set, down to single
-    parts, each accepted on top of what was kept."""
+    parts, each accepted on top of what was kept. What it kept is added to ``kept``."""
     parts = _PARTS[transform](name, content) if transform in _PARTS else None
     if parts is None:
         changed = apply_rewrite(transform, name, content, rng)
-        return changed if changed is not None and keeps(changed) else content
+        if changed is not None and keeps(changed):
+            if kept is not None:
+                kept.append((transform, None))
+            return changed
+        return content
     out, pending = content, [parts]
+    taken: set[int] = set()
     while pending:
         chunk = pending.pop()
         changed = apply_rewrite(transform, name, out, rng, parts=frozenset(chunk))
@@ -152,8 +179,11 @@ def rewrite_kept(transform: RewriteTransform, name: str, content: bytes, rng: ra
             continue
         if keeps(changed):
             out = changed
+            taken |= set(chunk)
         elif len(chunk) > 1:
             pending += [chunk[len(chunk) // 2:], chunk[:len(chunk) // 2]]
+    if taken and kept is not None:
+        kept.append((transform, frozenset(taken)))
     return out
 
 
@@ -382,7 +412,10 @@ def _rename_ids(name: str, header: bytes, records: list[bytes], rng: random.Rand
         if not _is_id(column) or len(set(values)) != len(values):
             continue
         prefix = re.match(rb"\D*", values[0]).group() if values else b""  # type: ignore[union-attr]
-        width = max(len(v) - len(prefix) for v in values)
+        # One to three digits longer, drawn: each draw moves the file's digit and byte
+        # counts by its own amount (a fixed width moved them alike on every draw, and a
+        # pin gated on such a count passed every further draw for free: ``fingerprints``).
+        width = max(len(v) - len(prefix) for v in values) + rng.randint(0, 2)
         draws = iter(rng.sample(range(10 ** width, 10 ** (width + 1)), len(values)))
         for row in present:
             row[c] = prefix + str(next(draws)).encode()

@@ -38,14 +38,16 @@ from vera_env.verification.checks import CheckResult
 from vera_env.verification.strength.budget import Budget, run_cost, run_starved
 from vera_env.verification.strength.check_inputs import WorkspaceIndex, named_files
 from vera_env.verification.strength.command_log import CommandLog
-from vera_env.verification.strength.luck import confirmations
-from vera_env.verification.strength.mutants import kind_of
+from vera_env.verification.strength.fingerprints import Shown, hypotheses, runs
+from vera_env.verification.strength.luck import Tosses, needed
+from vera_env.verification.strength.mutants import RESERVE, kind_of
 from vera_env.verification.strength.outcome import Outcome, StrengthDeadline
 from vera_env.verification.strength.run_pool import RunPool
 from vera_env.verification.strength.shadows import Shadow, ShadowBudgetSpent, ShadowGroup
 from vera_env.verification.strength.targets import Target, TargetBank
 from vera_env.verification.strength.variants import (
     Blob,
+    Classified,
     Variant,
     VariantSet,
     copy_variant,
@@ -79,21 +81,29 @@ class _Site:
     run: Run
     ready: Callable[[], bool | None] = lambda: True  # a twin replays first; None: broken
     view: Callable[[], str | None] = lambda: None  # ``verdicts``: what the check can read
+    ran: Callable[[], str] | None = None  # the variant that last ran here, if not ``label``
+
+    def last(self) -> str:
+        """The label of the variant the last run here read (a confirmation may fall
+        back to a variant already shown)."""
+        return self.ran() if self.ran is not None else self.label
 
 
 @dataclass(frozen=True, slots=True)
 class _Sites:
     """Where one check is tested through one task file, by counterfactual: its
-    controls, its mutants, where the ``k``-th confirmation of a kill runs, and the
-    control it re-runs (``StrengthSession._frozen_sites``, ``_replayed_sites``)."""
+    controls, its mutants, where a confirmation of a kill runs a reserve mutant (the
+    killed mutant again for None) and a reserve control (the first control again for
+    None), and the classified variants they come from (``StrengthSession._frozen_sites``,
+    ``_replayed_sites``)."""
 
     name: str
     windowed: bool
     controls: list[_Site]
     mutants: list[_Site]
-    confirm_on: Callable[[_Site, int], _Site]
-    late_control: Callable[[int], _Site]
-    tossing: int | None = None  # controls the luck bound counts (``Classified.tossing``)
+    confirm_on: Callable[[_Site, Blob | None, int], _Site]
+    late_control: Callable[[Blob | None, int], _Site]
+    source: Classified | None = None
 
 
 class StrengthSession:
@@ -290,38 +300,21 @@ class StrengthSession:
 
     def _frozen_sites(self, target: Target) -> _Sites:
         """The frozen counterfactual: each variant bound over the task file in the real
-        workspace; the ``k``-th confirmation of a kill runs the kind's ``k``-th reserve
-        draw (the same variant again, on a fresh file, where the kind has none left)."""
+        workspace; a confirmation of a kill runs the reserve draw ``_plan`` gives it (the
+        killed mutant again, on a fresh file, where none is left)."""
         variants, scratch = target.variants, self.bank.scratch()
 
-        def confirm_on(site: _Site, k: int) -> _Site:
-            fresh = self._reserve(variants, site.label, k, scratch)
+        def confirm_on(site: _Site, blob: Blob | None, k: int) -> _Site:
+            fresh = _reserve(variants, blob, scratch)
             return site if fresh is None else self._frozen(variants.name, fresh, scratch)
         controls = [self._frozen(variants.name, v, scratch) for v in variants.controls]
 
-        def late_control(k: int) -> _Site:
-            fresh = self._reserve_control(variants, k, scratch)
+        def late_control(blob: Blob | None, k: int) -> _Site:
+            fresh = _reserve(variants, blob, scratch)
             return controls[0] if fresh is None else self._frozen(variants.name, fresh, scratch)
         return _Sites(variants.name, variants.windowed, controls,
                       [self._frozen(variants.name, v, scratch) for v in variants.mutants],
-                      confirm_on, late_control, _tossing(variants))
-
-    def _reserve(self, variants: VariantSet, label: str, k: int, scratch: Path
-                 ) -> Variant | None:
-        """The ``k``-th reserve draw of the kind of mutant ``label``, written as the
-        variants are (None where the kind has no ``k``-th reserve: a single-outcome
-        edit, or a file the reference does not classify)."""
-        blob = variants.source.reserve_for(kind_of(label), k) \
-            if variants.source is not None and variants.mutants else None
-        return None if blob is None else _written(blob, variants.mutants[0].path, scratch)
-
-    def _reserve_control(self, variants: VariantSet, k: int, scratch: Path
-                         ) -> Variant | None:
-        """The ``k``-th reserve control of the file, written as the variants are (None
-        where it has none: the first control is re-run then)."""
-        blob = variants.source.reserve_control(k) \
-            if variants.source is not None and variants.controls else None
-        return None if blob is None else _written(blob, variants.controls[0].path, scratch)
+                      confirm_on, late_control, variants.source)
 
     def _replayed_sites(self, target: Target, runs: Executor, time_left: Budget
                         ) -> _Sites | Outcome:
@@ -342,12 +335,11 @@ class StrengthSession:
         return _Sites(variants.name, variants.windowed, controls,
                       [self._shadow_site(group.shadows[v.label]) for v in variants.mutants
                        if not group.shadows[v.label].broken],
-                      lambda site, k: self._twin(group, site, time_left, k,
-                                                 self._reserve(variants, site.label, k,
-                                                               scratch)),
-                      lambda k: self._late_twin(group, controls[0], time_left,
-                                                self._reserve_control(variants, k, scratch)),
-                      _tossing(variants))
+                      lambda site, blob, k: self._twin(group, site, time_left, k,
+                                                       _reserve(variants, blob, scratch)),
+                      lambda blob, k: self._late_twin(group, controls[0], time_left,
+                                                      _reserve(variants, blob, scratch)),
+                      variants.source)
 
     def _frozen(self, name: str, variant: Variant, scratch: Path) -> _Site:
         ws = self._workspace
@@ -398,7 +390,8 @@ class StrengthSession:
 
         def run(cmd: str, timeout_s: float) -> ExecResult:
             return chosen[-1].workspace.run_check(cmd, timeout_s=timeout_s)
-        return _Site(site.label, run, ready)
+        return _Site(site.label, run, ready,
+                     ran=lambda: chosen[-1].variant.label if chosen else site.label)
 
     def _late_twin(self, group: ShadowGroup, first: _Site, time_left: Budget,
                    fresh: Variant | None) -> _Site:
@@ -425,7 +418,9 @@ class StrengthSession:
             if twin is None:
                 return first.run(cmd, timeout_s)
             return twin.workspace.run_check(cmd, timeout_s=timeout_s)
-        return _Site(fresh.label, run, ready)
+        return _Site(fresh.label, run, ready,
+                     ran=lambda: fresh.label if chosen and chosen[-1] is not None
+                     else first.label)
 
     def _shadow_site(self, shadow: Shadow) -> _Site:
         ws = shadow.workspace
@@ -465,30 +460,62 @@ class StrengthSession:
                                    "another of the same kind: a fact of the data changes on "
                                    "both or on neither, so its verdict follows something "
                                    "else (a gate on the value's hash, a threshold)")
-        draws = Counter(kind_of(site.label) for site in mutants)
-        # Only the controls a sorted-record hash cannot pass for free are tosses; a file
-        # whose controls all re-order (a sum over a few values) is counted as before,
-        # or no check through it could earn.
-        tossing = len(controls) if not sites.tossing else min(len(controls), sites.tossing)
-        repeats = confirmations(tossing, nth, self._config.luck_bound,
-                                tuple(draws.values()))
-        if repeats is None:
-            return Outcome("weak", f"{name} has too few controls that change more than "
-                                   f"the order of its lines ({tossing} of {len(controls)} "
-                                   "counted) to bound what luck could earn this late in "
-                                   "the episode")
-        for k in range(repeats):  # one after another: the twin replays once, first
-            late = sites.late_control(k) if controls else None
-            again = run({"confirm": sites.confirm_on(kills[0], k),
-                         **({"control": late} if late is not None else {})}, confirm=True)
+        plan = _plan(sites.source, kills, bool(controls))
+        done: list[tuple[str | None, str | None]] = []  # what each confirmation read
+        k = 0
+        while True:
+            labels = done + [(m.label if m else None, c.label if c else None)
+                             for m, c in plan[k:]]
+            coins = self._hypotheses(sites, verdicts, labels)
+            repeats = needed(coins, nth, self._config.luck_bound)
+            if repeats is None:
+                over = next((c.name for c in coins
+                             if needed([c], nth, self._config.luck_bound) is None), "luck")
+                return Outcome("weak", f"it could be {over} of {name}: too few of the "
+                                       "file's variants move that to bound what luck earns "
+                                       "this late in the episode")
+            if k >= repeats:
+                break
+            blob, reserve = plan[k]
+            late = sites.late_control(reserve, k) if controls else None
+            confirm = sites.confirm_on(kills[0], blob, k)
+            again = run({"confirm": confirm, **({"control": late} if late is not None else {})},
+                        confirm=True)
             if again["confirm"] is True or again["confirm"] == _BROKEN:
-                return Outcome("weak", f"flaky: {kills[0].label} did not fail it again "
+                return Outcome("weak", f"flaky: {confirm.last()} did not fail it again "
                                        f"(confirmation {k + 1} of {repeats})")
             if late is not None and again["control"] is not True:
                 return Outcome("weak", _late(name, late.label, k + 1, repeats))
+            done.append((confirm.last(), late.last() if late is not None else None))
+            k += 1
         evidence = "".join(str(marks[kind]) for kind in sorted(marks))
         return Outcome("kill", kills=tuple(site.label for site in kills), evidence=evidence)
 
+
+
+    @staticmethod
+    def _hypotheses(sites: _Sites, verdicts: Mapping[str, Verdict],
+                    confirms: list[tuple[str | None, str | None]]) -> list[Tosses]:
+        """What the check could be a coin over (``fingerprints``), each as the tosses it
+        won: a coin per run always; a gate on each catalogued fingerprint of the file
+        that its verdicts fit, where the variants' fingerprints are known."""
+        draws = Counter(kind_of(site.label) for site in sites.mutants)
+        out = [runs(len(sites.controls), draws, len(confirms), bool(sites.controls))]
+        source = sites.source
+        if source is None or not source.own_facets:
+            return out
+        shown = [(site.label, None, True) for site in sites.controls] + [
+            (site.label, kind_of(site.label), verdicts[site.label] is True)
+            for site in sites.mutants]
+        known = [(source.facets_of(label), kind, passed) for label, kind, passed in shown]
+        if any(f is None for f, _, _ in known):
+            return out
+
+        def of(label: str | None) -> tuple[str, ...] | None:
+            return source.facets_of(label) if label is not None else None
+        return out + hypotheses(source.own_facets,
+                                [Shown(f, kind, passed) for f, kind, passed in known if f],
+                                [(of(m), of(c)) for m, c in confirms])
 
 
 class _PhaseRunner:
@@ -559,8 +586,32 @@ def _written(blob: Blob, like: Path, scratch: Path) -> Variant:
     return Variant(blob.label, blob.control, write_like(blob.data, like, scratch))
 
 
-def _tossing(variants: VariantSet) -> int | None:
-    return variants.source.tossing if variants.source is not None else None
+_MAX_CONFIRMS = 32
+
+
+def _plan(source: Classified | None, kills: Sequence[_Site], late: bool
+          ) -> list[tuple[Blob | None, Blob | None]]:
+    """What each confirmation of a kill runs, in order: a reserve draw of a killed kind
+    (each killed kind's first, then each one's second, ...; the first killed mutant
+    again once none is left) and a reserve control (the first control again once none
+    is left; None without controls). A fresh draw on each side is a toss for a gate on
+    a hash of what the check reads, where a variant it was shown repeats its verdict:
+    so the reserves of every killed kind come before any re-run (measured: a kill
+    whose kind had no reserve re-ran its mutant, a free pass that earned in 2 of 9
+    seeds of ``tab.label_coding``)."""
+    kinds = list(dict.fromkeys(kind_of(site.label) for site in kills))
+    mutants = [blob for j in range(RESERVE) for kind in kinds
+               if source is not None and (blob := source.reserve_for(kind, j)) is not None]
+    controls = [blob for j in range(2 * RESERVE)
+                if late and source is not None and (blob := source.reserve_control(j))]
+    return [(mutants[k] if k < len(mutants) else None,
+             controls[k] if k < len(controls) else None) for k in range(_MAX_CONFIRMS)]
+
+
+def _reserve(variants: VariantSet, blob: Blob | None, scratch: Path) -> Variant | None:
+    """A reserve draw (mutant or control) written as the file's variants are."""
+    shown = variants.mutants or variants.controls
+    return None if blob is None or not shown else _written(blob, shown[0].path, scratch)
 
 
 def _marks_by_kind(mutants: Sequence[_Site], verdicts: Mapping[str, Verdict]

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from vera_env.errors import GraderError
 from vera_env.verification.strength.encoding import Codec, Decoded, decode
+from vera_env.verification.strength.fingerprints import facets, separator
 from vera_env.verification.strength.inodes import fresh_file
 from vera_env.verification.strength.mutants import (
     DRAWS,
@@ -56,7 +57,7 @@ from vera_env.verification.strength.mutants import (
 )
 from vera_env.verification.strength.outcome import StrengthDeadline
 from vera_env.verification.strength.reference import FORMAT_TRANSFORMS, Contents, Reference
-from vera_env.verification.strength.rewrites import probe_rewrites, rewrite_kept
+from vera_env.verification.strength.rewrites import Recipe, probe_rewrites, rewrite_kept
 from vera_env.verification.strength.task import Same, StrengthTask
 from vera_env.verification.strength.transforms import apply_control
 
@@ -104,9 +105,8 @@ class Classified:
         control_reserves: Further draws of the content-changing controls' kinds, each
             keeping the answer, never shown before a kill: the control each confirmation
             re-runs (``reserve_control``).
-        tossing: Controls whose lines are not the file's own in another order (None:
-            not counted, every control is): the only ones a fingerprint of the sorted
-            records cannot pass for free, so the ones ``luck`` counts as tosses.
+        own_facets: The file's fingerprints (``fingerprints.facets``; empty where it is
+            not classified): what a gate on one of them would read (``facets_of``).
     """
 
     name: str
@@ -120,8 +120,11 @@ class Classified:
     content_varied: bool = False
     reserves: tuple[Blob, ...] = ()
     control_reserves: tuple[Blob, ...] = ()
-    tossing: int | None = None
+    own_facets: tuple[str, ...] = ()
     codec: Codec | None = field(default=None, compare=False)
+    separator: bytes | None = field(default=None, compare=False)
+    _facets: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False,
+                                                repr=False)
 
     @property
     def nbytes(self) -> int:
@@ -132,6 +135,26 @@ class Classified:
     def reserve_control(self, k: int) -> Blob | None:
         """The ``k``-th (0-based) reserve control, encoded as the file is, if any."""
         return self.control_reserves[k] if k < len(self.control_reserves) else None
+
+    def facets_of(self, label: str) -> tuple[str, ...] | None:
+        """The fingerprints of the variant ``label`` (computed once, when a check first
+        needs them: most variants never decide a kill); None where the file has none
+        or no variant is so labelled."""
+        if not self.own_facets:
+            return None
+        if (hit := self._facets.get(label)) is not None:
+            return hit
+        encoded = next((b.data for b in (*self.controls, *self.mutants, *self.control_reserves)
+                        if b.label == label), None)
+        if encoded is not None and self.codec is not None:
+            content: bytes | None = decode(encoded, max_bytes=2**62, budget_s=60.0).content
+        else:
+            content = encoded if encoded is not None else next(
+                (b.data for b in self.reserves if b.label == label), None)  # kept decoded
+        if content is None:
+            return None
+        found = self._facets[label] = facets(content, self.separator)
+        return found
 
     def reserve_for(self, kind: str, k: int) -> Blob | None:
         """The ``k``-th (0-based) reserve draw of mutation ``kind``, encoded as the file
@@ -314,9 +337,7 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
     declared = reference.controls_for(name)
     controls: list[Blob] = []
     spare: list[Blob] = []  # kept past the shown ones: reserves, if of a shown kind
-    changing: set[str] = set()
-    reordered: set[str] = set()  # the same lines in another order
-    lines = sorted(content.splitlines())
+    decoded_of: dict[str, bytes] = {}  # each kept control's content
     refuted: list[str] = []
     varied = False
     for label, changed, alt in _control_candidates(name, content, settings, reference):
@@ -324,24 +345,31 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
         full = len(controls) >= settings.controls
         if got is not None and same(base, got):
             (spare if full else controls).append(Blob(label, True, _encode(decoded, changed, alt)))
+            decoded_of[label] = changed
             varied = varied or (changed != content and not full)
-            if changed != content:
-                changing.add(label)
-            if sorted(changed.splitlines()) == lines:
-                reordered.add(label)
         elif not full:
             refuted.append(label)
-        if len(controls) >= settings.controls and len(spare) >= 2 * RESERVE:
+        if len(controls) >= settings.controls and len(spare) >= 4 * RESERVE:
             break
     def keeps(variant: bytes) -> bool:
         got = answer(variant)
         return got is not None and same(base, got)
+    probed = probe_rewrites(name, content, reference, keeps, seed=settings.seed)
     rewritten = [Blob(label, True, _encode(decoded, changed, False))
-                 for label, changed in probe_rewrites(name, content, reference, keeps,
-                                                      seed=settings.seed)]
+                 for label, changed, _ in probed]
+    decoded_of.update((label, changed) for label, changed, _ in probed)
     shown = _mixed(controls, rewritten, settings.controls)
     varied = varied or bool(rewritten)
-    control_reserves = _control_reserves(shown, [*controls, *spare], changing, reordered)
+    redrawn = _redrawn(name, content, reference, keeps, settings,
+                       probed if any(b in shown for b in rewritten) else [])
+    decoded_of.update(redrawn)
+    pool = [*(Blob(label, True, _encode(decoded, changed, False)) for label, changed in redrawn),
+            *_of_shown_kinds(shown, [*controls, *spare], decoded_of, content)]
+    sep = separator(content)
+    own = facets(content, sep)
+    known = {label: facets(decoded_of[label], sep)
+             for label in {b.label for b in (*shown, *pool)}}
+    control_reserves = _control_reserves(own, [known[b.label] for b in shown], pool, known)
     controls = shown
     mutants: list[Blob] = []
     reserves: list[Blob] = []
@@ -353,39 +381,103 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
         kind = [m for m in drawn if draw_of(m.label) < DRAWS]
         moved = [answer(m.content) for m in kind]
         if all(got is not None and not same(base, got) for got in moved):
-            if len(kind) == 1:
+            single = len(kind) == 1
+            if single:
                 kind = [*kind, *_disguised(name, kind[0], moved[0], reference, answer, same,
                                            settings.seed)]
             mutants += [Blob(m.label, False, _encode(decoded, m.content, False)) for m in kind]
             reserves += _reserves(drawn, [base, *(a for a in moved if a is not None)],
                                   answer, same)
+            if single and len(kind) == 2:  # reserves: further disguises, new contents
+                again = {m.content for m in kind}
+                for draw in range(DRAWS, DRAWS + RESERVE):
+                    for m in _disguised(name, kind[0], moved[0], reference, answer, same,
+                                        settings.seed, draw):
+                        if m.content not in again:
+                            again.add(m.content)
+                            reserves.append(Blob(m.label, False, m.content))
             kinds += 1
     return Classified(name, not decoded.complete, True, tuple(controls), tuple(mutants),
                       declared, tuple(refuted), content_varied=varied,
                       reserves=tuple(reserves), control_reserves=control_reserves,
-                      tossing=sum(1 for b in controls if b.label not in reordered),
-                      codec=decoded.codec)
+                      own_facets=own, codec=decoded.codec, separator=sep, _facets=known)
 
 
-def _control_reserves(shown: list[Blob], kept: list[Blob], changing: set[str],
-                      reordered: set[str]) -> tuple[Blob, ...]:
-    """Up to ``RESERVE`` controls a check was not shown, each a further draw of a kind of
-    control it was (the same transform, another random draw) that changes the content;
-    those that only re-order the lines last (a fingerprint of the sorted records passes
-    them for free: no toss).
+_MOVES_VALUES = frozenset({"transfer_values", "permute_values", "swap_homozygous"})
 
-    Why. Each confirmation re-runs a control as well as a mutant: for a coin, a second
-    toss. For a check that is a function of what it reads, shaped to pass exactly the
-    controls it was shown (a pin gated on a hash: True on some mismatches, False on the
-    rest), re-running a shown control repeats its pass, so only the mutant's side was
-    a toss (measured: ``gated_true`` 0.052 on ``tab.label_coding``, over one fact). A
-    further draw of a kind it passed is a fresh toss for the gate and no harder for an
-    honest check, which passed that kind already."""
-    kinds = {_control_kind(b.label) for b in shown if b.label in changing}
+
+def _redrawn(name: str, content: bytes, reference: Reference, keeps: Callable[[bytes], bool],
+             settings: Settings, probed: list[tuple[str, bytes, Recipe]]
+             ) -> list[tuple[str, bytes]]:
+    """(label, content) of further draws of the shown rewrite (the same rewrites of the
+    same parts, other random choices), each kept where the reference keeps the answer
+    and its content is new: candidates for the reserve controls.
+
+    Why. A rewrite changes the records the question reads, so it moves more of the
+    file's fingerprints than any other control (``fingerprints``); where it was the only
+    control that moved the sorted records and had no reserve, a confirmation's control
+    re-ran an earlier one, a free pass for a gate on them, and an honest check could
+    not bound its luck (measured: the references of ``seq.gc_content`` and ``vcf.titv``
+    earned nothing through their FASTA and VCF files). Only the rewrites that respell
+    (numbers re-formatted, ids renamed, columns respelled, alleles complemented, records
+    reverse-complemented, text reworded): a value moved between records lands somewhere
+    else on each draw, and where the first draw happened to leave alone a record an
+    honest check reads on its way, a further one moved it (measured: ``tab.fold_change``'s
+    check of one gene's summed control values failed a redrawn value transfer)."""
+    seen = {content, *(changed for _, changed, _ in probed)}
+    out = []
+    for _, _, recipe in probed:
+        respelled = tuple((t, parts) for t, parts in recipe if t not in _MOVES_VALUES)
+        for draw in range(1, RESERVE + 1) if respelled else ():
+            for label, changed, _ in probe_rewrites(name, content, reference, keeps,
+                                                    seed=settings.seed, draw=draw,
+                                                    recipe=respelled):
+                if changed not in seen:
+                    seen.add(changed)
+                    out.append((label, changed))
+    return out
+
+
+def _of_shown_kinds(shown: list[Blob], kept: list[Blob], decoded_of: Mapping[str, bytes],
+                    content: bytes) -> list[Blob]:
+    """The kept controls not shown, each a further draw of a kind of control that was
+    (the same transform, another random draw) whose content is not the file's."""
+    kinds = {_control_kind(b.label) for b in shown if decoded_of[b.label] != content}
     seen = {b.label for b in shown}
-    fresh = [b for b in kept if b.label not in seen and b.label in changing
-             and _control_kind(b.label) in kinds]
-    return tuple(sorted(fresh, key=lambda b: b.label in reordered)[:RESERVE])
+    return [b for b in kept if b.label not in seen and decoded_of[b.label] != content
+            and _control_kind(b.label) in kinds]
+
+
+def _control_reserves(own: tuple[str, ...], shown: list[tuple[str, ...]], pool: list[Blob],
+                      known: Mapping[str, tuple[str, ...]]) -> tuple[Blob, ...]:
+    """Up to ``2 * RESERVE`` controls a check was not shown, from ``pool`` (further draws
+    of the shown rewrite and of the shown kinds of control), each chosen for the most
+    fingerprints (``fingerprints.FACETS``) it moves to a value no control has had yet:
+    none that moves none.
+
+    Why. Each confirmation runs a control as well as a mutant: for a coin, a second toss.
+    For a check that is a function of what it reads, shaped to pass exactly the
+    controls it was shown (a pin gated on a hash: True on some mismatches, False on the
+    rest), a control whose value it has seen -- a shown one again, a re-ordering under a
+    hash of the sorted records, a draw with the same record count under a count pin --
+    repeats its pass (measured: ``gated_true`` 0.052 on ``tab.label_coding`` with shown
+    controls re-run, and honest references that could not bound their luck where only
+    one control moved the records). A fresh value is a toss for a gate and no harder
+    for an honest check, which passed that kind already."""
+    seen = [{own[i], *(f[i] for f in shown)} for i in range(len(own))]
+    chosen: list[Blob] = []
+    left = list(pool)
+    while left and len(chosen) < 2 * RESERVE:
+        def new(b: Blob) -> int:
+            return sum(v not in seen[i] for i, v in enumerate(known[b.label]))
+        best = max(left, key=new)  # the first of the best: draws in their order
+        if not new(best):
+            break
+        chosen.append(best)
+        left.remove(best)
+        for i, v in enumerate(known[best.label]):
+            seen[i].add(v)
+    return tuple(chosen)
 
 
 def _control_kind(label: str) -> str:
@@ -415,11 +507,13 @@ def _reserves(drawn: list[Mutant], seen: list[str], answer: Callable[[bytes], st
 
 
 def _disguised(name: str, mutant: Mutant, moved: str | None, reference: Reference,
-               answer: Callable[[bytes], str | None], same: Same, seed: int) -> list[Mutant]:
+               answer: Callable[[bytes], str | None], same: Same, seed: int, draw: int = 1
+               ) -> list[Mutant]:
     """A second draw for a kind with one possible outcome (the one value a family can
     move): the mutant with the file's answer-preserving edits applied on top -- its own
     controls, then every rewrite, then its declared re-orderings -- kept where the
     reference gives the mutant's answer again (none where no edit applies or keeps it).
+    ``draw`` 2, 3, ...: further disguises with other random choices, the kind's reserves.
 
     Why. A kind drawn once tests nothing about a check's consistency: a pin gated on a
     hash of what it reads (False on some mismatches, True on the rest) chooses its
@@ -436,7 +530,7 @@ def _disguised(name: str, mutant: Mutant, moved: str | None, reference: Referenc
     split honest checks of the asked sample (measured: two of ``vcf.het_count``'s nine
     and one of ``tab.sentinel_mean``'s).
     """
-    rng = random.Random(f"{seed}|{name}|disguise")
+    rng = random.Random(f"{seed}|{name}|disguise" + (f"|{draw}" if draw > 1 else ""))
 
     def keeps(changed: bytes) -> bool:
         return _agree(moved, answer(changed), same)
@@ -455,7 +549,7 @@ def _disguised(name: str, mutant: Mutant, moved: str | None, reference: Referenc
             out = changed
     if out == mutant.content:
         return []
-    return [Mutant(f"{mutant.label.rsplit('#', 1)[0]}#1", out)]
+    return [Mutant(f"{mutant.label.rsplit('#', 1)[0]}#{draw}", out)]
 
 
 def _agree(a: str | None, b: str | None, same: Same) -> bool:
@@ -515,8 +609,8 @@ def _control_candidates(name: str, content: bytes, settings: Settings,
             rng = random.Random(f"{settings.seed}|{name}|{transform}|{attempt}")
             add(transform, apply_control(transform, name, content, rng,  # type: ignore[arg-type]
                                          irrelevant), transform == "recompress")
-        if len(out) >= 2 * settings.controls:
-            break
+        if len(out) >= 2 * settings.controls + 4 * RESERVE:
+            break  # enough to show, and to choose reserves from (``_control_reserves``)
     i = 0
     while len(out) < settings.controls:
         out.append((f"{name}:copy#{i}", content, False))
