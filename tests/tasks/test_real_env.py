@@ -36,9 +36,11 @@ def _assert_all_ok(tasks: list, *, strength: bool) -> None:
             assert v.discriminating == f"0/{total}", v
         elif strength:  # a reference pin of a partial fact may split a kind of mutation
             # (gtf.exonic_bp: a moved coordinate; bam.duplicates: the reverse-strand count
-            # under the aimed read edit): two such checks at most, the rest must earn
+            # under the aimed read edit), or be a count the controls barely move, which
+            # cannot be told from a pin of it gated on its hash (``fingerprints``):
+            # every node earns (the status), and most checks
             shown, tested = map(int, v.discriminating.split("/"))
-            assert tested == int(total) and shown >= tested - 2, v
+            assert tested == int(total) and 2 * shown >= tested, v
 
 
 def test_every_real_type_gets_full_credit_and_careless_is_wrong() -> None:

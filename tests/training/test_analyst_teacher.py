@@ -143,7 +143,9 @@ def test_analyst_evidence_extra_checks_earn_more_verification_with_strength_on(
         assert extra.correct and single.correct
         assert extra.verification_reward > single.verification_reward > 0, task_id
         assert len(_checks(single.steps[1].action)) == 1
-        assert all(check.earns for check in extra.steps[1].checks), task_id
+        # the answer's check and one intermediate at least (an intermediate that is a
+        # count the controls barely move cannot be told from a gated pin of it)
+        assert sum(check.earns for check in extra.steps[1].checks) >= 2, task_id
 
 
 def test_analyst_evidence_unreadable_intermediates_leave_the_answer_check_alone():

@@ -134,14 +134,16 @@ def split_entry(content: bytes, rng: random.Random, *, axis: int = 0,
 
 
 def renamed_ids(content: bytes, rng: random.Random) -> bytes | None:
-    """Every gene id given an Ensembl version suffix (``ENSMUSG...`` -> ``ENSMUSG....3``):
-    the first column, which no question here reads, changes on every line."""
+    """Every gene id given an Ensembl version suffix (``ENSMUSG...`` -> ``ENSMUSG....3``),
+    drawn per line (1 to 19): the first column, which no question here reads, changes
+    on every line, and each draw moves the file's byte count by its own amount (one
+    version for the whole file moved it by one of two amounts, so a pin gated on the
+    count passed every further draw for free: ``strength.fingerprints``)."""
     lines = lines_of(content)
-    version = b".%d" % rng.randint(1, 19)
     edits = {}
     for i, line in enumerate(lines):
         fields = tsv_fields(line)
-        fields[0] += version
+        fields[0] += b".%d" % rng.randint(1, 19)
         edits[i] = rejoin(fields, line)
     return edit_lines(content, edits) if edits else None
 

@@ -451,9 +451,11 @@ def _of_shown_kinds(shown: list[Blob], kept: list[Blob], decoded_of: Mapping[str
 def _control_reserves(own: tuple[str, ...], shown: list[tuple[str, ...]], pool: list[Blob],
                       known: Mapping[str, tuple[str, ...]]) -> tuple[Blob, ...]:
     """Up to ``2 * RESERVE`` controls a check was not shown, from ``pool`` (further draws
-    of the shown rewrite and of the shown kinds of control), each chosen for the most
-    fingerprints (``fingerprints.FACETS``) it moves to a value no control has had yet:
-    none that moves none.
+    of the shown rewrite and of the shown kinds of control), each chosen for the
+    fingerprints (``fingerprints.FACETS``) it moves to a value no control has had yet,
+    those with the fewest values so far weighing most (a renamed symbol, the one draw
+    that moves the column a question reads, before a sixth renamed id): none that moves
+    none.
 
     Why. Each confirmation runs a control as well as a mutant: for a coin, a second toss.
     For a check that is a function of what it reads, shaped to pass exactly the
@@ -468,8 +470,9 @@ def _control_reserves(own: tuple[str, ...], shown: list[tuple[str, ...]], pool: 
     chosen: list[Blob] = []
     left = list(pool)
     while left and len(chosen) < 2 * RESERVE:
-        def new(b: Blob) -> int:
-            return sum(v not in seen[i] for i, v in enumerate(known[b.label]))
+        def new(b: Blob) -> float:  # a fingerprint with fewer values so far weighs more
+            return sum(1 / len(seen[i]) for i, v in enumerate(known[b.label])
+                       if v not in seen[i])
         best = max(left, key=new)  # the first of the best: draws in their order
         if not new(best):
             break
