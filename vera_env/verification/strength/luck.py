@@ -124,21 +124,31 @@ def needed(hypotheses: Sequence[Tosses], index: int, bound: float) -> int | None
     planned = min((len(t.confirms) for t in hypotheses), default=0)
     if planned < 1:
         return None
-    worst = np.max([_chances(t, planned) for t in hypotheses], axis=0)
+    shapes = {(t.forced, tuple(sorted(t.groups)), t.confirms[:planned]) for t in hypotheses}
+    worst = np.max([_curve(*shape) for shape in shapes], axis=0)  # fingerprints share shapes
     met = np.nonzero(worst[1:] <= target)[0]
     return int(met[0]) + 1 if met.size else None
 
 
 def _chances(tosses: Tosses, upto: int) -> np.ndarray:
     """``log_chance`` for ``r = 0 .. upto``."""
+    return _curve(tosses.forced, tuple(sorted(tosses.groups)), tosses.confirms[:upto], upto)
+
+
+@lru_cache(maxsize=4096)
+def _curve(forced: int, groups: tuple[int, ...], confirms: tuple[tuple[bool, bool], ...],
+           upto: int | None = None) -> np.ndarray:
+    """``log`` of the largest chance over ``p`` after ``r = 0 .. len(confirms)`` (or
+    ``upto``, the last repeated) confirmations, with a 1% margin for what falls between
+    grid points; cached by shape (a session asks the same few shapes again and again)."""
+    upto = len(confirms) if upto is None else upto
     p = _GRID
-    if not tosses.groups:  # nothing it could reject: no coin over these values earns
+    if not groups:  # nothing it could reject: no coin over these values earns
         return np.full(upto + 1, -math.inf)
-    agree = np.prod([p ** u + (1 - p) ** u for u in tosses.groups], axis=0)
-    log = tosses.forced * np.log(p) + np.log(np.maximum(agree - p ** sum(tosses.groups),
-                                                        1e-300))
+    agree = np.prod([p ** u + (1 - p) ** u for u in groups], axis=0)
+    log = forced * np.log(p) + np.log(np.maximum(agree - p ** sum(groups), 1e-300))
     out = [float(np.max(log))]
-    for mutant, control in tosses.confirms[:upto]:
+    for mutant, control in confirms[:upto]:
         log = log + (np.log1p(-p) if mutant else 0.0) + (np.log(p) if control else 0.0)
         out.append(float(np.max(log)))
     out += [out[-1]] * (upto + 1 - len(out))
@@ -152,8 +162,8 @@ def worst_case(controls: int, confirms: int, draws: Sequence[int] = (),
     the draws per kind it was shown; none counted when empty) rejecting one kind at
     least, then rejects a reserve mutant ``confirms`` times, passing a reserve control
     each time (``late_control``; only where there are controls)."""
-    return float(np.exp(_log_chances(controls, tuple(draws),
-                                     late_control and controls > 0)[max(0, confirms)]))
+    return float(np.exp(_runs(controls, tuple(sorted(draws)),
+                              late_control and controls > 0)[max(0, confirms)]))
 
 
 def share(index: int, bound: float) -> float:
@@ -173,7 +183,7 @@ def confirmations(controls: int, index: int, bound: float,
         bound: ``StrengthConfig.luck_bound``.
         draws: Mutants it was shown per kind of mutation (empty: not counted).
     """
-    chances = _log_chances(controls, tuple(sorted(draws)), controls > 0)
+    chances = _runs(controls, tuple(sorted(draws)), controls > 0)
     target = math.log(share(index, bound))
     for r in range(1, _MAX_CONFIRMS + 1):
         if chances[r] <= target:
@@ -181,18 +191,7 @@ def confirmations(controls: int, index: int, bound: float,
     return None
 
 
-@lru_cache(maxsize=512)
-def _log_chances(controls: int, draws: tuple[int, ...], late: bool) -> np.ndarray:
-    """``log`` of the largest chance over ``p`` for ``r = 0 .. _MAX_CONFIRMS``: the
-    product evaluated on a fine grid of ``p`` (the maximum of a smooth product of a few
-    powers; the grid's step, 5e-5, moves it by far less than the shares differ), with a
-    margin of 1% for what falls between grid points."""
-    p = _GRID
-    log = max(0, controls) * np.log(p)
-    if draws:
-        agree = np.prod([p ** d + (1 - p) ** d for d in draws], axis=0)
-        log = log + np.log(np.maximum(agree - p ** sum(draws), 1e-300))
-    step = np.log1p(-p) + (np.log(p) if late else 0.0)
-    rs = np.arange(_MAX_CONFIRMS + 1)[:, None]
-    chances: np.ndarray = np.max(log[None, :] + rs * step[None, :], axis=1) + math.log(1.01)
-    return chances
+def _runs(controls: int, draws: tuple[int, ...], late: bool) -> np.ndarray:
+    """The coin per run's ``_curve`` for ``r = 0 .. _MAX_CONFIRMS`` (draws unknown, empty:
+    one group of no values, whose agreement is 1)."""
+    return _curve(max(0, controls), draws or (0,), ((True, late),) * _MAX_CONFIRMS)

@@ -514,7 +514,7 @@ class StrengthSession:
         def of(label: str | None) -> tuple[str, ...] | None:
             return source.facets_of(label) if label is not None else None
         return out + hypotheses(source.own_facets,
-                                [Shown(f, kind, passed) for f, kind, passed in known if f],
+                                [Shown(f, kind, passed) for f, kind, passed in known if f is not None],
                                 [(of(m), of(c)) for m, c in confirms])
 
 
