@@ -49,7 +49,7 @@ def echo(conn: ServerConnection) -> None:
             if message["type"] == "close":
                 return
             conn.send(json.dumps({"type": "observation", "data": {
-                "observation": {"echo": message, "conn": id(conn)}, "reward": None,
+                "observation": {"echo": message, "conn": str(conn.id)}, "reward": None,
                 "done": False}}))
 
 
@@ -146,7 +146,7 @@ def test_socket_closed_by_server_is_replaced_on_next_request():
     def one_reply(conn: ServerConnection) -> None:
         raw = conn.recv()
         conn.send(json.dumps({"type": "observation", "data": {
-            "observation": {"echo": json.loads(raw), "conn": id(conn)}}}))
+            "observation": {"echo": json.loads(raw), "conn": str(conn.id)}}}))
         conn.close()  # e.g. idle expiry
 
     with scripted(one_reply) as url:
