@@ -113,7 +113,8 @@ def log_chance(tosses: Tosses, r: int) -> float:
     values, agrees within each group rejecting one at least, and then wins the first
     ``r`` confirmations (rejects each tossing reserve mutant, passes each tossing
     reserve control); with the same 1% margin as ``worst_case``."""
-    return float(_chances(tosses, r)[-1])
+    return float(_curve(tosses.forced, tuple(sorted(tosses.groups)), tosses.confirms[:r],
+                        r)[-1])
 
 
 def needed(hypotheses: Sequence[Tosses], index: int, bound: float) -> int | None:
@@ -130,29 +131,28 @@ def needed(hypotheses: Sequence[Tosses], index: int, bound: float) -> int | None
     return int(met[0]) + 1 if met.size else None
 
 
-def _chances(tosses: Tosses, upto: int) -> np.ndarray:
-    """``log_chance`` for ``r = 0 .. upto``."""
-    return _curve(tosses.forced, tuple(sorted(tosses.groups)), tosses.confirms[:upto], upto)
-
-
 @lru_cache(maxsize=4096)
 def _curve(forced: int, groups: tuple[int, ...], confirms: tuple[tuple[bool, bool], ...],
            upto: int | None = None) -> np.ndarray:
     """``log`` of the largest chance over ``p`` after ``r = 0 .. len(confirms)`` (or
     ``upto``, the last repeated) confirmations, with a 1% margin for what falls between
-    grid points; cached by shape (a session asks the same few shapes again and again)."""
+    grid points; cached by shape (a session asks the same few shapes again and again),
+    so read-only."""
     upto = len(confirms) if upto is None else upto
     p = _GRID
-    if not groups:  # nothing it could reject: no coin over these values earns
-        return np.full(upto + 1, -math.inf)
-    agree = np.prod([p ** u + (1 - p) ** u for u in groups], axis=0)
-    log = forced * np.log(p) + np.log(np.maximum(agree - p ** sum(groups), 1e-300))
+    if groups:
+        agree = np.prod([p ** u + (1 - p) ** u for u in groups], axis=0)
+        log = forced * np.log(p) + np.log(np.maximum(agree - p ** sum(groups), 1e-300))
+    else:  # nothing it could reject: no coin over these values earns
+        log = np.full_like(p, -math.inf)
     out = [float(np.max(log))]
     for mutant, control in confirms[:upto]:
         log = log + (np.log1p(-p) if mutant else 0.0) + (np.log(p) if control else 0.0)
         out.append(float(np.max(log)))
     out += [out[-1]] * (upto + 1 - len(out))
-    return np.asarray(out) + math.log(1.01)
+    curve = np.asarray(out) + math.log(1.01)
+    curve.flags.writeable = False
+    return curve
 
 
 def worst_case(controls: int, confirms: int, draws: Sequence[int] = (),
