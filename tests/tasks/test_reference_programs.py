@@ -281,8 +281,11 @@ def test_controls_print_exactly_the_answer_and_irrelevant_records_are_asked_of_t
         tmp_path: Path) -> None:
     """A variant inside the grader's tolerance of the answer is neither control nor
     mutant; a sampled record is irrelevant only if the program's answer survives it
-    repeated as often as the file has records (asked of at most eight records)."""
+    repeated as often as the file has records (asked of at most eight records, and of
+    the holders of the file's ends)."""
     import zlib
+
+    from vera_env.verification.strength.ends import end_groups
 
     rows = [f"{i},{group},{value}\n" for i, (group, value) in
             enumerate([("a", 10), ("a", 20), ("b", 7)] * 40)]
@@ -306,7 +309,11 @@ def test_controls_print_exactly_the_answer_and_irrelevant_records_are_asked_of_t
         chosen = sampled[::-(-len(sampled) // 8)][:8]  # eight program runs, spread
         assert len(sampled) > 8 and not any(v for r, v in verdicts.items() if r not in chosen)
         assert [verdicts[r] for r in chosen] == [r.split(",")[1] == "b" for r in chosen]
-        assert not any(irrelevant(r.encode()) for r in rows if r not in sampled)
+        ends = {rows[i] for group in end_groups([r.encode() for r in rows]) for i in group}
+        assert ends - set(sampled)  # the ends are asked beside the sample
+        assert {r for r in ends if irrelevant(r.encode())} == {
+            r for r in ends if r.split(",")[1] == "b"}
+        assert not any(irrelevant(r.encode()) for r in rows if r not in {*sampled, *ends})
 
 
 def test_irrelevant_records_are_found_in_a_file_sorted_by_group(tmp_path: Path) -> None:
@@ -325,3 +332,46 @@ def test_irrelevant_records_are_found_in_a_file_sorted_by_group(tmp_path: Path) 
         irrelevant = reference.irrelevant["t.csv"]
         dropped = [r for r in rows if irrelevant(r.encode())]
         assert dropped and all(r.split(",")[1] == "b" for r in dropped)
+
+
+def test_a_pin_of_an_end_held_by_an_unread_record_dies_on_a_program_reference(
+        tmp_path: Path) -> None:
+    """A program reference knows only the unread records its probes found, so a drop of
+    a random tenth of them almost never moved the least value of a column; a pin of it,
+    held by a row the question never reads, earned on a hand-written task (the MYC read
+    sum of docs/examples/suite: the least read count in byte order was a KRAS row's).
+    Each draw now drops the unread holders of some of the file's ends: the pin dies on a
+    control, and the honest recount still earns."""
+    rows = [f"L{i:03d}\t{'MYC' if i % 5 == 0 else 'KRAS'}\t{200 + (i * 37) % 700}\n"
+            for i in range(1, 121)]
+    rows[40] = "L041\tKRAS\t1005\n"  # the least in byte order: an unread row's
+    total = sum(int(r.split("\t")[2]) for r in rows if r.split("\t")[1] == "MYC")
+    folder = tmp_path / "suite" / "myc"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "counts.tsv").write_text("id\tgene\treads\n" + "".join(rows))
+    sum_myc = "awk -F'\\t' '$2 == \"MYC\" { s += $3 } END { print s + 0 }' counts.tsv"
+    (folder / "task.json").write_text(json.dumps({
+        "id": "myc", "question": "Total reads of MYC?", "answer": str(total),
+        "grader": {"kind": "numeric", "abs_tol": 0}, "reference": {"command": sum_myc}}))
+    least = "1005"
+    assert min(r.split("\t")[2].strip() for r in rows) == least
+    pin = ("<command>cut -f3 counts.tsv | sort | head -n 2</command>\n"
+           'NODE kind=load summary="the least read count"\n'
+           "CHECK range \"least\" :: test \"$(tail -n +2 counts.tsv | cut -f3 | LC_ALL=C sort "
+           f"| head -n 1)\" = {least} && echo True || echo False")
+    honest = (f"<command>{sum_myc}</command>\n"
+              f'NODE kind=test summary="MYC reads {total}"\n'
+              f'CHECK range "MYC recount" :: test "$({sum_myc})" -eq {total} '
+              "&& echo True || echo False")
+    source = load_tasks(tmp_path / "suite")
+    earned = {}
+    for name, turn in (("pin", pin), ("honest", honest)):
+        env = VeraEnv(source, max_steps=3)
+        try:
+            env.reset(seed=0)
+            _, _, _, _, info = env.step(turn)
+            env.step(f"FINAL ANSWER: {total}")
+            earned[name] = info["reward_parts"]["verification"]
+        finally:
+            env.close()
+    assert earned["pin"] == 0.0 and earned["honest"] > 0.0, earned

@@ -68,6 +68,36 @@ def test_transfer_values_keeps_each_groups_count_sum_and_median(seed):
     assert all(len(r[4].split(".")[1]) == 1 for r in _rows(changed))  # same decimals
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_transfer_largest_moves_each_groups_maximum_and_keeps_its_count_sum_min_and_median(seed):
+    changed = _rewrite("transfer_largest", "t.csv", TABLE, seed)
+    for col in (3, 4):
+        before, after = _groups(TABLE, col), _groups(changed, col)
+        for key, values in before.items():
+            assert len(after[key]) == len(values)
+            assert sum(after[key]) == pytest.approx(sum(values), abs=1e-9)
+            assert statistics.median(after[key]) == statistics.median(values)
+            assert min(after[key]) == min(values)
+        assert any(max(after[k]) < max(before[k]) for k in before)  # the maximum moved
+    assert [r[:3] for r in _rows(changed)] == [r[:3] for r in _rows(TABLE)]  # ids, groups
+
+
+def test_transfer_largest_takes_its_partner_from_the_records_most_alike():
+    """A question that selects rows by a field of many values (a gene: too many to be a
+    group) keeps its sum only where the value moves between two rows it selects."""
+    genes = ["MYC", "KRAS", "TP53", "EGFR", "PTEN", "SOX2", "CDK4", "GAPDH", "ACTB",
+             "VEGFA", "BRCA1", "BRCA2", "ALK", "RET"]
+    rows = [f"L{i:03d},{genes[i % len(genes)]},ctl,{100 + (i * 53) % 900}\n" for i in range(140)]
+    table = ("id,gene,condition,reads\n" + "".join(rows)).encode()
+    top = max(rows, key=lambda r: int(r.split(",")[3]))
+    for seed in range(5):
+        changed = _rewrite("transfer_largest", "t.csv", table, seed)
+        moved = [(a, b) for a, b in zip(rows, changed.decode().splitlines(keepends=True)[1:],
+                                         strict=True) if a != b]
+        assert len(moved) == 2 and top in {a for a, _ in moved}
+        assert len({a.split(",")[1] for a, _ in moved}) == 1  # both rows of one gene
+
+
 def test_permute_values_keeps_each_groups_values_and_changes_records():
     changed = _rewrite("permute_values", "t.csv", TABLE)
     for col in (3, 4):

@@ -31,7 +31,11 @@ survived every control of an exported ``tab.sentinel_mean`` task and earned; the
 family's own reference drops rows of other species). The program is asked: a record of
 a fixed sample (about one in ten, by a checksum; at most ``_PROBES`` per file, spread
 over it) is irrelevant if the file with that record repeated as many times as the file
-has records -- half the file, then -- still makes the program print exactly its answer. Dropping a
+has records -- half the file, then -- still makes the program print exactly its answer.
+The holders of the file's ends (its least and greatest record and column values) are
+asked too, and each ``drop_irrelevant`` draw drops the unread holders of some of them
+(``Reference.unread_ends``): a pin of the least read count, a KRAS row's, survived every
+control of a hand-written task that sums the MYC rows. Dropping a
 record whose weight merely rounds away does not pass that: one row of 6,414 in a mean
 printed to two decimals did, and failed the honest checks that count the rows.
 
@@ -59,7 +63,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vera_env.verification.strength.encoding import Decoded, decode
+from vera_env.verification.strength.ends import end_groups
 from vera_env.verification.strength.reference import (
+    DEFAULT_REWRITES,
     Contents,
     ControlTransform,
     Reference,
@@ -70,12 +76,15 @@ from vera_env.verification.strength.transforms import join_records, split_record
 if TYPE_CHECKING:
     from vera_env.sandbox import Sandbox, Workspace
 
-__all__ = ["PROGRAM_CONTROLS", "program_reference"]
+__all__ = ["PROGRAM_CONTROLS", "PROGRAM_REWRITES", "program_reference"]
 
 PROGRAM_CONTROLS: tuple[ControlTransform, ...] = (
     "recompress", "shuffle_records", "drop_irrelevant", "repeat_irrelevant", "rewrap",
     "add_comment")
 """The control transforms tried on every file of a task whose reference is a program."""
+PROGRAM_REWRITES: tuple[RewriteTransform, ...] = (*DEFAULT_REWRITES, "transfer_largest")
+"""The rewrites probed on a file its task names none for: the default ones, and each
+group's extremes moved (a program declares no honest check of a range; ``rewrites``)."""
 
 _DECODE_BUDGET_S = 60.0
 _PROBES = 8
@@ -97,7 +106,8 @@ def program_reference(command: str, sources: Mapping[str, Path], sandbox: Sandbo
         same: Whether two answers agree under the task's grader.
         timeout_s: Wall-clock bound on one run.
         rewriting: File name -> the rewrites to probe for it (``Reference.rewriting``;
-            the task file's ``reference.rewrites``); a file not named gets the default.
+            the task file's ``reference.rewrites``); a file not named gets
+            ``PROGRAM_REWRITES``.
         mutants: File name -> kinds of declared mutation, each its draws as files (the
             task file's ``reference.mutants``): ``Reference.mutators``.
         controls: File name -> declared controls as files (``reference.controls``):
@@ -106,12 +116,13 @@ def program_reference(command: str, sources: Mapping[str, Path], sandbox: Sandbo
     program = _Program(command, dict(sources), sandbox, timeout_s, same)
     return Reference(solve=program.solve, preserving={name: PROGRAM_CONTROLS for name in sources},
                      irrelevant={name: partial(program.irrelevant, name) for name in sources},
-                     rewriting={name: tuple(r) for name, r in (rewriting or {}).items()
-                                if name in sources},
+                     rewriting={name: tuple((rewriting or {}).get(name, PROGRAM_REWRITES))
+                                for name in sources},
                      mutators={name: tuple(_Declared(kind) for kind in kinds)
                                for name, kinds in (mutants or {}).items() if name in sources},
                      controls={name: tuple(_Declared((path,)) for path in paths)
-                               for name, paths in (controls or {}).items() if name in sources})
+                               for name, paths in (controls or {}).items() if name in sources},
+                     unread_ends=True)
 
 
 class _Declared:
@@ -188,7 +199,7 @@ class _Program:
     def irrelevant(self, name: str, record: bytes) -> bool:
         """Whether ``record`` of ``name`` is one the program's answer never reads (see
         the module docstring): asked of a sample only, each record once."""
-        if zlib.crc32(record) % 10 or record not in self._sample(name):
+        if record not in self._sample(name):
             return False
         key = (name, record)
         with self._lock:
@@ -210,16 +221,20 @@ class _Program:
 
     def _sample(self, name: str) -> frozenset[bytes]:
         """The records of ``name`` that may be probed: at most ``_PROBES`` of the
-        checksum sample, spread evenly over the file. Not the first ones asked about: a
-        file sorted by group (a table's 152 Adelie rows first) spent every probe on the
-        group the question reads, and no record was ever found irrelevant."""
+        checksum sample, spread evenly over the file, and the holders of its ends
+        (``ends``: a drop of unread records moves an end only where it drops a
+        holder). Not the first ones asked about: a file sorted by group (a table's 152
+        Adelie rows first) spent every probe on the group the question reads, and no
+        record was ever found irrelevant."""
         with self._lock:
             if name in self._probed:
                 return self._probed[name]
         split = split_records(name, self._original_content(name))
-        sampled = [r for r in (split[1] if split else []) if not zlib.crc32(r) % 10]
+        records = split[1] if split else []
+        sampled = [r for r in records if not zlib.crc32(r) % 10]
         step = max(1, -(-len(sampled) // _PROBES))
-        chosen = frozenset(sampled[::step][:_PROBES])
+        chosen = frozenset({*sampled[::step][:_PROBES],
+                            *(records[i] for group in end_groups(records) for i in group)})
         with self._lock:
             return self._probed.setdefault(name, chosen)
 

@@ -65,10 +65,11 @@ CONTROL_TRANSFORMS: tuple[ControlTransform, ...] = (
 """
 RewriteTransform = Literal["complement_alleles", "transfer_values", "reformat_numbers",
                           "permute_values", "rename_ids", "respell_fields", "reword_text",
-                          "revcomp_records", "swap_homozygous"]
+                          "revcomp_records", "swap_homozygous", "transfer_largest"]
 REWRITE_TRANSFORMS: tuple[RewriteTransform, ...] = (
     "complement_alleles", "transfer_values", "reformat_numbers", "permute_values",
-    "rename_ids", "respell_fields", "reword_text", "revcomp_records", "swap_homozygous")
+    "rename_ids", "respell_fields", "reword_text", "revcomp_records", "swap_homozygous",
+    "transfer_largest")
 """The rewrites strength can probe (``rewrites``), in the order it tries them (those that
 rewrite the values a question reads first), each kept as a control only where the
 solver confirms the answer:
@@ -90,12 +91,16 @@ solver confirms the answer:
 * ``revcomp_records``: about half the FASTA records reverse-complemented (only where a
   family names it: it moves strands and positions an honest analysis checks);
 * ``swap_homozygous``: about half the homozygous VCF calls swapped, ``0/0`` with ``1/1``
-  (only where a family names it: a het count keeps, an honest trio analysis does not).
+  (only where a family names it: a het count keeps, an honest trio analysis does not);
+* ``transfer_largest``: in a table, ``d`` moved from each group's largest value to a
+  value above its median, of the record most alike: count, sum, mean, minimum and
+  median kept, the maximum not (only where a reference names it, and by default for a program reference, which
+  declares no honest check of a range; a family keeps its range checks).
 
 A file gets one control of rewrites: each that applies, kept where the solver confirms
 the answer, and the declared transforms on top; the other controls are declared.
 """
-DEFAULT_REWRITES: tuple[RewriteTransform, ...] = REWRITE_TRANSFORMS[:-2]
+DEFAULT_REWRITES: tuple[RewriteTransform, ...] = REWRITE_TRANSFORMS[:-3]
 """The rewrites probed for a file its family does not name in ``Reference.rewriting``."""
 FORMAT_TRANSFORMS: tuple[ControlTransform, ...] = ("recompress", "add_comment")
 """The controls of a task with no reference: re-serialisations that keep every record."""
@@ -129,6 +134,12 @@ class Reference:
             indexed by line number, a README): renamed identifiers the question does not
             name, reworded text, an added blank or comment line the format allows.
             Classified by ``solve`` like every candidate, and tried first.
+        unread_ends: Whether ``drop_irrelevant`` also drops the unread holders of some
+            of a file's ends (``ends``: its least and greatest record and column
+            values) on each draw. A program reference's (``program``): its probes find
+            few unread records, and a pin of an end held by an unread one survived
+            every control. A family's predicate names every unread record, and
+            dropping ends on every draw cost its references (measured in ``ends``).
         rewriting: File name -> the rewrites to probe for it (a file not named gets
             `DEFAULT_REWRITES`, those that apply to its format; ``()``: none): fewer
             where a rewrite keeps the solver's answer but moves a fact an honest
@@ -142,6 +153,7 @@ class Reference:
     mutators: Mapping[str, tuple[Mutator, ...]] = field(default_factory=dict)
     controls: Mapping[str, tuple[Mutator, ...]] = field(default_factory=dict)
     rewriting: Mapping[str, tuple[RewriteTransform, ...]] = field(default_factory=dict)
+    unread_ends: bool = False
 
     def __post_init__(self) -> None:
         for name, transforms in self.preserving.items():

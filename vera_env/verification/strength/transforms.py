@@ -39,6 +39,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from vera_env.verification.strength.ends import end_groups
 from vera_env.verification.strength.reference import ControlTransform
 
 __all__ = ["apply_control", "file_format", "join_records", "split_records"]
@@ -114,8 +115,8 @@ def join_records(header: bytes, records: list[bytes]) -> bytes:
 
 
 def apply_control(transform: ControlTransform, name: str, content: bytes,
-                  rng: random.Random, irrelevant: Callable[[bytes], bool] | None = None
-                  ) -> bytes | None:
+                  rng: random.Random, irrelevant: Callable[[bytes], bool] | None = None,
+                  *, ends: bool = False) -> bytes | None:
     """``content`` transformed by ``transform``, or None when it does not apply or would
     not change the bytes (``recompress`` returns the content unchanged: the encoder
     writes it with other settings, and only for a compressed file).
@@ -126,6 +127,8 @@ def apply_control(transform: ControlTransform, name: str, content: bytes,
         content: The decoded content.
         rng: Draws (which records, which width, the comment's text).
         irrelevant: For ``drop_irrelevant``: which records the question never reads.
+        ends: For ``drop_irrelevant``: also drop the unread holders of a random share
+            (each with even odds, one at least) of the file's ends (``ends``).
     """
     if transform == "recompress":  # a BAM is BGZF: gzip members
         return content if name.lower().endswith((*_COMPRESSED, ".bam")) else None
@@ -133,7 +136,10 @@ def apply_control(transform: ControlTransform, name: str, content: bytes,
     if split is None:
         return None
     header, records = split
-    changed = _TRANSFORMS[transform](name, header, records, rng, irrelevant)
+    if transform == "drop_irrelevant":
+        changed = _drop_irrelevant(name, header, records, rng, irrelevant, ends=ends)
+    else:
+        changed = _TRANSFORMS[transform](name, header, records, rng, irrelevant)
     return changed if changed is not None and changed != content else None
 
 
@@ -160,7 +166,8 @@ def _shuffle(name: str, header: bytes, records: list[bytes], rng: random.Random,
 
 
 def _drop_irrelevant(name: str, header: bytes, records: list[bytes], rng: random.Random,
-                     irrelevant: Callable[[bytes], bool] | None) -> bytes | None:
+                     irrelevant: Callable[[bytes], bool] | None, *, ends: bool = False
+                     ) -> bytes | None:
     if irrelevant is None:
         return None
     candidates = [i for i, record in enumerate(records) if irrelevant(record)]
@@ -168,6 +175,15 @@ def _drop_irrelevant(name: str, header: bytes, records: list[bytes], rng: random
         return None
     k = min(len(candidates), max(1, round(_SHARE * len(candidates))), len(records) - 1)
     drop = set(rng.sample(candidates, k))
+    if ends:
+        unread = set(candidates)
+        movable = [g for g in end_groups(records) if unread.issuperset(g)]
+        chosen = [g for g in movable if rng.random() < 0.5]
+        if movable and not chosen:
+            chosen = [rng.choice(movable)]
+        for group in chosen:
+            if len(drop | set(group)) < len(records):
+                drop |= set(group)
     return join_records(header, [r for i, r in enumerate(records) if i not in drop])
 
 
@@ -237,7 +253,6 @@ def _fasta_records(lines: list[bytes]) -> tuple[bytes, list[bytes]]:
 _TRANSFORMS: dict[str, Callable[[str, bytes, list[bytes], random.Random,
                                  Callable[[bytes], bool] | None], bytes | None]] = {
     "shuffle_records": _shuffle,
-    "drop_irrelevant": _drop_irrelevant,
     "repeat_irrelevant": _repeat_irrelevant,
     "rewrap": _rewrap,
     "add_comment": _add_comment,

@@ -403,7 +403,7 @@ def _classified(name: str, decoded: Decoded, content: bytes, settings: Settings,
                       own_facets=own, codec=decoded.codec, separator=sep, _facets=known)
 
 
-_MOVES_VALUES = frozenset({"transfer_values", "permute_values", "swap_homozygous"})
+_MOVES_VALUES = frozenset({"transfer_values", "transfer_largest", "permute_values", "swap_homozygous"})
 
 
 def _redrawn(name: str, content: bytes, reference: Reference, keeps: Callable[[bytes], bool],
@@ -594,6 +594,7 @@ def _control_candidates(name: str, content: bytes, settings: Settings,
     names = transforms if transforms is not None else (
         reference.controls_for(name) if reference else FORMAT_TRANSFORMS)
     irrelevant = reference.irrelevant.get(name) if reference else None
+    ends = reference is not None and reference.unread_ends
     aimed = tuple(reference.controls.get(name, ())) if reference and transforms is None else ()
     out: list[tuple[str, bytes, bool]] = []
     seen: set[tuple[bytes, bool]] = {(hashlib.sha256(content).digest(), False)}
@@ -611,7 +612,7 @@ def _control_candidates(name: str, content: bytes, settings: Settings,
         for transform in names:
             rng = random.Random(f"{settings.seed}|{name}|{transform}|{attempt}")
             add(transform, apply_control(transform, name, content, rng,  # type: ignore[arg-type]
-                                         irrelevant), transform == "recompress")
+                                         irrelevant, ends=ends), transform == "recompress")
         if len(out) >= 2 * settings.controls + 4 * RESERVE:
             break  # enough to show, and to choose reserves from (``_control_reserves``)
     i = 0
