@@ -53,8 +53,8 @@ CONTROL_TRANSFORMS: tuple[ControlTransform, ...] = (
 * ``recompress``: the same content, encoded with other settings (gzip level, block
   size); only for compressed files;
 * ``shuffle_records``: the records in another order (header and meta lines kept first);
-* ``drop_irrelevant``: about a tenth of the records the family's ``irrelevant``
-  predicate picks (a drawn number, from half to twice that, at least one), removed;
+* ``drop_irrelevant``: about a tenth (at least one) of the records the family's
+  ``irrelevant`` predicate picks, removed;
 * ``rewrap``: FASTA sequence lines wrapped at another width;
 * ``add_comment``: a comment or meta line added to the header (VCF ``##``, MatrixMarket
   ``%``, GTF/GFF ``#``, SAM ``@CO``), where the format has comments;

@@ -168,19 +168,12 @@ def _shuffle(name: str, header: bytes, records: list[bytes], rng: random.Random,
 def _drop_irrelevant(name: str, header: bytes, records: list[bytes], rng: random.Random,
                      irrelevant: Callable[[bytes], bool] | None, *, ends: bool = False
                      ) -> bytes | None:
-    """About a tenth of the unread records dropped: a drawn number, from half to twice
-    that, so two drops disagree on the record count and on every column's counts. With
-    a fixed number every draw left the same count of each label: an honest count of one
-    label's rows could then not be told from a gate on that column's hash (the luck
-    bound found too few of its values among the controls, and the analyst teacher's
-    count of `tab.label_coding`'s rows coded 0 earned nothing)."""
     if irrelevant is None:
         return None
     candidates = [i for i, record in enumerate(records) if irrelevant(record)]
     if not candidates or len(candidates) == len(records) == 1:
         return None
-    share = max(1, round(_SHARE * len(candidates)))  # a drawn count: see the docstring
-    k = min(len(candidates), rng.randint(max(1, share // 2), 2 * share), len(records) - 1)
+    k = min(len(candidates), max(1, round(_SHARE * len(candidates))), len(records) - 1)
     drop = set(rng.sample(candidates, k))
     if ends:
         unread = set(candidates)
