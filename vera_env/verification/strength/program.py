@@ -84,7 +84,7 @@ PROGRAM_CONTROLS: tuple[ControlTransform, ...] = (
 """The control transforms tried on every file of a task whose reference is a program."""
 PROGRAM_REWRITES: tuple[RewriteTransform, ...] = (*DEFAULT_REWRITES, "transfer_largest")
 """The rewrites probed on a file its task names none for: the default ones, and each
-group's extremes moved (a program declares no honest check of a range; ``rewrites``)."""
+group's largest value moved (a program declares no honest check of a range; ``rewrites``)."""
 
 _DECODE_BUDGET_S = 60.0
 _PROBES = 8
